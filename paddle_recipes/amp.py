@@ -121,9 +121,8 @@ def unscale_and_check(grads: list, inv_scale: float) -> bool:
             by_dtype.setdefault(str(g.dtype), []).append(g)
         flags = []
         for group in by_dtype.values():
-            found_inf = paddle.to_tensor(False)
-            _C_ops.check_finite_and_unscale_(group, scale, found_inf)
-            flags.append(found_inf)
+            _, found_inf = _C_ops.check_finite_and_unscale_(group, scale, paddle.to_tensor(False))
+            flags.append(found_inf.reshape([-1])[0])
         return bool(paddle.stack(flags).any().item())
     except (AttributeError, RuntimeError, ValueError):  # pragma: no cover - op missing on a build
         bad = False

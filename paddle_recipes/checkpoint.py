@@ -20,6 +20,7 @@ import random
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import paddle
@@ -47,6 +48,45 @@ def set_rng_state(state: dict) -> None:
     paddle.set_rng_state(state["paddle"])
     if "paddle_cuda" in state and paddle.is_compiled_with_cuda():
         paddle.set_cuda_rng_state(state["paddle_cuda"])
+
+
+def _param_names(optimizer) -> list[str]:
+    from .amp import _param_list
+
+    return [p.name for p in _param_list(optimizer)]
+
+
+def _rename_keys(state, mapping: dict) -> Any:
+    """Rename dict keys that equal or start with `old_` for each old->new in mapping."""
+    if not isinstance(state, dict):
+        return state
+    ordered = sorted(mapping, key=len, reverse=True)  # longest first: linear_1 vs linear_10
+    out = {}
+    for key, value in state.items():
+        new_key = key
+        if isinstance(key, str):
+            for old in ordered:
+                if key == old or key.startswith(old + "_"):
+                    new_key = mapping[old] + key[len(old):]
+                    break
+        out[new_key] = _rename_keys(value, mapping) if isinstance(value, dict) else value
+    return out
+
+
+def portable_optimizer_state(optimizer) -> dict:
+    """optimizer.state_dict() with parameter names replaced by positions (param_0, param_1, ...).
+
+    Paddle keys optimizer state by auto-generated parameter names (linear_4.w_0), which differ
+    between two processes that build the same model; positions do not.
+    """
+    names = _param_names(optimizer)
+    return _rename_keys(optimizer.state_dict(), {n: f"@param_{i}" for i, n in enumerate(names)})
+
+
+def load_portable_optimizer_state(optimizer, state: dict) -> None:
+    """Inverse of portable_optimizer_state for this optimizer's parameters."""
+    names = _param_names(optimizer)
+    optimizer.set_state_dict(_rename_keys(state, {f"@param_{i}": n for i, n in enumerate(names)}))
 
 
 def _fsync_dir(path: Path) -> None:

@@ -142,13 +142,34 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+def field_types(schema: type) -> dict[str, Any]:
+    """Field name -> type. Copes with `Global: Global = field(default_factory=Global)`, where the class
+    attribute shadows the annotation (the section-name pattern PaddleOCR-style configs invite)."""
+    try:
+        hints = typing.get_type_hints(schema)
+    except Exception:
+        hints = {}
+    out = {}
+    for f in dataclasses.fields(schema):
+        tp = hints.get(f.name, f.type)
+        if isinstance(tp, dataclasses.Field) or isinstance(tp, str) or tp is None:
+            if f.default_factory is not dataclasses.MISSING and isinstance(f.default_factory, type):
+                tp = f.default_factory
+            elif f.default is not dataclasses.MISSING and f.default is not None:
+                tp = type(f.default)
+            else:
+                tp = Any
+        out[f.name] = tp
+    return out
+
+
 def from_dict(schema: type, data: dict, where: str = "") -> Any:
     """Build dataclass `schema` from `data`, rejecting unknown keys with a suggestion."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{where or 'config'}: expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(schema)
+    hints = field_types(schema)
     fields = {f.name: f for f in dataclasses.fields(schema) if f.init}
     kwargs = {}
     for key, value in data.items():
@@ -194,7 +215,7 @@ def _check_override_path(schema: type, keys: list[str], text: str) -> None:
         names = [f.name for f in dataclasses.fields(tp)]
         if key not in names:
             raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{_suggest(key, names)}")
-        tp = typing.get_type_hints(tp)[key]
+        tp = field_types(tp)[key]
 
 
 def load_config(path: str | Path | None, overrides: list[str] | None, schema: type) -> Any:

@@ -21,6 +21,8 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
+from .reproducible import ResumableBatchSampler
+
 logger = logging.getLogger(__name__)
 
 
@@ -126,38 +128,18 @@ def unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
     return model._layers if isinstance(model, paddle.DataParallel) else model
 
 
-class ResumableBatchSampler(paddle.io.DistributedBatchSampler):
-    """DistributedBatchSampler that can skip the first n batches of the next epoch (exact mid-epoch resume).
-
-    Skipping happens on indices, so no skipped sample is loaded or augmented.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._skip = 0
-
-    def skip_next(self, n_batches: int) -> None:
-        """Skip `n_batches` at the start of the next iteration only."""
-        self._skip = max(0, int(n_batches))
-
-    def __iter__(self):
-        skip, self._skip = self._skip, 0
-        for i, batch in enumerate(super().__iter__()):
-            if i >= skip:
-                yield batch
-
-
 def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,
-                        drop_last: bool = False):
+                        drop_last: bool = False, with_epoch: bool = False):
     """DistributedBatchSampler: each rank sees a disjoint 1/world_size shard; call set_epoch(epoch).
 
     On one process it still shuffles with the epoch as seed, so runs are reproducible and resumable.
+    with_epoch: yield (epoch, index) keys for reproducible.SeededDataset (per-sample augmentation seeds).
     """
     info = info or DistInfo()
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     return ResumableBatchSampler(dataset, batch_size=batch_size, num_replicas=info.world_size,
-                                 rank=info.rank, shuffle=shuffle, drop_last=drop_last)
+                                 rank=info.rank, shuffle=shuffle, drop_last=drop_last, with_epoch=with_epoch)
 
 
 def barrier() -> None:

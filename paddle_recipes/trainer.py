@@ -131,7 +131,7 @@ class Trainer:
     def state_dict(self) -> dict:
         state = {
             "model": unwrap(self.model).state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": ckpt.portable_optimizer_state(self.optimizer),
             "amp": self.amp.state_dict(),
             "accumulator": self.accumulator.state_dict(),
             "lr": self.lr_scheduler.state_dict() if self.lr_scheduler is not None else None,
@@ -152,7 +152,7 @@ class Trainer:
 
     def load_state_dict(self, state: dict) -> None:
         unwrap(self.model).set_state_dict(state["model"])
-        self.optimizer.set_state_dict(state["optimizer"])
+        ckpt.load_portable_optimizer_state(self.optimizer, state["optimizer"])
         self.amp.set_state_dict(state["amp"])
         self.accumulator.set_state_dict(state["accumulator"])
         if self.lr_scheduler is not None and state.get("lr") is not None:
