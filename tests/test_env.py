@@ -7,7 +7,7 @@ import json
 import paddle
 
 from paddle_recipes.env import advise, collect_env, format_report
-from tests.conftest import run_python
+from conftest import run_python
 
 
 def test_env_json_cli_has_keys():
