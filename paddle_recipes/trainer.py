@@ -306,6 +306,17 @@ class Trainer:
         if resume_from:
             self.resume(resume_from)
         logger.info(self.amp.describe())
+        if self.timer is None:
+            from .meters import StepTimer
+
+            try:
+                total = len(self.train_loader) * self.epochs
+                if self.max_steps:
+                    total = min(total, self.max_steps * self.accumulator.steps)
+            except TypeError:
+                total = None
+            self.timer = StepTimer(total_steps=total, window=max(self.log_every * self.accumulator.steps, 1))
+            self.timer.steps = self.epoch * (total // self.epochs if total else 0) + self.batch_in_epoch
         self._call("on_fit_start")
         while self.epoch < self.epochs and not self.stop_training:
             self.train_one_epoch()
