@@ -31,6 +31,8 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from .trainer import Callback
+
 __all__ = [
     "ConstantT", "LinearT", "CosineT", "EntropyAdaptiveT", "build_temperature",
     "kd_kl_loss", "DistillLoss", "DistillStep", "DistillCallback", "make_distill_step",
@@ -269,7 +271,7 @@ def _masked_mean(err: paddle.Tensor, mask: Optional[paddle.Tensor]) -> paddle.Te
 
 
 # ----------------------------------------------------------------------------- trainer glue
-_FEATURE_KEYS = ("logits", "mask", "hidden_states", "attentions")
+_FEATURE_KEYS = ("logits", "mask", "hidden_states", "attentions", "loss_weight")
 
 
 def _scalars(d: dict) -> dict:
@@ -290,6 +292,9 @@ class DistillStep:
     (Tensor [B, C] or [B, L, C]); optional "mask" ([B] / [B, L]), "hidden_states", "attentions"
     (needed only when the loss uses them). The teacher runs `teacher_step_fn` (default: the
     same base_step_fn) under no_grad in eval mode.
+
+    If the base step returns "loss_weight" w (already applied to its "loss"), the whole
+    distillation loss is scaled by w instead (so per-task weights cover the soft term too).
 
     `self.step` is the temperature-schedule step: it counts calls in training mode unless a
     `DistillCallback` syncs it to the Trainer's optimizer step.
@@ -315,7 +320,9 @@ class DistillStep:
         self.teacher.eval()
         with paddle.no_grad():
             t_out = self.teacher_step_fn(self.teacher, batch)
-        d = self.distill_loss(out["logits"], t_out["logits"], hard_loss=out.get("loss"), step=self.step,
+        w = float(out.get("loss_weight", 1.0))  # per-task weight already applied to out["loss"]
+        hard = out["loss"] / w if "loss" in out and w != 1.0 else out.get("loss")
+        d = self.distill_loss(out["logits"], t_out["logits"], hard_loss=hard, step=self.step,
                               total_steps=self.total_steps, mask=out.get("mask"),
                               student_hidden=out.get("hidden_states"), teacher_hidden=t_out.get("hidden_states"),
                               student_attn=out.get("attentions"), teacher_attn=t_out.get("attentions"))
@@ -323,7 +330,7 @@ class DistillStep:
             self.step += 1
         logged = _scalars(out)
         logged.update(_scalars(d))
-        logged["loss"] = d["loss"]
+        logged["loss"] = d["loss"] * w if w != 1.0 else d["loss"]
         return logged
 
 
@@ -333,35 +340,19 @@ def make_distill_step(teacher: nn.Layer, base_step_fn: Callable, distill_loss: D
     return DistillStep(teacher, base_step_fn, distill_loss, total_steps, teacher_step_fn)
 
 
-class DistillCallback:
-    """Trainer callback: keeps `distill_step.step` equal to the Trainer's optimizer step count.
-
-    Uses `trainer.global_step` when the trainer has it (so gradient accumulation does not
-    advance the temperature schedule per micro step).
-    """
+class DistillCallback(Callback):
+    """Trainer callback: keeps `distill_step.step` equal to `trainer.global_step` (optimizer steps),
+    so gradient accumulation does not advance the temperature schedule per micro-step, and a
+    resumed run continues the schedule where it stopped."""
 
     def __init__(self, distill_step: DistillStep):
         self.distill_step = distill_step
 
-    def _sync(self, trainer):
-        gs = getattr(trainer, "global_step", None)
-        if gs is not None:
-            self.distill_step.step = int(gs)
+    def _sync(self, trainer) -> None:
+        self.distill_step.step = int(trainer.global_step)
 
-    def on_fit_start(self, trainer):
+    def on_fit_start(self, trainer) -> None:
         self._sync(trainer)
 
-    def on_epoch_start(self, trainer):
+    def on_step_end(self, trainer) -> None:
         self._sync(trainer)
-
-    def on_step_end(self, trainer):
-        self._sync(trainer)
-
-    def on_epoch_end(self, trainer):
-        pass
-
-    def on_eval_end(self, trainer):
-        pass
-
-    def on_fit_end(self, trainer):
-        pass
