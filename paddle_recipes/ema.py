@@ -19,12 +19,34 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 import paddle
 
 from .distributed import unwrap
 
 WARMUPS = ("threshold", "exponential", "none")
+
+
+@dataclass
+class EmaConfig:
+    """enable: keep an EMA. decay: target decay (0.9998 as in ppdet). warmup: threshold | exponential | none.
+    warmup_steps: exponential warmup time constant, in optimizer steps. device: e.g. "cpu" to keep the
+    shadow off the accelerator (default: next to the weights)."""
+
+    enable: bool = False
+    decay: float = 0.9998
+    warmup: str = "threshold"
+    warmup_steps: int = 2000
+    device: Optional[str] = None
+
+
+def build_ema(cfg: EmaConfig, model: paddle.nn.Layer) -> "ModelEMA | None":
+    """ModelEMA from config, or None when disabled."""
+    if not cfg.enable:
+        return None
+    return ModelEMA(model, decay=cfg.decay, warmup=cfg.warmup, warmup_steps=cfg.warmup_steps, device=cfg.device)
 
 
 def ema_decay(n: int, decay: float, warmup: str = "threshold", warmup_steps: int = 2000) -> float:
