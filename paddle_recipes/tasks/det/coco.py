@@ -170,27 +170,36 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
     return idx
 
 
-def build_train_augment(hflip: float = 0.5, color: float = 0.5, scale_crop: float = 0.5, min_visibility: float = 0.3):
-    """Albumentations pipeline with bbox support (pascal_voc pixels, labels in ``class_labels``).
+def build_train_augment(hflip: float = 0.5, color: float = 0.5, affine: float = 0.5, min_visibility: float = 0.3,
+                        seed: int | None = None):
+    """Bbox-aware albumentations pipeline wrapped in ``paddle_recipes.data.AlbumentationsAdapter``.
 
-    Flip, colour jitter and a bbox-safe random scale/crop; returns None if albumentations is missing.
+    Horizontal flip, brightness/contrast + HSV jitter, random scale (0.75-1.25) / translate (10 %).
+    Boxes are pascal_voc pixels; boxes less than ``min_visibility`` visible after the affine are
+    dropped. Returns None (no augmentation, with a warning) if albumentations is not installed.
     """
     try:
         import albumentations as A
-    except ImportError:  # optional dependency: train without augmentation
+    except ImportError:  # optional dependency
         logger.warning("albumentations not installed; training without augmentation")
         return None
-    return A.Compose([
+    from paddle_recipes.data import AlbumentationsAdapter, bbox_compose
+
+    compose = bbox_compose([
         A.HorizontalFlip(p=hflip),
         A.RandomBrightnessContrast(p=color),
         A.HueSaturationValue(p=color),
-        A.Affine(scale=(0.75, 1.25), translate_percent=(-0.1, 0.1), p=scale_crop),
-    ], bbox_params=A.BboxParams(format="pascal_voc", label_fields=["class_labels"], min_visibility=min_visibility,
-                                clip=True))
+        A.Affine(scale=(0.75, 1.25), translate_percent=(-0.1, 0.1), p=affine),
+    ], format="pascal_voc", seed=seed, min_visibility=min_visibility, label_field="labels")
+    return AlbumentationsAdapter(compose, seed=seed)
 
 
 class CocoDetDataset:
-    """Map-style dataset over a validated ``CocoIndex``; ``augment`` is an albumentations Compose or None."""
+    """Map-style dataset over a validated ``CocoIndex``.
+
+    ``augment``: callable ``(image, bboxes, labels) -> (image, bboxes, labels)`` such as
+    ``build_train_augment()``, or None.
+    """
 
     def __init__(self, index: CocoIndex, augment=None):
         self.index = index
@@ -215,10 +224,9 @@ class CocoDetDataset:
             # clip to the decoded size too (json size may disagree with the file)
             bx = np.clip(boxes, 0, [w, h, w, h]).astype(np.float32)
             ok = (bx[:, 2] > bx[:, 0]) & (bx[:, 3] > bx[:, 1])
-            out = self.augment(image=np.ascontiguousarray(img), bboxes=bx[ok], class_labels=classes[ok])
-            img = out["image"]
-            boxes = np.asarray(out["bboxes"], dtype=np.float32).reshape(-1, 4)
-            classes = np.asarray(out["class_labels"], dtype=np.int64).reshape(-1)
+            img, boxes, classes = self.augment(np.ascontiguousarray(img), bx[ok], classes[ok])
+            boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
+            classes = np.asarray(classes, dtype=np.int64).reshape(-1)
         return {"image": np.ascontiguousarray(img), "gt_bbox": boxes, "gt_class": classes,
                 "im_id": rec["im_id"], "orig_size": (h, w)}
 
