@@ -30,6 +30,8 @@ def get_act(name: str | None):
 class ConvBN(nn.Layer):
     """Conv2D (no bias) + BatchNorm2D + activation; 'same' padding for odd kernels."""
 
+    conv_bn_pairs = (("conv", "bn"),)  # forward is act(bn(conv(x))): export.fuse_conv_bn may fold them
+
     def __init__(self, ch_in: int, ch_out: int, kernel: int = 3, stride: int = 1, act: str | None = "swish"):
         super().__init__()
         self.conv = nn.Conv2D(ch_in, ch_out, kernel, stride=stride, padding=kernel // 2, bias_attr=False)

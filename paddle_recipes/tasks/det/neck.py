@@ -13,6 +13,27 @@ import paddle.nn.functional as F
 from .backbone import BasicBlock, ConvBN, scale_depth, scale_width
 
 
+class Upsample2x(nn.Layer):
+    """Nearest-neighbour x2 upsampling.
+
+    mode "interp": ``F.interpolate`` (fast, TensorRT-native). mode "repeat": two
+    ``repeat_interleave`` calls, numerically identical; used for CPU Paddle Inference exports,
+    because paddle 3.3.1's oneDNN executor rejects nearest_interp_v2 from a PIR program
+    ("ConvertPirAttribute2RuntimeAttribute not support ArrayAttribute<DoubleAttribute>").
+    """
+
+    def __init__(self, mode: str = "interp"):
+        super().__init__()
+        if mode not in ("interp", "repeat"):
+            raise ValueError(f"upsample mode must be 'interp' or 'repeat', got {mode!r}")
+        self.mode = mode
+
+    def forward(self, x):
+        if self.mode == "repeat":
+            return paddle.repeat_interleave(paddle.repeat_interleave(x, 2, axis=2), 2, axis=3)
+        return F.interpolate(x, scale_factor=2.0, mode="nearest")
+
+
 class SPP(nn.Layer):
     """Concat of the input and its stride-1 max-pools (kernels 5, 9, 13), then a 1x1 ConvBN."""
 
@@ -74,6 +95,7 @@ class CustomCSPPAN(nn.Layer):
             self.pan_routes.append(ConvBN(c_prev, c_prev, 3, stride=2, act=act))
             self.pan_stages.append(CSPStage(c_prev + fpn_ch[i], fpn_ch[i], n, act=act))
         self.out_channels = list(reversed(fpn_ch))
+        self.upsample = Upsample2x("interp")
 
     def forward(self, feats):
         fpn_feats = []
@@ -84,7 +106,7 @@ class CustomCSPPAN(nn.Layer):
             route = self.fpn_stages[i](feat)
             fpn_feats.append(route)
             if i < len(feats) - 1:
-                route = F.interpolate(self.fpn_routes[i](route), scale_factor=2.0, mode="nearest")
+                route = self.upsample(self.fpn_routes[i](route))
         outs = [fpn_feats[-1]]
         route = fpn_feats[-1]
         for j, i in enumerate(reversed(range(len(feats) - 1))):
