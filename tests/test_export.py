@@ -12,7 +12,7 @@ from paddle.static import InputSpec
 
 from paddle_recipes.export import (TrtConfig, apply_trt, create_predictor, export_model, file_sizes,
                                    find_conv_bn_pairs, fuse_conv_bn, inference_files, measure_latency,
-                                   predict, quantize_ptq, save_quantized, trt_config_to_dict,
+                                   predict, quant_size_report, quantize_ptq, save_quantized, trt_config_to_dict,
                                    trt_config_to_yaml, validate_trt)
 
 
@@ -225,3 +225,36 @@ def test_ptq_agrees_with_fp32_and_exports(tmp_path):
     np.testing.assert_allclose(out, q_out.numpy(), atol=1e-4)
     with pytest.raises(ValueError, match="calib_batches is empty"):
         quantize_ptq(model, [])
+
+
+class DictMLP(nn.Layer):
+    """Keyword inputs (like a transformer student taking input_ids=...)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(30, 16)
+        self.norm = nn.LayerNorm(16)
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 3)
+
+    def forward(self, input_ids, mask=None):
+        h = self.norm(self.emb(input_ids)).mean(1)
+        return self.fc2(nn.functional.gelu(self.fc1(h)))
+
+
+def test_ptq_dict_batches_layer_types_and_size_report():
+    paddle.seed(3)
+    m = DictMLP()
+    m.eval()
+    ids = paddle.randint(0, 30, [128, 6])
+    q = quantize_ptq(m, [{"input_ids": ids[i:i + 32]} for i in range(0, 128, 32)])
+    kinds = {type(layer).__name__ for layer in q.sublayers()}
+    assert "QuantedLinear" in kinds and "ObserveWrapper" not in kinds  # only Conv2D/Linear by default
+    assert isinstance(q.emb, nn.Embedding) and isinstance(q.norm, nn.LayerNorm)
+    agree = float((q(ids).argmax(-1) == m(ids).argmax(-1)).astype("float32").mean())
+    assert agree >= 0.9, agree
+    rep = quant_size_report(q)
+    assert rep["quantized_weight_elements"] == 16 * 32 + 32 * 3
+    other = 30 * 16 + 2 * 16 + 32 + 3  # emb, norm, biases stay fp32 (plus a few scalar scales)
+    assert rep["int8_packed_bytes_estimate"] - (rep["quantized_weight_elements"] + 4 * other) < 4 * 40
+    assert rep["fp32_param_bytes"] - rep["int8_packed_bytes_estimate"] == 3 * rep["quantized_weight_elements"]
