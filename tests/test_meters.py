@@ -107,3 +107,13 @@ def test_scalar_writer_jsonl(tmp_path):
     rows = ScalarWriter.read(tmp_path / "log" / "scalars.jsonl")
     assert [(r["tag"], r["step"], r["value"]) for r in rows] == [
         ("train/loss", 10, 1.5), ("train/lr", 11, 0.1), ("train/acc", 11, 0.25)]
+
+
+def test_scalar_writer_visualdl_when_available(tmp_path):
+    pytest.importorskip("visualdl")
+    w = ScalarWriter(tmp_path / "log")
+    assert w.vdl is not None
+    w.add_scalar("train/loss", 2.0, 1)
+    w.close()
+    assert list((tmp_path / "log" / "vdl").glob("vdlrecords.*"))
+    assert ScalarWriter.read(w.path)[0]["value"] == 2.0  # the JSONL log is written too
