@@ -62,8 +62,9 @@ class LoaderConfig:
     min_shm_mb: int = 512
 
 
-def shm_free_mb(path: str = SHM_PATH) -> float | None:
-    """Free space of /dev/shm in MB, or None when it does not exist (non-Linux)."""
+def shm_free_mb(path: str | None = None) -> float | None:
+    """Free space of /dev/shm (or ``path``) in MB, or None when it does not exist (non-Linux)."""
+    path = path or SHM_PATH
     if not os.path.isdir(path):
         return None
     return shutil.disk_usage(path).free / (1024 * 1024)

@@ -203,9 +203,9 @@ def test_persistent_workers_ignored_without_workers():
     assert sum(_arr(b).shape[0] for b in loader) == 16
 
 
-def test_shm_fallback_warns_and_disables(monkeypatch):
+def test_shm_fallback_warns_and_disables(monkeypatch, tmp_path):
     Usage = namedtuple("Usage", "total used free")
-    monkeypatch.setattr(D.os.path, "isdir", lambda p: True)
+    monkeypatch.setattr(D, "SHM_PATH", str(tmp_path))  # exists on any OS
     monkeypatch.setattr(D.shutil, "disk_usage", lambda p: Usage(64 << 20, 0, 64 << 20))
     ds = _RandDS()
     bs = paddle.io.BatchSampler(ds, batch_size=4)
