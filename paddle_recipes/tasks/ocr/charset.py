@@ -136,3 +136,12 @@ def common_chars(num_hanzi: int = 3000, with_ascii: bool = True) -> List[str]:
     if with_ascii:
         chars += list("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     return chars
+
+
+def spread_subset(chars: Sequence[str], n: int) -> List[str]:
+    """``n`` characters taken at even steps through ``chars`` (deterministic; for a smaller
+    dict that still covers the whole list, e.g. all pinyin initials of GB2312 level 1)."""
+    chars = list(chars)
+    if n >= len(chars):
+        return chars
+    return [chars[(i * len(chars)) // n] for i in range(n)]

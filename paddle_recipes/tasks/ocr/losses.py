@@ -11,6 +11,8 @@ from .charset import BLANK
 class CTCLoss(nn.Layer):
     """CTC loss for logits [B, T, C] and zero-padded labels [B, L] with lengths [B].
 
+    Raw logits go to warp-ctc, which normalizes them with its own softmax (so no
+    log_softmax here; paddle's CPU log_softmax over ~3000 classes is also very slow).
     Every time step is used (input_lengths = T). Per-sample losses (negative
     log-likelihood summed over the sequence) are averaged over the batch.
     ``zero_infinity`` replaces impossible alignments (label needs more steps than T)
@@ -24,7 +26,7 @@ class CTCLoss(nn.Layer):
 
     def forward(self, logits, labels, label_lengths):
         b, t = logits.shape[0], logits.shape[1]
-        log_probs = F.log_softmax(logits.astype("float32"), axis=-1).transpose([1, 0, 2])  # [T, B, C]
+        log_probs = logits.astype("float32").transpose([1, 0, 2])  # [T, B, C]; warp-ctc applies softmax
         input_lengths = paddle.full([b], t, dtype="int64")
         loss = F.ctc_loss(log_probs, labels.astype("int32"), input_lengths, label_lengths.astype("int64"),
                           blank=self.blank, reduction="none", zero_infinity=self.zero_infinity)

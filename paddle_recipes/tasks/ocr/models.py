@@ -198,18 +198,24 @@ class ConvNeck(nn.Layer):
 
 # ---------------------------------------------------------------------- head
 class CTCHead(nn.Layer):
-    """Linear (optionally via a mid layer) to ``num_classes`` logits per time step: [B, T, num_classes]."""
+    """Linear (optionally via a mid layer) to ``num_classes`` logits per time step: [B, T, num_classes].
+
+    The last bias is added after reshaping back to [B, T, C]: Paddle Inference's fc-fusion pass
+    mis-fuses a matmul + bias on reshaped 3-D inputs (wrong logits / shape errors at export).
+    """
 
     def __init__(self, in_channels: int, num_classes: int, mid_channels: int = 0, **_):
         super().__init__()
-        if mid_channels:
-            self.fc = nn.Sequential(nn.Linear(in_channels, mid_channels), nn.Hardswish(),
-                                    nn.Linear(mid_channels, num_classes))
-        else:
-            self.fc = nn.Linear(in_channels, num_classes)
+        self.num_classes = num_classes
+        self.mid = nn.Sequential(nn.Linear(in_channels, mid_channels), nn.Hardswish()) if mid_channels else None
+        self.fc = nn.Linear(mid_channels or in_channels, num_classes, bias_attr=False)
+        self.bias = self.create_parameter([num_classes], is_bias=True)
 
     def forward(self, x):
-        return self.fc(x)
+        if self.mid is not None:
+            x = self.mid(x)
+        t, c = x.shape[1], x.shape[2]
+        return self.fc(x.reshape([-1, c])).reshape([-1, t, self.num_classes]) + self.bias
 
 
 BACKBONES = {"ResNet34vd": ResNet34vd, "LCNetRec": LCNetRec}

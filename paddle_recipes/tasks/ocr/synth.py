@@ -179,6 +179,37 @@ def write_split(out_dir: str | os.PathLike, samples: Sequence[Tuple[bytes, str]]
     return out
 
 
+def dataset_fingerprint(chars: Sequence[str], splits: dict, cfg: SynthConfig, fmt: str = "both") -> dict:
+    """What ``meta.json`` holds for a finished set: settings, split sizes, dict size and checksum."""
+    meta = {"config": asdict(cfg), "splits": {k: int(v) for k, v in splits.items()}, "format": fmt,
+            "num_chars": len(chars),
+            "chars_hash": int(np.frombuffer("".join(chars).encode("utf-8"), np.uint8).astype(np.uint64).sum())}
+    meta["config"]["font_size"] = list(cfg.font_size)
+    return meta
+
+
+def is_up_to_date(out_dir: str | os.PathLike, meta: dict) -> bool:
+    path = Path(out_dir) / "meta.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) == meta
+    except (OSError, ValueError):
+        return False
+
+
+def wait_for_dataset(out_dir: str | os.PathLike, meta: dict, timeout_s: float = 7200, poll_s: float = 2.0) -> None:
+    """Block until another process (rank 0) has finished writing the set described by ``meta``.
+
+    Used instead of a collective barrier, which would time out (GLOO) during a long generation.
+    """
+    import time
+
+    t0 = time.time()
+    while not is_up_to_date(out_dir, meta):
+        if time.time() - t0 > timeout_s:
+            raise TimeoutError(f"waited {timeout_s:.0f} s for the synthetic set in {out_dir} (rank 0 generating it)")
+        time.sleep(poll_s)
+
+
 def build_dataset(out_dir: str | os.PathLike, chars: Sequence[str], splits: dict, cfg: SynthConfig,
                   fmt: str = "both", workers: int = 2, force: bool = False) -> Path:
     """Generate every split ({"train": n, "val": m}) into ``out_dir``; cached by a meta.json fingerprint.
@@ -186,22 +217,18 @@ def build_dataset(out_dir: str | os.PathLike, chars: Sequence[str], splits: dict
     Returns ``out_dir``. When ``meta.json`` matches (same settings, dict, counts), nothing is redone.
     """
     out = Path(out_dir)
-    meta = {"config": asdict(cfg), "splits": dict(splits), "format": fmt, "num_chars": len(chars),
-            "chars_hash": int(np.frombuffer("".join(chars).encode("utf-8"), np.uint8).astype(np.uint64).sum())}
-    meta["config"]["font_size"] = list(cfg.font_size)
+    meta = dataset_fingerprint(chars, splits, cfg, fmt)
     meta_path = out / "meta.json"
-    if not force and meta_path.is_file():
-        try:
-            if json.loads(meta_path.read_text(encoding="utf-8")) == meta:
-                logger.info("synthetic set in %s is up to date", out)
-                return out
-        except ValueError:
-            pass
+    if not force and is_up_to_date(out, meta):
+        logger.info("synthetic set in %s is up to date", out)
+        return out
     if meta_path.exists():
         meta_path.unlink()
     for split, num in splits.items():
         logger.info("rendering %d %s lines with %d workers ...", num, split, workers)
         samples = generate_samples(cfg, chars, split, int(num), workers=workers)
         write_split(out / split, samples, fmt)
-    meta_path.write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp = out / "meta.json.tmp"
+    tmp.write_text(json.dumps(meta, ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(tmp, meta_path)
     return out
