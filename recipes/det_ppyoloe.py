@@ -434,4 +434,12 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from paddle_recipes.checkpoint import CheckpointError
+    from paddle_recipes.config import ConfigError
+    from paddle_recipes.tasks.det.coco import DetDataError
+
+    try:
+        main()
+    except (ConfigError, DetDataError, CheckpointError, FileNotFoundError) as exc:
+        print(f"det_ppyoloe: error: {exc}", file=sys.stderr)  # user error: message only, no paddle traceback
+        sys.exit(2)
