@@ -36,7 +36,7 @@ import paddle
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp, AmpConfig
-from paddle_recipes.config import add_config_args, dump_config, flatten_opts, load_config, to_dict
+from paddle_recipes.config import ConfigError, add_config_args, dump_config, flatten_opts, load_config, to_dict
 from paddle_recipes.distill import DistillCallback, DistillLoss, build_temperature, make_distill_step
 from paddle_recipes.export import quantize_ptq
 from paddle_recipes.meters import StepTimer
@@ -390,4 +390,8 @@ def summary_line(report: dict) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (ConfigError, ValueError, FileNotFoundError) as exc:  # bad config / missing input: one clear line
+        print(f"ernie_multitask: error: {exc}", file=sys.stderr)
+        sys.exit(2)
