@@ -38,7 +38,7 @@ from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
 from paddle_recipes.ema import EmaConfig, build_ema  # noqa: E402
 from paddle_recipes.optim import OptimizerConfig, build_optimizer  # noqa: E402
 from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, build_train_augment, load_coco  # noqa: E402
-from paddle_recipes.tasks.det.evaluate import evaluate_detector, run_detector  # noqa: E402
+from paddle_recipes.tasks.det.evaluate import evaluate_detector  # noqa: E402
 from paddle_recipes.tasks.det.model import build_ppyoloe  # noqa: E402
 from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset  # noqa: E402
 from paddle_recipes.trainer import Trainer  # noqa: E402

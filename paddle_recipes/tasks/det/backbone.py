@@ -14,8 +14,6 @@ Outputs: feature maps at strides 8, 16, 32.
 """
 from __future__ import annotations
 
-import math
-
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F

@@ -28,7 +28,6 @@ import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import cv2
 import numpy as np
