@@ -1,0 +1,233 @@
+"""Run benchmark rows, each in a fresh process (group), with pinned threads and a progress display.
+
+OCR/TTA/DDP rows run the real recipe (``recipes/ocr_rec.py``) with ``-o`` overrides, DDP rows through
+``python -m paddle.distributed.launch --nproc_per_node N``. Throughput rows run ``worker.py``.
+Threads per process are pinned through OMP_NUM_THREADS / MKL_NUM_THREADS (paddle's CPU kernels read
+them) and recorded. The 1-minute load average is recorded before and after every row.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .rows import Row
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = REPO / "recipes" / "ocr_rec.py"
+WORKER = Path(__file__).resolve().parent / "worker.py"
+CONFIGS = REPO / "benchmarks" / "configs"
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "FLAGS_paddle_num_threads")
+
+
+@dataclass
+class Settings:
+    """What every row of one invocation shares.
+
+    steps / warmup: timed and warm-up optimizer steps of a batch-64 row (others scale to equal samples).
+    ocr_config / tta_config: recipe YAML files. extra_overrides: appended to every recipe row (quick mode).
+    worker_args: appended to every worker row. tta_epochs / tta_metric / tta_target: time-to-accuracy.
+    timeout: seconds per row before it is killed and reported as failed.
+    """
+
+    steps: int = 8
+    warmup: int = 2
+    ocr_config: str = str(CONFIGS / "ocr_rec_cpu.yml")
+    tta_config: str = str(CONFIGS / "ocr_rec_tta_cpu.yml")
+    extra_overrides: tuple = ()
+    tta_overrides: tuple = ()
+    worker_args: tuple = ()
+    worker_steps: int = 4
+    worker_warmup: int = 1
+    tta_epochs: int = 10
+    tta_metric: str = "norm_edit_dis"
+    tta_target: float = 0.5
+    timeout: float = 900.0
+    python: str = sys.executable
+    show_progress: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+def row_env(threads: int) -> dict:
+    """Clean environment (no outer launcher variables) with the thread count pinned."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PADDLE_TRAINER", "PADDLE_RANK", "PADDLE_LOCAL", "PADDLE_GLOBAL", "PADDLE_WORLD",
+                                "PADDLE_CURRENT", "PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_JOB"))}
+    for k in THREAD_VARS:
+        env[k] = str(threads)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("FLAGS_call_stack_level", "2")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _launch_prefix(settings: Settings, nproc: int, log_dir: Path) -> list[str]:
+    if nproc <= 1:
+        return [settings.python]
+    return [settings.python, "-m", "paddle.distributed.launch", "--nproc_per_node", str(nproc),
+            "--log_dir", str(log_dir)]
+
+
+def recipe_overrides(row: Row, settings: Settings, out_dir: Path) -> list[str]:
+    """-o pairs for a recipe row (order: harness defaults, row knobs, quick-mode extras)."""
+    if row.suite == "tta":
+        base = {"Global.output_dir": str(out_dir), "Global.epochs": str(settings.tta_epochs),
+                "Global.log_every": "1", "Global.eval_every_epochs": "1", "Global.save_every_epochs": "0",
+                "Global.use_visualdl": "true", "Global.vdl_dir": str(out_dir / "scalars")}
+    else:
+        warm, timed = row.steps_for(settings.steps, settings.warmup)
+        base = {"Global.output_dir": str(out_dir), "Global.max_steps": str(warm + timed), "Global.epochs": "1000",
+                "Global.log_every": "1", "Global.eval_every_epochs": "0", "Global.save_every_epochs": "0"}
+    base.update(dict(row.overrides))
+    for kv in (settings.tta_overrides if row.suite == "tta" else settings.extra_overrides):
+        k, _, v = kv.partition("=")
+        base[k] = v
+    return [f"{k}={v}" for k, v in base.items()]
+
+
+def build_command(row: Row, settings: Settings, row_dir: Path) -> list[str]:
+    prefix = _launch_prefix(settings, row.nproc, row_dir / "launch")
+    if row.kind == "recipe":
+        config = settings.tta_config if row.suite == "tta" else settings.ocr_config
+        return prefix + [str(RECIPE), "-c", config, "-o", *recipe_overrides(row, settings, row_dir / "out")]
+    if row.kind == "worker":
+        return prefix + [str(WORKER), *row.args, "--steps", str(settings.worker_steps), "--warmup",
+                         str(settings.worker_warmup), "--threads", str(row.threads), "--out",
+                         str(row_dir / "out" / "result.json"), *settings.worker_args]
+    raise ValueError(f"row {row.suite}/{row.name}: unknown kind {row.kind!r}")
+
+
+def result_path(row: Row, row_dir: Path) -> Path:
+    return row_dir / "out" / ("summary.json" if row.kind == "recipe" else "result.json")
+
+
+class Progress:
+    """One status line per running row (rewritten in place on a terminal), plus a line per finished row."""
+
+    def __init__(self, total: int, enabled: bool = True, stream=None):
+        self.total, self.enabled = total, enabled
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last_print = 0.0
+        self._last_text = ""
+
+    def update(self, i: int, name: str, step: int | None, steps: int | None, elapsed: float) -> None:
+        if not self.enabled:
+            return
+        s = f"step {step}/{steps}" if step is not None and steps else "starting"
+        text = f"[{i:>2}/{self.total}] {name:<28} {s:<14} {elapsed:6.0f}s"
+        now = time.time()
+        if self.tty:
+            self.stream.write("\r" + text.ljust(len(self._last_text)))
+            self.stream.flush()
+        elif text != self._last_text and now - self._last_print >= 15:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+            self._last_print = now
+        self._last_text = text
+
+    def done(self, i: int, name: str, msg: str) -> None:
+        if not self.enabled:
+            return
+        prefix = "\r" if self.tty else ""
+        self.stream.write(f"{prefix}[{i:>2}/{self.total}] {name:<28} {msg}".ljust(len(self._last_text)) + "\n")
+        self.stream.flush()
+        self._last_text = ""
+
+
+_STEP_RE = re.compile(r"global_step: (\d+)")
+
+
+def _last_step(paths: list[Path]) -> int | None:
+    best = None
+    for p in paths:
+        try:
+            with open(p, "rb") as fh:
+                fh.seek(0, 2)
+                fh.seek(max(0, fh.tell() - 4000))
+                tail = fh.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        found = _STEP_RE.findall(tail)
+        if found:
+            best = max(best or 0, int(found[-1]))
+    return best
+
+
+def loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover - not on Unix
+        return None
+
+
+def run_row(row: Row, settings: Settings, row_dir: Path, progress: Progress | None = None, index: int = 1,
+            expected_steps: int | None = None) -> dict:
+    """Run one row to completion; returns the raw record (command, rc, timing, load, parsed JSON output)."""
+    row_dir.mkdir(parents=True, exist_ok=True)
+    cmd = build_command(row, settings, row_dir)
+    log = row_dir / "stdout.log"
+    watch = [log, row_dir / "out" / "train.log"]
+    rec = {"command": cmd, "threads": row.threads, "nproc": row.nproc, "loadavg_before": loadavg()}
+    t0 = time.time()
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=row_env(row.threads), stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        name = f"{row.suite}/{row.name}"
+        while True:
+            try:
+                rc = proc.wait(timeout=2.0)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.time() - t0
+                if progress:
+                    progress.update(index, name, _last_step(watch), expected_steps, elapsed)
+                if elapsed > settings.timeout:
+                    os.killpg(proc.pid, 15)  # the row's own process group (launcher + ranks)
+                    proc.wait()
+                    rc = -15
+                    break
+    rec.update(returncode=rc, elapsed_s=round(time.time() - t0, 2), loadavg_after=loadavg())
+    out = result_path(row, row_dir)
+    if rc == 0 and out.exists():
+        rec["raw"] = json.loads(out.read_text())
+        scal = row_dir / "out" / "scalars" / "scalars.jsonl"
+        if scal.exists():
+            rec["scalars"] = [json.loads(x) for x in scal.read_text().splitlines() if x.strip()]
+    else:
+        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+        for f in sorted((row_dir / "launch").glob("workerlog.*")) if (row_dir / "launch").exists() else []:
+            tail += f"\n--- {f.name} ---\n" + f.read_text(errors="replace")[-2000:]
+        rec["error"] = f"rc={rc}, no result file {out}" + ("" if rc else " (run finished)") + "\n" + tail
+    if progress:
+        progress.done(index, f"{row.suite}/{row.name}",
+                      f"done in {rec['elapsed_s']:.0f}s" if "raw" in rec else f"FAILED rc={rc} (see {log})")
+    return rec
+
+
+def prepare_ocr_data(settings: Settings, config: str, overrides: tuple, log: Path) -> None:
+    """Build the recipe's synthetic data once, before any timed row, with the recipe's own code."""
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('ocr_rec', {str(RECIPE)!r})\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules['ocr_rec'] = m; spec.loader.exec_module(m)\n"
+        "from paddle_recipes.config import load_config\n"
+        "from paddle_recipes.distributed import DistInfo\n"
+        f"cfg = load_config({config!r}, {list(overrides)!r}, m.RecConfig)\n"
+        "cs = m.load_charset(cfg)\n"
+        "m.resolve_dataset(cfg, cfg.Train.dataset, 'train', cs, DistInfo())\n"
+        "print('data ready:', cfg.Synthetic.root)\n"
+    )
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        proc = subprocess.run([settings.python, "-c", code], cwd=REPO, env=row_env(2), stdout=fh,
+                              stderr=subprocess.STDOUT, timeout=settings.timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"preparing synthetic data for {config} failed; see {log}:\n"
+                           + log.read_text(errors="replace")[-2000:])
