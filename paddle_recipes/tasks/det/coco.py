@@ -237,7 +237,9 @@ class DetCollate:
         sizes: candidate sides (multiples of 32); one is drawn per batch (batch random resize).
             Pass a single size for evaluation.
         mean, std: per-channel RGB normalisation on [0, 1] images.
-        seed: seed of the size draw (use different seeds per rank/worker if desired).
+        seed: seed of the size draw (pass a different seed per rank). Inside a DataLoader worker
+            the generator is re-derived once per process from (seed, numpy's worker-seeded RNG),
+            so workers and epochs do not all replay the same size sequence.
     Returns a dict of numpy arrays: image [B, 3, S, S] float32, gt_class [B, M, 1] int64,
     gt_bbox [B, M, 4] float32 (input pixels), pad_gt_mask [B, M, 1] float32, im_id [B] int64,
     scale_factor [B, 2] float32 = (S / orig_h, S / orig_w). M >= 1.
@@ -250,9 +252,14 @@ class DetCollate:
             raise ValueError(f"input sizes must be multiples of 32, got {bad}")
         self.mean = np.asarray(mean, np.float32).reshape(3, 1, 1)
         self.std = np.asarray(std, np.float32).reshape(3, 1, 1)
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self._pid = os.getpid()
 
     def __call__(self, samples):
+        if os.getpid() != self._pid:  # first batch in a worker process
+            self._pid = os.getpid()
+            self.rng = np.random.default_rng([self.seed, int(np.random.randint(2 ** 31))])
         size = self.sizes[0] if len(self.sizes) == 1 else int(self.rng.choice(self.sizes))
         n = len(samples)
         m = max(1, max(len(s["gt_class"]) for s in samples))
