@@ -40,13 +40,13 @@ from paddle_recipes import distributed as dist_utils  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import Amp, AmpConfig  # noqa: E402
 from paddle_recipes.checkpoint import load_weights  # noqa: E402
-from paddle_recipes.config import add_config_args, dump_config, flatten_opts, load_config, to_dict  # noqa: E402
-from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
+from paddle_recipes.config import ConfigError, add_config_args, dump_config, flatten_opts, load_config, to_dict  # noqa: E402
+from paddle_recipes.data import LabelFileError, LmdbFormatError, LoaderConfig, build_loader  # noqa: E402
 from paddle_recipes.ema import EmaConfig, build_ema  # noqa: E402
 from paddle_recipes.meters import ScalarWriter  # noqa: E402
 from paddle_recipes.optim import OptimizerConfig, build_optimizer  # noqa: E402
-from paddle_recipes.tasks.ocr.charset import CharDict  # noqa: E402
-from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, SkipStats, collate, unpack_skipped  # noqa: E402
+from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError  # noqa: E402
+from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, RecDataset, SkipStats, collate, unpack_skipped  # noqa: E402
 from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, list_images, recognize_files  # noqa: E402
 from paddle_recipes.tasks.ocr.losses import CTCLoss  # noqa: E402
 from paddle_recipes.tasks.ocr.metrics import RecMetric  # noqa: E402
@@ -416,6 +416,7 @@ def export(cfg: RecConfig, info) -> dict:
     return report
 
 
+USER_ERRORS = (ConfigError, DataPathError, CharDictError, LabelFileError, LmdbFormatError, FileNotFoundError)
 MODES = {"train": train, "eval": evaluate, "predict": predict, "export": export}
 
 
@@ -424,7 +425,10 @@ def main(argv=None):
     add_config_args(parser, default_config=str(REPO / "recipes" / "configs" / "ocr_rec.yml"))
     parser.add_argument("--mode", choices=sorted(MODES), default="train")
     args = parser.parse_args(argv)
-    cfg = load_config(args.config, flatten_opts(args.opt), RecConfig)
+    try:
+        cfg = load_config(args.config, flatten_opts(args.opt), RecConfig)
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
     info = dist_utils.setup(seed=cfg.Global.seed, device=cfg.Global.device)
     log_file = str(Path(cfg.Global.output_dir) / f"{args.mode}.log")
     dist_utils.setup_logging(info, log_file=log_file)
@@ -436,7 +440,11 @@ def main(argv=None):
         logging.getLogger("paddle_recipes.tasks.ocr").setLevel(logging.ERROR)  # rank 0 warns once per file:line
     if info.is_main:
         dump_config(cfg, Path(cfg.Global.output_dir) / "config.yml")
-    return MODES[args.mode](cfg, info)
+    try:
+        return MODES[args.mode](cfg, info)
+    except USER_ERRORS as exc:  # wrong path / dict / label file: one clear line, no stack dump
+        logger.error("%s", exc)
+        sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,145 @@
+"""recipes/ocr_rec.py end to end on the smoke preset: train (1 and 2 processes), eval, predict,
+export parity, resume, bad input during training, wrong data path."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, run_launch, run_python
+
+RECIPE = "recipes/ocr_rec.py"
+SMOKE = "recipes/configs/ocr_rec_smoke.yml"
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One 1-process smoke training (1 epoch = 4 steps), shared by the eval/predict/export/resume tests."""
+    tmp = tmp_path_factory.mktemp("ocr_rec")
+    out, synth = tmp / "out", tmp / "synth"
+    opts = [f"Global.output_dir={out}", f"Synthetic.root={synth}"]
+    proc = run_python([RECIPE, "-c", SMOKE, "-o", *opts, "Global.epochs=1", "Global.log_every=1",
+                       "Global.use_visualdl=true"])
+    return {"tmp": tmp, "out": out, "synth": synth, "opts": opts, "log": proc.stdout + proc.stderr}
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_smoke_trains_one_process(smoke):
+    s = _summary(smoke["out"])
+    assert s["world_size"] == 1 and s["global_step"] == 4 and s["epoch"] == 1
+    losses = [row["loss"] for row in s["history"]]
+    assert len(losses) == 4 and all(math.isfinite(v) and v > 0 for v in losses)
+    assert (smoke["out"] / "checkpoints" / "latest").is_file()
+    assert (smoke["out"] / "checkpoints" / "best").is_dir()
+    log = smoke["log"]
+    for key in ("epoch: [1/1]", "loss:", "acc:", "avg_reader_cost:", "avg_batch_cost:", "ips:", "eta:"):
+        assert key in log, key
+    assert "eval epoch" in log and "norm_edit_dis" in log
+    assert "data summary: Train.dataset: no samples skipped" in log
+    assert (smoke["out"] / "vdl" / "scalars.jsonl").is_file()
+    # both PaddleOCR formats were generated
+    assert (smoke["synth"] / "train" / "label.txt").is_file() and (smoke["synth"] / "train" / "lmdb" / "data.mdb").is_file()
+
+
+def test_eval_mode(smoke):
+    proc = run_python([RECIPE, "-c", SMOKE, "--mode", "eval", "-o", *smoke["opts"]])
+    metrics = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert metrics["num_samples"] == 16
+    assert 0.0 <= metrics["acc"] <= 1.0 and 0.0 <= metrics["norm_edit_dis"] <= 1.0
+    assert metrics["weights"].endswith("ema.pdparams")
+
+
+def test_predict_prints_text_and_confidence(smoke):
+    folder = smoke["tmp"] / "predict_in"
+    folder.mkdir(exist_ok=True)
+    for name in ("00000000.jpg", "00000001.jpg"):
+        shutil.copy(smoke["synth"] / "val" / "images" / name, folder / name)
+    (folder / "broken.png").write_bytes(b"not an image")
+    proc = run_python([RECIPE, "-c", SMOKE, "--mode", "predict", "-o", *smoke["opts"], f"Predict.images={folder}"])
+    rows = [line.split("\t") for line in proc.stdout.splitlines() if line.count("\t") == 2]
+    assert [Path(r[0]).name for r in rows] == ["00000000.jpg", "00000001.jpg"]
+    for _, text, conf in rows:
+        assert 0.0 <= float(conf) <= 1.0
+    assert "broken.png" in proc.stdout + proc.stderr and "skipped 1" in proc.stdout + proc.stderr
+    # a single image works too
+    one = run_python([RECIPE, "-c", SMOKE, "--mode", "predict", "-o", *smoke["opts"],
+                      f"Predict.images={folder / '00000000.jpg'}"])
+    assert sum(line.count("\t") == 2 for line in one.stdout.splitlines()) == 1
+
+
+def test_export_parity_with_paddle_inference(smoke):
+    proc = run_python([RECIPE, "-c", SMOKE, "--mode", "export", "-o", *smoke["opts"]])
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["max_abs_diff"] <= 1e-4
+    assert report["same_decoded_text"] is True
+    assert (smoke["out"] / "inference" / "model.pdiparams").is_file()
+    assert (smoke["out"] / "inference" / "char_dict.txt").is_file()
+
+
+def test_resume_continues_from_checkpoint(smoke):
+    """Runs last: continue the 1-epoch run to 2 epochs from output_dir/checkpoints."""
+    proc = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"], "Global.epochs=2", "Global.resume=auto",
+                       "Global.log_every=1"])
+    log = proc.stdout + proc.stderr
+    assert "resumed from" in log and "global_step 4" in log
+    s = _summary(smoke["out"])
+    assert s["resumed_from"] and s["global_step"] == 8 and s["epoch"] == 2
+    steps = [row["global_step"] for row in s["history"]]
+    assert steps == [5, 6, 7, 8]  # only the second epoch was trained
+
+
+def _bad_label_data(root: Path, synth: Path) -> Path:
+    """The smoke train images as a label-file set, plus one line of each bad-input kind."""
+    d = root / "bad_data"
+    shutil.copytree(synth / "train" / "images", d / "images")
+    lines = (synth / "train" / "label.txt").read_text(encoding="utf-8").splitlines()
+    (d / "images" / "corrupt.jpg").write_bytes(b"\xff\xd8\xff garbage")
+    lines += ["images/corrupt.jpg\t啊阿",
+              "images/does_not_exist.jpg\t啊阿",
+              "images/00000001.jpg\t啊☃阿",
+              "images/00000002.jpg\t",
+              "images/00000003.jpg\t啊阿埃挨哎唉哀皑"]  # 8 chars > max_text_length 6
+    (d / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return d
+
+
+def test_two_processes_with_bad_input(smoke):
+    """2 GLOO ranks on a label-file set with every bad-input kind: trains, counts, summarizes."""
+    d = _bad_label_data(smoke["tmp"], smoke["synth"])
+    out = smoke["tmp"] / "out2"
+    # batch 8 x 2 ranks: the corrupt image is hit every epoch
+    run_launch(RECIPE, ["-c", SMOKE, "-o", f"Global.output_dir={out}", f"Synthetic.root={smoke['synth']}",
+                        "Train.dataset.format=label_file", f"Train.dataset.data_dir={d}",
+                        f"Train.dataset.label_file_list=[{d / 'train.txt'}]", "Train.loader.batch_size_per_card=8",
+                        "Train.loader.num_workers=1", "Global.epochs=1", "Global.log_every=1"],
+               nproc=2, log_dir=smoke["tmp"] / "launch2")
+    s = _summary(out)
+    assert s["world_size"] == 2 and s["global_step"] == 4  # 64 good + 1 corrupt lines / (8 x 2) = 4 steps
+    assert all(math.isfinite(row["loss"]) for row in s["history"])
+    assert (out / "checkpoints" / "latest").is_file()
+    skipped = json.loads((out / "skipped.json").read_text())["Train.dataset"]
+    assert skipped == {"unknown_char": 1, "empty": 1, "too_long": 1, "missing_image": 1, "corrupt_image": 1,
+                       "malformed_line": 0}
+    log = (out / "train.log").read_text(encoding="utf-8")
+    assert "data summary: Train.dataset: skipped 5 samples" in log
+    for where in ("train.txt:65", "train.txt:66", "train.txt:67", "train.txt:68", "train.txt:69"):
+        assert where in log, where
+
+
+def test_wrong_data_path_is_a_clear_error(tmp_path):
+    proc = run_python([RECIPE, "-c", SMOKE, "-o", f"Global.output_dir={tmp_path}", "Train.dataset.format=lmdb",
+                       "Train.dataset.data_dir=/no/such/rec_data"], check=False)
+    assert proc.returncode != 0
+    assert "error: Train.dataset.data_dir: data_dir '/no/such/rec_data' does not exist" in proc.stderr
+    assert "Traceback" not in proc.stderr  # a one-line message, not a stack dump
+    bad_key = run_python([RECIPE, "-c", SMOKE, "-o", "Global.epoch=3"], check=False)
+    assert bad_key.returncode != 0 and "unknown key 'Global.epoch'; did you mean 'epochs'" in bad_key.stderr
+    bad_dict = run_python([RECIPE, "-c", SMOKE, "--mode", "eval", "-o", "Global.character_dict_path=/no/dict.txt"],
+                          check=False)
+    assert bad_dict.returncode != 0 and "character dict file not found: '/no/dict.txt'" in bad_dict.stderr
