@@ -129,6 +129,7 @@ class DistillCfg:
     temperature: TemperatureCfg = field(default_factory=TemperatureCfg)
     hidden_weight: float = 0.0          # needs equal teacher/student hidden sizes (no projection in DDP)
     attn_weight: float = 0.0
+    teacher_path: str = ""              # when phase "teacher" is skipped; "" = <output_dir>/teacher/model.pdparams
 
 
 @dataclass
@@ -333,7 +334,7 @@ def main(argv=None) -> dict:
     distilled = None
     if "distill" in cfg.Global.phases:
         if teacher is None:
-            path = out / "teacher" / "model.pdparams"
+            path = Path(cfg.Distill.teacher_path) if cfg.Distill.teacher_path else out / "teacher" / "model.pdparams"
             if not path.is_file():
                 raise FileNotFoundError(f"phase 'distill' needs a teacher: run phase 'teacher' first ({path} missing)")
             teacher = build_model(arch.teacher, specs, vocab_size, arch.max_len, cfg.Global.seed)

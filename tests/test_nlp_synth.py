@@ -47,7 +47,7 @@ def test_sixteen_distinct_deterministic_tasks():
 @pytest.mark.parametrize("idx", range(16))
 def test_task_labels_are_valid_and_learnable_signal(idx):
     spec = make_task_specs(16)[idx]
-    exs = generate(spec, "train", 200)
+    exs = generate(spec, "train", 120)
     if spec.kind == TOKEN_CLS:
         for ex in exs:
             tags = ex["label"]
