@@ -233,9 +233,13 @@ class DistillLoss(nn.Layer):
         return total / len(pairs)
 
     def forward(self, student_logits, teacher_logits, hard_loss=None, step: int = 0, total_steps: int = 1,
-                mask=None, student_hidden=None, teacher_hidden=None, student_attn=None, teacher_attn=None) -> dict:
+                mask=None, student_hidden=None, teacher_hidden=None, student_attn=None, teacher_attn=None,
+                feature_mask=None) -> dict:
         """Returns {"loss", "kd_loss", "hard_loss", "hidden_loss", "attn_loss", "temperature"}.
 
+        mask: positions counted by the KD term ([B] or [B, L], like the logits' leading dims).
+        feature_mask: [B, L] real-token mask for the hidden/attention terms (default: `mask` when it
+        is [B, L], else every position).
         `temperature` is the float T, or the mean of a per-sample T (for logging).
         Without `hard_loss` the KD term gets the full weight (alpha is ignored).
         """
@@ -247,7 +251,7 @@ class DistillLoss(nn.Layer):
         else:
             loss = self.alpha * kd + (1.0 - self.alpha) * hard_loss
             out["hard_loss"] = hard_loss
-        tok_mask = mask if (mask is not None and mask.ndim == 2) else None
+        tok_mask = feature_mask if feature_mask is not None else (mask if (mask is not None and mask.ndim == 2) else None)
         if self.hidden_weight > 0:
             if student_hidden is None or teacher_hidden is None:
                 raise ValueError("hidden_weight > 0 needs student_hidden and teacher_hidden")
@@ -271,7 +275,7 @@ def _masked_mean(err: paddle.Tensor, mask: Optional[paddle.Tensor]) -> paddle.Te
 
 
 # ----------------------------------------------------------------------------- trainer glue
-_FEATURE_KEYS = ("logits", "mask", "hidden_states", "attentions", "loss_weight")
+_FEATURE_KEYS = ("logits", "mask", "feature_mask", "hidden_states", "attentions", "loss_weight")
 
 
 def _scalars(d: dict) -> dict:
@@ -289,8 +293,8 @@ class DistillStep:
     """A Trainer `train_step_fn` that adds distillation to a base step.
 
     base_step_fn(model, batch) -> dict with "loss" (the hard loss, Tensor) and "logits"
-    (Tensor [B, C] or [B, L, C]); optional "mask" ([B] / [B, L]), "hidden_states", "attentions"
-    (needed only when the loss uses them). The teacher runs `teacher_step_fn` (default: the
+    (Tensor [B, C] or [B, L, C]); optional "mask" ([B] / [B, L]), "feature_mask" ([B, L] real
+    tokens), "hidden_states", "attentions" (needed only when the loss uses them). The teacher runs `teacher_step_fn` (default: the
     same base_step_fn) under no_grad in eval mode.
 
     If the base step returns "loss_weight" w (already applied to its "loss"), the whole
@@ -325,7 +329,8 @@ class DistillStep:
         d = self.distill_loss(out["logits"], t_out["logits"], hard_loss=hard, step=self.step,
                               total_steps=self.total_steps, mask=out.get("mask"),
                               student_hidden=out.get("hidden_states"), teacher_hidden=t_out.get("hidden_states"),
-                              student_attn=out.get("attentions"), teacher_attn=t_out.get("attentions"))
+                              student_attn=out.get("attentions"), teacher_attn=t_out.get("attentions"),
+                              feature_mask=out.get("feature_mask"))
         if getattr(model, "training", True):
             self.step += 1
         logged = _scalars(out)

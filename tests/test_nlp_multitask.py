@@ -116,3 +116,28 @@ def test_evaluate_tasks_reports_per_task_and_average():
     assert set(m) == {"s/acc", "t/acc", "t/f1", "avg_score"}
     assert m["avg_score"] == pytest.approx((m["s/acc"] + m["t/f1"]) / 2)
     assert model.training  # restored
+
+
+def test_distill_step_with_hidden_and_attention_terms():
+    from paddle_recipes.distill import DistillLoss, EntropyAdaptiveT, make_distill_step
+
+    paddle.seed(1)
+    teacher = MultiTaskModel(build_ernie(100, 16, 2, 2, max_len=16), [("s", SEQ_CLS, 3), ("t", TOKEN_CLS, 5)])
+    student = _model()
+    step = make_distill_step(teacher, make_multitask_step({"t": 2.0}, with_hidden=True, with_attentions=True),
+                             DistillLoss(EntropyAdaptiveT(1.0, 3.0), alpha=0.5, hidden_weight=1.0, attn_weight=1.0),
+                             total_steps=10)
+    arr = _arrays(6, TOKEN_CLS, 5, 2)
+    arr["input_ids"][:, 8:] = 0                                    # padding: excluded by the feature mask
+    batch = {k: paddle.to_tensor(v) for k, v in arr.items()}
+    batch["task"] = "t"
+    out = step(student, batch)
+    for key in ("kd_loss", "hard_loss", "hidden_loss", "attn_loss", "temperature", "t_loss"):
+        assert key in out, key
+    assert "logits" not in out and "hidden_states" not in out      # only loggable scalars reach the Trainer
+    assert 1.0 <= out["temperature"] <= 3.0
+    expect = 2.0 * (0.5 * out["kd_loss"] + 0.5 * out["hard_loss"] + out["hidden_loss"] + out["attn_loss"])
+    assert float(out["loss"]) == pytest.approx(float(expect), rel=1e-5)   # task weight covers every term
+    out["loss"].backward()
+    assert student.encoder.embeddings.word_embeddings.weight.grad is not None
+    assert all(p.grad is None for p in teacher.parameters())

@@ -265,7 +265,9 @@ def make_multitask_step(loss_weights: Optional[dict] = None, with_hidden: bool =
         res[f"{task}_loss"] = ce.detach()
         labels = batch["labels"]
         # KD mask for token tasks: every real (non-pad) position, labelled or not
-        res["mask"] = (batch["input_ids"] != 0) if labels.ndim == 2 else None
+        real = batch["input_ids"] != 0
+        res["mask"] = real if labels.ndim == 2 else None
+        res["feature_mask"] = real  # for hidden-state / attention distillation
         return res
 
     return step
