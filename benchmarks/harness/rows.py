@@ -16,8 +16,15 @@ OFF = {
     "Train.loader.use_shared_memory": "false", "Train.loader.use_buffer_reader": "false",
 }
 AMP = {"AMP.enable": "true", "AMP.level": "O1", "AMP.dtype": "float16"}
-LOADER = {"Train.loader.num_workers": "2", "Train.loader.persistent_workers": "true",
-          "Train.loader.use_shared_memory": "true", "Train.loader.use_buffer_reader": "true"}
+
+
+def loader_knobs(workers: int = 2) -> dict:
+    """DataLoader workers + persistent workers + shared memory + buffer reader (paddle has no pin_memory)."""
+    return {"Train.loader.num_workers": str(workers), "Train.loader.persistent_workers": "true",
+            "Train.loader.use_shared_memory": "true", "Train.loader.use_buffer_reader": "true"}
+
+
+LOADER = loader_knobs(2)
 EMA = {"EMA.enable": "true"}
 
 
@@ -76,9 +83,10 @@ def _ov(*dicts: dict, **extra) -> tuple:
     return tuple(sorted(merged.items()))
 
 
-def ocr_rows(ddp_nproc: int = 2, batch: int = 64, threads: int = 1) -> list[Row]:
+def ocr_rows(ddp_nproc: int = 2, batch: int = 64, threads: int = 1, workers: int = 2) -> list[Row]:
     """The seeds' PaddleOCR ablation: baseline, each optimization alone, all together."""
     b3 = str(batch * 3)
+    LOADER = loader_knobs(workers)
     base = Row("ocr", "baseline", f"baseline (fp32, bs {batch}, 1 proc, workers 0)", role="baseline",
                batch=batch, base_batch=batch, threads=threads, overrides=_ov(OFF, **{"Train__loader__batch_size_per_card": str(batch)}),
                published="ocr_epoch")
@@ -87,7 +95,7 @@ def ocr_rows(ddp_nproc: int = 2, batch: int = 64, threads: int = 1) -> list[Row]
         base,
         replace(base, name="amp", label="+ AMP O1 fp16", role="speedup", amp=True, amp_only=True,
                 overrides=_ov(OFF, bs, AMP), published="amp"),
-        replace(base, name="loader", label="+ DataLoader 2 workers, persistent, shared memory, buffer reader",
+        replace(base, name="loader", label=f"+ DataLoader {workers} workers, persistent, shared memory, buffer reader",
                 role="speedup", overrides=_ov(OFF, bs, LOADER), published="loader"),
         replace(base, name="batch192", label=f"+ batch {batch} -> {b3}", role="speedup", batch=batch * 3,
                 overrides=_ov(OFF, {"Train.loader.batch_size_per_card": b3}), published="batch"),

@@ -45,8 +45,8 @@ class Settings:
     worker_args: tuple = ()
     worker_steps: int = 4
     worker_warmup: int = 1
-    tta_epochs: int = 10
-    tta_metric: str = "norm_edit_dis"
+    tta_epochs: int = 14
+    tta_metric: str = "acc"
     tta_target: float = 0.5
     timeout: float = 900.0
     python: str = sys.executable
