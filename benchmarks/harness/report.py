@@ -233,7 +233,11 @@ def throughput_suite(rows: list[Row], recs: dict, settings) -> dict:
                 entry.update(infer_unfused_ips=raw.get("unfused", {}).get("ips"),
                              infer_fused_ips=raw.get("fused", {}).get("ips"),
                              fused_speedup=raw.get("fused_speedup"), conv_bn_pairs=raw.get("conv_bn_pairs"),
-                             parity=raw.get("parity"), infer_batch=raw.get("batch"))
+                             parity=raw.get("parity"), infer_batch=raw.get("batch"),
+                             paddle_inference_ips=raw.get("paddle_inference", {}).get("ips"),
+                             inference_speedup=raw.get("inference_speedup"),
+                             inference_parity=raw.get("inference_parity"),
+                             inference_error=raw.get("inference_error"), inference_note=raw.get("inference_note"))
                 entry.setdefault("description", raw.get("model"))
                 if raw.get("fused_speedup"):
                     o["speedup"] = o["measured_ratio"] = raw["fused_speedup"]
@@ -341,8 +345,9 @@ def to_markdown(rep: dict) -> str:
         t = s["throughput"]
         lines += ["## Throughput (seed 000 §2.1 style)", "", t["note"] + ".", "",
                   "| model | train ips base | train ips +AMP+workers | ratio | infer ips unfused | infer ips conv-BN "
-                  f"fused | fused/unfused | parity max abs diff (rel) | {LABEL} imgs/s |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "folded | folded/unfused | parity max abs diff (rel) | Paddle Inference ips (IR fusion) | "
+                  f"PI/unfused | {LABEL} imgs/s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for e in t["table"]:
             par = e.get("parity") or {}
             pub = e.get("published_imgs_per_s")
@@ -351,8 +356,17 @@ def to_markdown(rep: dict) -> str:
                          f"{_f(e.get('infer_unfused_ips'), '{:.1f}')} | {_f(e.get('infer_fused_ips'), '{:.1f}')} | "
                          f"{_f(e.get('fused_speedup'), 'x{:.2f}')} | "
                          f"{_f(par.get('max_abs_diff'), '{:.1e}')} ({_f(par.get('max_rel_diff'), '{:.1e}')}) | "
+                         f"{_f(e.get('paddle_inference_ips'), '{:.1f}')} | {_f(e.get('inference_speedup'), 'x{:.2f}')} | "
                          + (f"{e['published_model']} {pub[0]} -> {pub[1]} (x{pub[1] / pub[0]:.2f})" if pub else "")
                          + " |")
+        lines += ["", "Inference: batch " + ", ".join(f"{e['model']} {e.get('infer_batch')}" for e in t["table"])
+                  + "; eval mode; BN statistics randomized before folding; the three variants are timed "
+                  "alternately in one process. Paddle Inference runs the exported unfused model with its IR "
+                  "passes (conv+BN(+activation) fusion, oneDNN on CPU), so its ratio includes more than fusion."]
+        for e in t["table"]:
+            if e.get("inference_error") or e.get("inference_note"):
+                lines.append(f"- {e['model']}: Paddle Inference "
+                             + (f"failed: {e['inference_error']}" if e.get("inference_error") else e["inference_note"]))
         lines += ["", "Models: " + "; ".join(f"{e['model']}: {e.get('description')}" for e in t["table"]) + ".",
                   f"{LABEL} fusion: {t['published_fusion']['figure']}.", ""]
     if "ddp" in s:

@@ -147,8 +147,8 @@ def throughput_rows(models=THROUGHPUT_MODELS) -> list[Row]:
             Row(name=f"{m}/train_opt", label=f"{m} train, + AMP + loader workers", role="speedup", amp=True,
                 args=("--model", m, "--mode", "train", "--amp", "--workers", "2"), published="throughput",
                 **common),
-            Row(name=f"{m}/infer", label=f"{m} inference, unfused vs conv-BN fused", role="speedup",
-                args=("--model", m, "--mode", "infer"), published="fusion", **common),
+            Row(name=f"{m}/infer", label=f"{m} inference: unfused vs conv-BN folded vs Paddle Inference", role="speedup",
+                args=("--model", m, "--mode", "infer", "--inference"), published="fusion", **common),
         ]
     return rows
 

@@ -213,6 +213,11 @@ def _flat(out) -> list[np.ndarray]:
     return [out.numpy()]
 
 
+# PP-YOLOE's prediction convs are zero-initialised (outputs independent of the input at random init),
+# so its parity is checked on the neck features that feed the head.
+PARITY_FN = {"ppyoloe_tiny": lambda m, x: m.neck(m.backbone(x))}
+
+
 def run_infer(args, info) -> dict:
     from paddle_recipes.export import find_conv_bn_pairs, fuse_conv_bn, measure_latency
 
@@ -223,28 +228,73 @@ def run_infer(args, info) -> dict:
     found = find_conv_bn_pairs(model, pairs or None)
     fused = fuse_conv_bn(model, pairs or None) if found else None
     res = {"model": desc, "batch": args.batch, "conv_bn_pairs": len(found), "batchnorms": n_bn, "rounds": []}
+    # parity on raw network outputs (detection: see PARITY_FN)
+    raw = PARITY_FN.get(args.model, lambda m, t: m(t))
     with paddle.no_grad():
         ref = _flat(model(x))
         if fused is not None:
-            got = _flat(fused(x))
-            diffs = [float(np.abs(a - b).max()) for a, b in zip(ref, got)]
-            scale = max(float(np.abs(a).max()) for a in ref)
+            a, b = _flat(raw(model, x)), _flat(raw(fused, x))
+            diffs = [float(np.abs(u - v).max()) for u, v in zip(a, b)]
+            scale = max(float(np.abs(u).max()) for u in a)
             res["parity"] = {"max_abs_diff": max(diffs), "max_abs_ref": scale,
-                             "max_rel_diff": max(diffs) / max(scale, 1e-12), "outputs": len(ref)}
+                             "max_rel_diff": max(diffs) / max(scale, 1e-12), "outputs": len(a),
+                             "compared": "neck features" if args.model in PARITY_FN else "outputs"}
+    predictor = None
+    if args.inference:
+        predictor = _inference_predictor(model, x, args, res, ref)
     iters = max(2, args.steps)
-    for r in range(args.rounds):  # alternate, so a load change hits both variants alike
+    for r in range(args.rounds):  # alternate, so a load change hits every variant alike
         row = {"unfused": measure_latency(model, x, warmup=args.warmup, iters=iters)}
         if fused is not None:
             row["fused"] = measure_latency(fused, x, warmup=args.warmup, iters=iters)
+        if predictor is not None:
+            from paddle_recipes.export import predict
+
+            xn = x.numpy()
+            row["paddle_inference"] = measure_latency(lambda: predict(predictor, [xn]), warmup=args.warmup,
+                                                      iters=iters)
         res["rounds"].append(row)
         print(f"global_step: {r + 1}", flush=True)
-    for k in ("unfused", "fused"):
+    for k in ("unfused", "fused", "paddle_inference"):
         vals = [rr[k]["median_ms"] for rr in res["rounds"] if k in rr]
         if vals:
             res[k] = {"median_ms": float(np.median(vals)), "ips": args.batch / (float(np.median(vals)) / 1000.0)}
     if "fused" in res:
         res["fused_speedup"] = res["unfused"]["median_ms"] / res["fused"]["median_ms"]
+    if "paddle_inference" in res:
+        res["inference_speedup"] = res["unfused"]["median_ms"] / res["paddle_inference"]["median_ms"]
     return res
+
+
+def _inference_predictor(model, x, args, res: dict, ref: list):
+    """Export the unfused eval model and load it in Paddle Inference, whose IR passes fuse conv+BN(+act)
+    on their own; records parity with dygraph. Failures are recorded, not raised."""
+    import tempfile
+
+    from paddle.static import InputSpec
+
+    from paddle_recipes.export import create_predictor, export_model, predict
+
+    try:
+        prefix = str(Path(tempfile.mkdtemp(prefix="bench_infer_")) / "model")
+        spec = [InputSpec([None] + list(x.shape[1:]), str(x.dtype).replace("paddle.", ""), "x")]
+        exp = export_model(model, spec, prefix)
+        device = "gpu" if "gpu" in paddle.device.get_device() else "cpu"
+        pred = create_predictor(exp.prefix, device=device, threads=args.threads)
+        try:
+            got = predict(pred, [x.numpy()])
+        except Exception as e:  # noqa: BLE001 - some oneDNN kernels reject PIR attributes: retry without
+            res["inference_note"] = f"oneDNN disabled after: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            pred = create_predictor(exp.prefix, device=device, threads=args.threads, enable_mkldnn=False)
+            got = predict(pred, [x.numpy()])
+        diffs = [float(np.abs(a - b).max()) for a, b in zip(ref, got)]
+        scale = max(float(np.abs(a).max()) for a in ref)
+        res["inference_parity"] = {"max_abs_diff": max(diffs), "max_rel_diff": max(diffs) / max(scale, 1e-12),
+                                   "outputs": len(got), "format": exp.format}
+        return pred
+    except Exception as e:  # noqa: BLE001 - reported in the JSON, the dygraph figures still stand
+        res["inference_error"] = f"{type(e).__name__}: {e}"[:500]
+        return None
 
 
 def main(argv=None) -> int:
@@ -258,6 +308,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=6, help="timed steps (train) or iterations per round (infer)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--rounds", type=int, default=3, help="infer: alternating unfused/fused rounds")
+    p.add_argument("--inference", action="store_true",
+                   help="infer: also time Paddle Inference (exported model, IR fusion passes)")
     p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
