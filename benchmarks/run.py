@@ -55,6 +55,9 @@ def parse_args(argv=None):
     p.add_argument("--rows", default="", help="only rows matching these suite/name globs (comma list)")
     p.add_argument("-o", "--opt", nargs="+", action="extend", default=[],
                    help="extra recipe overrides for OCR/DDP rows, e.g. Global.device=gpu")
+    p.add_argument("--repeats", type=int, default=1, help="run every throughput row this many times, in "
+                   "interleaved order (row1..rowN, row1..rowN); the repeat with the median ips is reported and "
+                   "all repeats' ips are kept (time-to-accuracy runs once)")
     p.add_argument("--quick", action="store_true", help="tiny sizes and steps (tests); figures are meaningless")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per row")
     p.add_argument("--out", default=None)
@@ -99,6 +102,35 @@ def make_settings(args) -> Settings:
         timeout=args.timeout, show_progress=not args.no_progress)
 
 
+def _ips(row, rec, settings) -> float | None:
+    """ips of one run (train rows: timed window; inference rows: unfused ips), None if it failed."""
+    raw = rec.get("raw")
+    if not raw:
+        return None
+    if "history" in raw:
+        from benchmarks.harness.metrics import HistoryError, window_figures
+
+        warm = settings.worker_warmup if row.kind == "worker" else row.steps_for(settings.steps, settings.warmup)[0]
+        try:
+            return window_figures(raw["history"], warm, raw.get("world_size", row.nproc))["ips"]
+        except HistoryError:
+            return None
+    return (raw.get("unfused") or {}).get("ips")
+
+
+def pick_median(row, recs: list, settings) -> dict:
+    """The run with the median ips among the repeats of a row; all repeats' ips are kept in it."""
+    if len(recs) == 1:
+        return recs[0]
+    scored = sorted(((_ips(row, r, settings), i) for i, r in enumerate(recs)), key=lambda t: (t[0] is None, t[0] or 0))
+    ok = [t for t in scored if t[0] is not None]
+    chosen = recs[ok[(len(ok) - 1) // 2][1]] if ok else recs[0]
+    chosen = dict(chosen)
+    chosen["repeats_ips"] = [_ips(row, r, settings) for r in recs]
+    chosen["repeats_loadavg"] = [r.get("loadavg_before") for r in recs]
+    return chosen
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     chosen = select_rows(args)
@@ -119,13 +151,16 @@ def main(argv=None) -> int:
         prepare_ocr_data(settings, settings.ocr_config, settings.extra_overrides, work / "prepare_ocr.log")
     if "tta" in chosen:
         prepare_ocr_data(settings, settings.tta_config, settings.tta_overrides, work / "prepare_tta.log")
-    progress = Progress(len(unique), enabled=settings.show_progress)
-    records: dict = {}
-    for i, (key, row) in enumerate(unique.items(), 1):
+    plan = [(key, row, rep) for rep in range(max(1, args.repeats)) for key, row in unique.items()
+            if rep == 0 or row.suite != "tta"]
+    progress = Progress(len(plan), enabled=settings.show_progress)
+    runs: dict = {}
+    for i, (key, row, rep) in enumerate(plan, 1):
         w, t = row.steps_for(settings.steps, settings.warmup)
         expected = None if row.suite == "tta" else (w + t if row.kind == "recipe" else None)
-        rec = run_row(row, settings, work / f"{row.suite}_{row.name.replace('/', '_')}", progress, i, expected)
-        records[key] = rec
+        tag = f"{row.suite}_{row.name.replace('/', '_')}" + (f"_r{rep}" if args.repeats > 1 else "")
+        runs.setdefault(key, []).append(run_row(row, settings, work / tag, progress, i, expected))
+    records = {key: pick_median(unique[key], recs, settings) for key, recs in runs.items()}
     load["after"] = loadavg()
     load["total_seconds"] = round(time.time() - t_start, 1)
     recs_for = lambda rows: {r: records[r.key(settings.steps, settings.warmup) + (r.suite == "tta",)] for r in rows}  # noqa: E731

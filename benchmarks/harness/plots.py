@@ -34,6 +34,8 @@ def _bars(rep: dict) -> list[tuple[str, float | None, float | None, str]]:
         if e.get("fused_speedup"):
             out.append((f"{e['model']} fused infer", e["fused_speedup"],
                         s["throughput"]["published_fusion"]["value"], "counted"))
+        if e.get("inference_speedup"):  # IR passes + oneDNN + no dygraph overhead: not fusion alone
+            out.append((f"{e['model']} Paddle Inference", e["inference_speedup"], None, "reference"))
     return out
 
 

@@ -95,7 +95,8 @@ def base_row(row: Row, rec: dict) -> dict:
            "command": " ".join(rec.get("command", [])), "returncode": rec.get("returncode"),
            "elapsed_s": rec.get("elapsed_s"), "loadavg_before": rec.get("loadavg_before"),
            "loadavg_after": rec.get("loadavg_after"), "error": rec.get("error"),
-           "speedup": None, "measured_ratio": None, "counted_as_speedup": False, "figures": None}
+           "speedup": None, "measured_ratio": None, "counted_as_speedup": False, "figures": None,
+           "repeats_ips": rec.get("repeats_ips"), "repeats_loadavg": rec.get("repeats_loadavg")}
     if row.amp and raw and not out["amp_in_effect"]:
         out["note"] = (out["note"] + "; " if out["note"] else "") + (
             f"AMP {NOT_IN_EFFECT} (paddle runs fp32)" if not row.amp_only else f"AMP {NOT_IN_EFFECT}")

@@ -120,7 +120,7 @@ class Progress:
     def update(self, i: int, name: str, step: int | None, steps: int | None, elapsed: float) -> None:
         if not self.enabled:
             return
-        s = f"step {step}/{steps}" if step is not None and steps else "starting"
+        s = "starting" if step is None else (f"step {step}/{steps}" if steps else f"step {step}")
         text = f"[{i:>2}/{self.total}] {name:<28} {s:<14} {elapsed:6.0f}s"
         now = time.time()
         if self.tty:
