@@ -84,15 +84,18 @@ def test_amp_only_row_is_not_a_speedup_where_amp_is_off():
     slow = make_history([(0.0, 1.0)] * 5, batch=64)
     recs = {"baseline": {"raw": {"history": slow, "amp": Amp(AmpConfig()).describe(), "world_size": 1}},
             "amp": {"raw": {"history": fast, "amp": amp.describe(), "world_size": 1}},
-            "loader": {"raw": {"history": fast, "amp": Amp(AmpConfig()).describe(), "world_size": 1}}}
+            "loader": {"raw": {"history": fast, "amp": Amp(AmpConfig()).describe(), "world_size": 1}},
+            "all": {"raw": {"history": fast, "amp": amp.describe(), "world_size": 1}}}
     out = [report.train_row(rows[k], recs[k], warmup=1) for k in recs]
     report.apply_speedups(out)
-    base, amp_row, loader = out
+    base, amp_row, loader, all_row = out
     assert base["speedup"] == 1.0
     assert amp_row["measured_ratio"] == pytest.approx(2.0)
     assert amp_row["speedup"] is None and not amp_row["counted_as_speedup"]
     assert "not in effect on CPU" in amp_row["note"]
     assert loader["counted_as_speedup"] and loader["speedup"] == pytest.approx(2.0)
+    # "all together" still counts (its other knobs are real) but says its AMP part is not in effect
+    assert all_row["counted_as_speedup"] and "not in effect on CPU" in all_row["note"]
 
 
 def quick_run(tmp_path, suites: str, rows: str) -> tuple[dict, Path]:
@@ -138,6 +141,8 @@ def test_quick_run_writes_complete_report(tmp_path):
     (entry,) = rep["suites"]["throughput"]["table"]
     assert entry["conv_bn_pairs"] > 0 and entry["infer_fused_ips"] > 0
     assert entry["parity"]["max_rel_diff"] < 1e-4  # folding BN into conv keeps the outputs
+    if entry.get("inference_error") is None:  # exported model in Paddle Inference: same outputs
+        assert entry["inference_parity"]["max_rel_diff"] < 1e-4 and entry["paddle_inference_ips"] > 0
 
     md = (out / "report.md").read_text()
     assert LABEL in md and "45 -> 18" in md

@@ -27,7 +27,7 @@ ROW_FIELDS = ("suite", "name", "label", "role", "nproc", "threads", "batch", "ac
               "amp_requested", "amp_in_effect", "counted_as_speedup", "speedup", "measured_ratio", "note",
               "published", "command", "returncode", "elapsed_s", "loadavg_before", "loadavg_after", "figures")
 TRAIN_COLUMNS = metrics.COLUMNS + ("projected_epoch_min", "speedup")
-NOT_IN_EFFECT = "not in effect on CPU" 
+NOT_IN_EFFECT = "not in effect on CPU"
 
 
 # ----------------------------------------------------------------------------- machine
@@ -88,6 +88,7 @@ def _amp_in_effect(raw: dict) -> bool:
 def base_row(row: Row, rec: dict) -> dict:
     raw = rec.get("raw") or {}
     out = {"suite": row.suite, "name": row.name, "label": row.label, "role": row.role, "kind": row.kind,
+           "amp_only": row.amp_only,
            "nproc": row.nproc, "threads": row.threads, "batch": row.batch, "accum": row.accum,
            "samples_per_step": row.samples_per_step * row.nproc, "amp_requested": row.amp,
            "amp_in_effect": _amp_in_effect(raw) if row.amp and raw else False, "amp_describe": raw.get("amp"),
@@ -136,14 +137,10 @@ def apply_speedups(rows: list[dict]) -> None:
         r["measured_ratio"] = ratio
         if r["role"] == "baseline":
             r["speedup"], r["counted_as_speedup"] = 1.0, False
-        elif r["role"] == "speedup" and not (r["amp_requested"] and not r["amp_in_effect"] and _amp_only(r)):
+        elif r["role"] == "speedup" and not (r["amp_only"] and not r["amp_in_effect"]):
             r["speedup"], r["counted_as_speedup"] = ratio, True
         else:
             r["speedup"], r["counted_as_speedup"] = None, False
-
-
-def _amp_only(r: dict) -> bool:
-    return NOT_IN_EFFECT in (r.get("note") or "") and r["note"].strip().startswith("AMP")
 
 
 # ----------------------------------------------------------------------------- suites
@@ -308,7 +305,8 @@ def to_markdown(rep: dict) -> str:
         for r in o["rows"]:
             f = r["figures"] or {}
             ep = f.get("projected_epoch_min") or {}
-            sp = _f(r["speedup"], "x{:.2f}") if r["counted_as_speedup"] or r["role"] == "baseline" else (
+            sp = (_f(r["speedup"], "x{:.2f}") + (f" ({r['note']})" if r["note"] else "")) \
+                if r["counted_as_speedup"] or r["role"] == "baseline" else (
                 f"not counted (measured x{r['measured_ratio']:.2f}; {r['note']})" if r["measured_ratio"] else r["note"])
             if r["role"] == "cost" and r["measured_ratio"]:
                 sp = f"cost: x{r['measured_ratio']:.2f}"

@@ -38,8 +38,8 @@ from paddle_recipes.trainer import Trainer  # noqa: E402
 logger = logging.getLogger("bench.worker")
 
 # Per model: CPU defaults (batch, input size); GPU runs may pass --batch / --size.
-DEFAULTS = {"resnet50": {"batch": 16, "size": 128}, "ernie_tiny": {"batch": 32, "size": 128},
-            "ppyoloe_tiny": {"batch": 8, "size": 320}}
+DEFAULTS = {"resnet50": {"batch": 8, "size": 64}, "ernie_tiny": {"batch": 16, "size": 64},
+            "ppyoloe_tiny": {"batch": 4, "size": 256}}
 
 
 # ----------------------------------------------------------------------------- datasets
