@@ -29,7 +29,7 @@ QUICK_OCR = ("Global.image_shape=[3,32,64]", "Architecture.Backbone.scale=0.25",
              "Synthetic.max_len=4", "Synthetic.workers=1", "Eval.loader.batch_size_per_card=8")
 QUICK_TTA = ("Global.image_shape=[3,32,64]", "Synthetic.root=datasets/cache/bench_tta_quick",
              "Synthetic.num_train=32", "Synthetic.num_val=8", "Synthetic.workers=1",
-             "Train.loader.batch_size_per_card=8", "Eval.loader.batch_size_per_card=8")
+             "Eval.loader.batch_size_per_card=8")
 QUICK_WORKER = ("--batch", "2", "--size", "64", "--rounds", "2")
 
 
@@ -73,7 +73,7 @@ def select_rows(args) -> dict[str, list]:
         raise SystemExit(f"unknown suite(s) {bad}; choose from {list(R.SUITES)} or all")
     batch = 8 if args.quick else args.batch
     table = {"ocr": R.ocr_rows(args.ddp_nproc, batch, args.threads, args.loader_workers),
-             "tta": R.tta_rows(args.ddp_nproc),
+             "tta": R.tta_rows(args.ddp_nproc, 8 if args.quick else 32),
              "throughput": R.throughput_rows(tuple(m for m in args.models.split(",") if m)),
              "ddp": R.ddp_rows(args.ddp_nproc, batch)}
     pats = [p.strip() for p in args.rows.split(",") if p.strip()]
