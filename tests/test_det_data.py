@@ -148,3 +148,16 @@ def test_coco_evaluate_perfect_and_degraded(tmp_path):
     assert good["mAP"] == pytest.approx(1.0) and good["mAP50"] == pytest.approx(1.0)
     assert bad["mAP"] < good["mAP"]
     assert coco_evaluate(idx.ann_file, {}, idx.cat_ids, ids)["mAP50"] == 0.0
+
+
+def test_draw_detections_handles_boxes_past_the_border(tmp_path):
+    from PIL import Image
+
+    from paddle_recipes.tasks.det.visualize import draw_detections
+
+    img = np.zeros((40, 50, 3), np.uint8)
+    det = np.array([[0, 0.9, -5, -8, 20, 30], [1, 0.8, 30, 5, 70, 60], [2, 0.1, 1, 1, 5, 5]], np.float32)
+    out = tmp_path / "d.png"
+    assert draw_detections(img, det, ["a", "b", "c"], str(out), score_threshold=0.3) == 2
+    drawn = np.asarray(Image.open(out))
+    assert drawn.shape == (40, 50, 3) and drawn.any()

@@ -16,20 +16,24 @@ def draw_detections(image_rgb: np.ndarray, detections: np.ndarray, class_names, 
                     score_threshold: float = 0.3) -> int:
     """Draw boxes of ``detections`` [K, 6] (label, score, x1, y1, x2, y2) scoring >= threshold.
 
-    Writes ``out_path`` (PNG) and returns the number of boxes drawn.
+    Boxes are clipped to the image for drawing; the label sits above the box (inside it when the
+    box touches the top edge). Writes ``out_path`` (PNG) and returns the number of boxes drawn.
     """
     img = Image.fromarray(np.ascontiguousarray(image_rgb)).convert("RGB")
     draw = ImageDraw.Draw(img)
+    w, h = img.size
     n = 0
-    for label, score, x1, y1, x2, y2 in np.asarray(detections).reshape(-1, 6):
+    for label, score, x1, y1, x2, y2 in np.asarray(detections, dtype=np.float64).reshape(-1, 6):
         if score < score_threshold:
             continue
+        x1, x2 = sorted((min(max(x1, 0.0), w - 1.0), min(max(x2, 0.0), w - 1.0)))
+        y1, y2 = sorted((min(max(y1, 0.0), h - 1.0), min(max(y2, 0.0), h - 1.0)))
         color = _color(int(label))
         draw.rectangle([x1, y1, x2, y2], outline=color, width=2)
         text = f"{class_names[int(label)]} {score:.2f}"
-        tw = draw.textlength(text)
-        draw.rectangle([x1, max(0, y1 - 11), x1 + tw + 2, y1], fill=color)
-        draw.text((x1 + 1, max(0, y1 - 11)), text, fill=(0, 0, 0))
+        top = y1 - 11 if y1 >= 11 else y1
+        draw.rectangle([x1, top, x1 + draw.textlength(text) + 2, top + 11], fill=color)
+        draw.text((x1 + 1, top), text, fill=(0, 0, 0))
         n += 1
     img.save(out_path, format="PNG")
     return n
