@@ -153,7 +153,7 @@ def ocr_suite(rows: list[Row], recs: dict, settings) -> dict:
     if best and base:
         summary = {"baseline_epoch_min": base["figures"]["projected_epoch_min"],
                    "all_epoch_min": best["figures"]["projected_epoch_min"],
-                   "measured_speedup_all": best["speedup"],
+                   "measured_speedup_all": best["measured_ratio"],
                    "published": published("ocr_epoch")}
     return {"rows": out, "epoch_sizes": EPOCH_SIZES, "config": settings.ocr_config, "summary": summary,
             "steps": settings.steps, "warmup": settings.warmup}
@@ -273,6 +273,11 @@ def _f(v, fmt="{:.2f}", none="n/a"):
     return fmt.format(v)
 
 
+def _load(r: dict) -> str:
+    b, a = r.get("loadavg_before"), r.get("loadavg_after")
+    return f"{b[0]:.1f} / {a[0]:.1f}" if b and a else "n/a"
+
+
 def _pub(r: dict) -> str:
     p = r.get("published")
     return p["figure"] if p else ""
@@ -300,8 +305,8 @@ def to_markdown(rep: dict) -> str:
                   "process (batch 192 / accumulation rows take a third of the steps). ips counts all processes.", "",
                   "| row | procs x threads | batch x accum | ips (samples/s) | reader_cost (s) | batch_cost (s) | "
                   "data wait | peak mem (MB) | " + " | ".join(f"epoch {k} ({o['epoch_sizes'][k]}) min" for k in sizes)
-                  + f" | speedup vs baseline | {LABEL} |",
-                  "|---|---|---|---|---|---|---|---|" + "---|" * len(sizes) + "---|---|"]
+                  + f" | speedup vs baseline | load 1-min before/after | {LABEL} |",
+                  "|---|---|---|---|---|---|---|---|" + "---|" * len(sizes) + "---|---|---|"]
         for r in o["rows"]:
             f = r["figures"] or {}
             ep = f.get("projected_epoch_min") or {}
@@ -316,7 +321,7 @@ def to_markdown(rep: dict) -> str:
                          f"{_f(f.get('ips'), '{:.1f}')} | {_f(f.get('reader_cost'), '{:.4f}')} | "
                          f"{_f(f.get('batch_cost'), '{:.3f}')} | {_f(f.get('reader_fraction'), '{:.1%}')} | "
                          f"{_f(f.get('peak_mem_mb'), '{:.0f}')} | "
-                         + " | ".join(_f(ep.get(k), '{:.1f}') for k in sizes) + f" | {sp} | {_pub(r)} |")
+                         + " | ".join(_f(ep.get(k), '{:.1f}') for k in sizes) + f" | {sp} | {_load(r)} | {_pub(r)} |")
         if o.get("summary"):
             sm = o["summary"]
             k = sizes[0]
@@ -371,12 +376,13 @@ def to_markdown(rep: dict) -> str:
     if "ddp" in s:
         d = s["ddp"]
         lines += ["## DDP scaling", "", d["note"] + ".", "",
-                  "| run | ips (samples/s) | ratio vs 1 x 1 | efficiency | data wait |", "|---|---|---|---|---|"]
+                  "| run | ips (samples/s) | ratio vs 1 x 1 | efficiency | data wait | load 1-min before/after |",
+                  "|---|---|---|---|---|---|"]
         for r in d["rows"]:
             f = r["figures"] or {}
-            sc = d["scaling"].get(r["name"], {})
+            sc = d["scaling"].get(r["name"], {"ips_ratio": 1.0, "efficiency": 1.0} if r["role"] == "baseline" else {})
             lines.append(f"| {r['label']} | {_f(f.get('ips'), '{:.1f}')} | {_f(sc.get('ips_ratio'), 'x{:.2f}')} | "
-                         f"{_f(sc.get('efficiency'), '{:.0%}')} | {_f(f.get('reader_fraction'), '{:.1%}')} |")
+                         f"{_f(sc.get('efficiency'), '{:.0%}')} | {_f(f.get('reader_fraction'), '{:.1%}')} | {_load(r)} |")
         lines += ["", f"{LABEL}: {d['published']['figure']}.", ""]
     lines += ["Figures: `speedups.png` (measured vs published), `ips_over_steps.png`, `loss_vs_time.png`.", ""]
     return "\n".join(lines)
