@@ -269,7 +269,8 @@ def train(cfg: DetConfig, info) -> dict:
     nms = nms_kwargs(cfg)
 
     def eval_fn(m):
-        return evaluate_detector(dist_utils.unwrap(m), eval_loader, eval_index, nms)
+        with amp.autocast():  # an O2 model holds fp16 weights; a no-op where AMP is not in effect
+            return evaluate_detector(dist_utils.unwrap(m), eval_loader, eval_index, nms)
 
     trainer = Trainer(model, optimizer, det_train_step, loader, lr_scheduler=lr_scheduler, amp=amp,
                       accumulator=GradAccumulator(cfg.Train.accumulate_steps), ema=ema, epochs=g.epochs,

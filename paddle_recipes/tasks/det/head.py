@@ -102,6 +102,7 @@ class PPYOLOEHead(nn.Layer):
     def predict(self, outputs):
         """Head outputs -> (boxes [B, L, 4] xyxy in input pixels, scores [B, L, C] after sigmoid)."""
         cls_logits, reg, anchors, stride_t = outputs
+        reg, cls_logits = reg.astype("float32"), cls_logits.astype("float32")  # fp16 pixels are too coarse
         boxes = self.decode(reg, anchors / stride_t) * stride_t
         return boxes, F.sigmoid(cls_logits)
 
