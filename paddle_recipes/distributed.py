@@ -175,6 +175,9 @@ def setup_logging(info: DistInfo | None = None, log_file: str | None = None, lev
     root.setLevel(level if info.is_main else logging.WARNING)
     fmt = logging.Formatter(f"[%(asctime)s] [rank {info.rank}] %(levelname)s %(name)s: %(message)s",
                             "%Y/%m/%d %H:%M:%S")
+    for h in list(root.handlers):  # `import paddle` installs its own root handler: avoid every line twice
+        if not getattr(h, "_paddle_recipes", False) and type(h) is logging.StreamHandler:
+            root.removeHandler(h)
     if not any(getattr(h, "_paddle_recipes", False) for h in root.handlers):
         handler = logging.StreamHandler(sys.stdout)
         handler._paddle_recipes = True

@@ -201,7 +201,8 @@ class Trainer:
         self.model.train()
         self.last_metrics = dict(metrics)
         line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}" for k, v in metrics.items())
-        logger.info("eval epoch %d step %d: %s", self.epoch + 1, self.global_step, line)
+        epochs_done = self.epoch + (1 if self.batch_in_epoch else 0)  # fit() calls this after the epoch ends
+        logger.info("eval after epoch %d (global_step %d): %s", epochs_done, self.global_step, line)
         if self.scalar_writer is not None and self.info.is_main:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)):
