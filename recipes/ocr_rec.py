@@ -432,10 +432,6 @@ def main(argv=None):
     info = dist_utils.setup(seed=cfg.Global.seed, device=cfg.Global.device)
     log_file = str(Path(cfg.Global.output_dir) / f"{args.mode}.log")
     dist_utils.setup_logging(info, log_file=log_file)
-    root = logging.getLogger()
-    for h in list(root.handlers):  # `import paddle` installs its own root handler: avoid every line twice
-        if not getattr(h, "_paddle_recipes", False):
-            root.removeHandler(h)
     if not info.is_main:
         logging.getLogger("paddle_recipes.tasks.ocr").setLevel(logging.ERROR)  # rank 0 warns once per file:line
     if info.is_main:

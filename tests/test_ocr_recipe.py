@@ -40,7 +40,7 @@ def test_smoke_trains_one_process(smoke):
     log = smoke["log"]
     for key in ("epoch: [1/1]", "loss:", "acc:", "avg_reader_cost:", "avg_batch_cost:", "ips:", "eta:"):
         assert key in log, key
-    assert "eval epoch" in log and "norm_edit_dis" in log
+    assert "eval after epoch 1" in log and "norm_edit_dis" in log
     assert "data summary: Train.dataset: no samples skipped" in log
     assert (smoke["out"] / "vdl" / "scalars.jsonl").is_file()
     # both PaddleOCR formats were generated

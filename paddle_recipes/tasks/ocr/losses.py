@@ -31,3 +31,4 @@ class CTCLoss(nn.Layer):
         loss = F.ctc_loss(log_probs, labels.astype("int32"), input_lengths, label_lengths.astype("int64"),
                           blank=self.blank, reduction="none", zero_infinity=self.zero_infinity)
         return loss.mean()
+
