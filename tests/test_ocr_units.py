@@ -118,6 +118,8 @@ def test_greedy_ctc_decode_collapses_repeats_and_blanks(charset):
     blank_only = np.zeros((1, 4, charset.num_classes), np.float32)
     blank_only[..., 0] = 5.0
     assert ctc_greedy_decode(blank_only, charset) == [("", 0.0)]
+    logits = np.log(probs)
+    assert ctc_greedy_decode(logits, charset, with_confidence=False) == [("天天地", 0.0)]
 
 
 def test_edit_distance_known_values():

@@ -14,16 +14,18 @@ def softmax_np(logits: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def ctc_greedy_decode(probs: np.ndarray, charset: CharDict, is_logits: bool = True) -> List[Tuple[str, float]]:
+def ctc_greedy_decode(probs: np.ndarray, charset: CharDict, is_logits: bool = True,
+                      with_confidence: bool = True) -> List[Tuple[str, float]]:
     """Decode [B, T, C] scores into (text, confidence) per sample.
 
     Confidence = mean probability of the kept (non-blank, non-repeated) steps;
-    an empty prediction gets confidence 0.0.
+    an empty prediction gets confidence 0.0. ``with_confidence=False`` skips the softmax
+    (argmax of logits is the same) and returns confidence 0.0, for cheap training accuracy.
     """
     probs = np.asarray(probs, dtype=np.float32)
     if probs.ndim == 2:
         probs = probs[None]
-    if is_logits:
+    if is_logits and with_confidence:
         probs = softmax_np(probs)
     ids = probs.argmax(axis=-1)
     best = probs.max(axis=-1)
@@ -34,6 +36,6 @@ def ctc_greedy_decode(probs: np.ndarray, charset: CharDict, is_logits: bool = Tr
         keep &= seq != BLANK
         kept = seq[keep]
         text = charset.decode_ids(kept.tolist())
-        conf = float(p[keep].mean()) if keep.any() else 0.0
+        conf = float(p[keep].mean()) if keep.any() and with_confidence else 0.0
         out.append((text, conf))
     return out
