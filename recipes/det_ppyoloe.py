@@ -14,10 +14,8 @@ config onto the core blocks (distributed, data, amp, accumulate, ema, checkpoint
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -33,7 +31,8 @@ from paddle_recipes import distributed as dist_utils  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import DEFAULT_FP16_BLACK_LIST, Amp, AmpConfig  # noqa: E402
 from paddle_recipes.checkpoint import load_weights  # noqa: E402
-from paddle_recipes.config import add_config_args, dump_config, flatten_opts, load_config, to_dict  # noqa: E402
+from paddle_recipes.cli import exit_on_user_error, run_recipe  # noqa: E402
+from paddle_recipes.config import to_dict  # noqa: E402
 from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
 from paddle_recipes.ema import EmaConfig, build_ema  # noqa: E402
 from paddle_recipes.optim import OptimizerConfig, build_optimizer  # noqa: E402
@@ -421,26 +420,11 @@ MODES = {"train": train, "eval": evaluate, "predict": predict, "export": export}
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="PP-YOLOE detection recipe")
-    add_config_args(parser, default_config=str(Path(__file__).parent / "configs" / "det_ppyoloe_tiny.yml"))
-    parser.add_argument("--mode", choices=sorted(MODES), default="train")
-    args = parser.parse_args(argv)
-    cfg = load_config(args.config, flatten_opts(args.opt), DetConfig)
-    info = dist_utils.setup(seed=cfg.Global.seed, device=cfg.Global.device)
-    Path(cfg.Global.output_dir).mkdir(parents=True, exist_ok=True)
-    dist_utils.setup_logging(info, log_file=str(Path(cfg.Global.output_dir) / f"{args.mode}.log"))
-    if info.is_main and args.mode == "train":
-        dump_config(cfg, Path(cfg.Global.output_dir) / "config.yml")
-    return MODES[args.mode](cfg, info)
+    return run_recipe("det_ppyoloe", DetConfig, MODES, argv=argv, description="PP-YOLOE detection recipe",
+                      default_config=str(Path(__file__).parent / "configs" / "det_ppyoloe_tiny.yml"))
 
 
 if __name__ == "__main__":
-    from paddle_recipes.checkpoint import CheckpointError
-    from paddle_recipes.config import ConfigError
     from paddle_recipes.tasks.det.coco import DetDataError
 
-    try:
-        main()
-    except (ConfigError, DetDataError, CheckpointError, FileNotFoundError) as exc:
-        print(f"det_ppyoloe: error: {exc}", file=sys.stderr)  # user error: message only, no paddle traceback
-        sys.exit(2)
+    exit_on_user_error(main, "det_ppyoloe", extra_errors=(DetDataError,))

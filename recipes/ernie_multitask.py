@@ -18,7 +18,6 @@ report.json (all figures), config.yml.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -35,7 +34,8 @@ import paddle
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp, AmpConfig
-from paddle_recipes.config import ConfigError, add_config_args, dump_config, flatten_opts, load_config, to_dict
+from paddle_recipes.cli import exit_on_user_error, run_recipe
+from paddle_recipes.config import to_dict
 from paddle_recipes.distill import DistillCallback, DistillLoss, build_temperature, make_distill_step
 from paddle_recipes.export import quantize_ptq
 from paddle_recipes.meters import StepTimer
@@ -281,23 +281,9 @@ def quant_phase(cfg: RecipeConfig, student, build_student, train_arrays, eval_ar
 
 
 # ----------------------------------------------------------------------------- main
-def main(argv=None) -> dict:
-    parser = add_config_args(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
-    args = parser.parse_args(argv)
-    cfg = load_config(args.config, flatten_opts(args.opt), RecipeConfig)
-    check_config(cfg)
-    info = dist_utils.setup(seed=cfg.Global.seed, device=cfg.Global.device or None)
+def train(cfg: RecipeConfig, info) -> dict:
+    """Teacher -> student alone -> distilled student -> INT8, as listed in Global.phases."""
     out = Path(cfg.Global.output_dir)
-    import paddlenlp.transformers  # noqa: F401  (it adds a root log handler on import: drop it, log once)
-    root = logging.getLogger()
-    for h in list(root.handlers):
-        if not getattr(h, "_paddle_recipes", False):
-            root.removeHandler(h)
-    dist_utils.setup_logging(info, str(out / "train.log"))
-    if info.is_main:
-        dump_config(cfg, out / "config.yml")
-    logger.info("world_size %d, device %s", info.world_size, info.device)
-
     tok = load_tokenizer(cfg.Data.vocab or None)
     specs = make_task_specs(cfg.Data.num_tasks, cfg.Data.base_seed, cfg.Data.train_size, cfg.Data.eval_size)
     kinds = {s.name: s.kind for s in specs}
@@ -389,9 +375,12 @@ def summary_line(report: dict) -> str:
     return "; ".join(parts)
 
 
+def main(argv=None) -> dict:
+    import paddlenlp.transformers  # noqa: F401  (imported before logging setup, which drops its root handler)
+
+    return run_recipe("ernie_multitask", RecipeConfig, {"train": train}, argv=argv, check=check_config,
+                      description=__doc__.splitlines()[0])
+
+
 if __name__ == "__main__":
-    try:
-        main()
-    except (ConfigError, ValueError, FileNotFoundError) as exc:  # bad config / missing input: one clear line
-        print(f"ernie_multitask: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    exit_on_user_error(main, "ernie_multitask", extra_errors=(ValueError,))
