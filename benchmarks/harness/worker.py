@@ -284,7 +284,8 @@ def _inference_predictor(model, x, args, res: dict, ref: list):
         try:
             got = predict(pred, [x.numpy()])
         except Exception as e:  # noqa: BLE001 - some oneDNN kernels reject PIR attributes: retry without
-            res["inference_note"] = f"oneDNN disabled after: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+            res["inference_note"] = f"oneDNN disabled after: {type(e).__name__}: {first[:200]}"
             pred = create_predictor(exp.prefix, device=device, threads=args.threads, enable_mkldnn=False)
             got = predict(pred, [x.numpy()])
         diffs = [float(np.abs(a - b).max()) for a, b in zip(ref, got)]
