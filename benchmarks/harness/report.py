@@ -322,6 +322,10 @@ def to_markdown(rep: dict) -> str:
                          f"{_f(f.get('batch_cost'), '{:.3f}')} | {_f(f.get('reader_fraction'), '{:.1%}')} | "
                          f"{_f(f.get('peak_mem_mb'), '{:.0f}')} | "
                          + " | ".join(_f(ep.get(k), '{:.1f}') for k in sizes) + f" | {sp} | {_load(r)} | {_pub(r)} |")
+        reps = [r for r in o["rows"] if r.get("repeats_ips")]
+        if reps:
+            lines += ["", "Repeats (interleaved; the table shows the median run): " + "; ".join(
+                f"{r['name']} " + "/".join(_f(v, "{:.1f}") for v in r["repeats_ips"]) for r in reps) + " samples/s."]
         if o.get("summary"):
             sm = o["summary"]
             k = sizes[0]
