@@ -387,6 +387,10 @@ def to_markdown(rep: dict) -> str:
             sc = d["scaling"].get(r["name"], {"ips_ratio": 1.0, "efficiency": 1.0} if r["role"] == "baseline" else {})
             lines.append(f"| {r['label']} | {_f(f.get('ips'), '{:.1f}')} | {_f(sc.get('ips_ratio'), 'x{:.2f}')} | "
                          f"{_f(sc.get('efficiency'), '{:.0%}')} | {_f(f.get('reader_fraction'), '{:.1%}')} | {_load(r)} |")
+        reps = [r for r in d["rows"] if r.get("repeats_ips")]
+        if reps:
+            lines += ["", "Repeats (interleaved; the table shows the median run): " + "; ".join(
+                f"{r['name']} " + "/".join(_f(v, "{:.1f}") for v in r["repeats_ips"]) for r in reps) + " samples/s."]
         lines += ["", f"{LABEL}: {d['published']['figure']}.", ""]
     lines += ["Figures: `speedups.png` (measured vs published), `ips_over_steps.png`, `loss_vs_time.png`.", ""]
     return "\n".join(lines)
