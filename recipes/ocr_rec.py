@@ -22,12 +22,11 @@ trainer, export).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
@@ -40,7 +39,8 @@ from paddle_recipes import distributed as dist_utils  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import Amp, AmpConfig  # noqa: E402
 from paddle_recipes.checkpoint import load_weights  # noqa: E402
-from paddle_recipes.config import ConfigError, add_config_args, dump_config, flatten_opts, load_config, to_dict  # noqa: E402
+from paddle_recipes.cli import exit_on_user_error, run_recipe  # noqa: E402
+from paddle_recipes.config import ConfigError, to_dict  # noqa: E402
 from paddle_recipes.data import LabelFileError, LmdbFormatError, LoaderConfig, build_loader  # noqa: E402
 from paddle_recipes.ema import EmaConfig, build_ema  # noqa: E402
 from paddle_recipes.meters import ScalarWriter  # noqa: E402
@@ -286,6 +286,8 @@ def load_for_inference(cfg: RecConfig, charset: CharDict):
 # ----------------------------------------------------------------------------- modes
 def train(cfg: RecConfig, info) -> dict:
     g = cfg.Global
+    if not info.is_main:
+        logging.getLogger("paddle_recipes.tasks.ocr").setLevel(logging.ERROR)  # rank 0 warns once per file:line
     charset = load_charset(cfg)
     train_ds = build_split(cfg, cfg.Train, "train", charset, info, train=True)
     eval_ds = build_split(cfg, cfg.Eval, "val", charset, info, train=False)
@@ -421,27 +423,9 @@ MODES = {"train": train, "eval": evaluate, "predict": predict, "export": export}
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="CRNN/CTC Chinese text-line recognition recipe")
-    add_config_args(parser, default_config=str(REPO / "recipes" / "configs" / "ocr_rec.yml"))
-    parser.add_argument("--mode", choices=sorted(MODES), default="train")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_config(args.config, flatten_opts(args.opt), RecConfig)
-    except ConfigError as exc:
-        sys.exit(f"error: {exc}")
-    info = dist_utils.setup(seed=cfg.Global.seed, device=cfg.Global.device)
-    log_file = str(Path(cfg.Global.output_dir) / f"{args.mode}.log")
-    dist_utils.setup_logging(info, log_file=log_file)
-    if not info.is_main:
-        logging.getLogger("paddle_recipes.tasks.ocr").setLevel(logging.ERROR)  # rank 0 warns once per file:line
-    if info.is_main:
-        dump_config(cfg, Path(cfg.Global.output_dir) / "config.yml")
-    try:
-        return MODES[args.mode](cfg, info)
-    except USER_ERRORS as exc:  # wrong path / dict / label file: one clear line, no stack dump
-        logger.error("%s", exc)
-        sys.exit(f"error: {exc}")
+    return run_recipe("ocr_rec", RecConfig, MODES, argv=argv, description="CRNN/CTC Chinese text-line recognition recipe",
+                      default_config=str(REPO / "recipes" / "configs" / "ocr_rec.yml"))
 
 
 if __name__ == "__main__":
-    main()
+    exit_on_user_error(main, "ocr_rec", extra_errors=USER_ERRORS)
