@@ -16,14 +16,41 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from . import distributed as dist_utils
 from .checkpoint import CheckpointError
 from .config import ConfigError, add_config_args, dump_config, flatten_opts, load_config
 
 USER_ERRORS: tuple = (ConfigError, CheckpointError, FileNotFoundError)
+
+
+@dataclass
+class GlobalConfig:
+    """The run settings every recipe's `Global:` section shares (recipes subclass it to add their own).
+
+    seed: base seed (each rank adds its rank). device: None = this rank's GPU if any, else CPU.
+    epochs; max_steps: stop after this many optimizer steps (0 = no cap). output_dir: logs, config,
+    checkpoints, exports. log_every: optimizer steps between log lines. eval_every_epochs /
+    save_every_epochs: 0 disables. keep_last: checkpoints kept. resume: checkpoint folder/root to
+    continue from ("auto" = output_dir/checkpoints when it exists). weights: eval/predict/export
+    source ("" = output_dir/checkpoints, best if present). use_ema_weights: prefer the EMA weights there.
+    """
+
+    seed: int = 42
+    device: Optional[str] = None
+    epochs: int = 10
+    max_steps: int = 0
+    output_dir: str = "output/run"
+    log_every: int = 20
+    eval_every_epochs: int = 1
+    save_every_epochs: int = 1
+    keep_last: int = 2
+    resume: str = ""
+    weights: str = ""
+    use_ema_weights: bool = True
 
 
 def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_config: str | None = None,

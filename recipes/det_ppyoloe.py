@@ -20,7 +20,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -31,7 +30,7 @@ from paddle_recipes import distributed as dist_utils  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import DEFAULT_FP16_BLACK_LIST, Amp, AmpConfig  # noqa: E402
 from paddle_recipes.checkpoint import load_weights  # noqa: E402
-from paddle_recipes.cli import exit_on_user_error, run_recipe  # noqa: E402
+from paddle_recipes.cli import GlobalConfig as BaseGlobalConfig, exit_on_user_error, run_recipe  # noqa: E402
 from paddle_recipes.config import to_dict  # noqa: E402
 from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
 from paddle_recipes.ema import EmaConfig, build_ema  # noqa: E402
@@ -52,23 +51,11 @@ DET_FP16_BLACK_LIST = sorted(set(DEFAULT_FP16_BLACK_LIST) | {
 
 # ----------------------------------------------------------------------------- config schema
 @dataclass
-class GlobalConfig:
-    """seed: base seed (+rank). epochs / max_steps (0 = no cap, optimizer steps). output_dir: logs,
-    checkpoints, predictions, exports. resume: checkpoint folder/root to continue training from
-    ("auto" = output_dir/checkpoints when it exists). weights: eval/predict/export source
-    ("" = output_dir/checkpoints). use_ema_weights: eval/predict/export with the EMA weights."""
-    seed: int = 42
-    device: Optional[str] = None
+class GlobalConfig(BaseGlobalConfig):
+    """Shared run settings (paddle_recipes.cli.GlobalConfig) with detection defaults."""
     epochs: int = 30
-    max_steps: int = 0
     output_dir: str = "output/det_ppyoloe"
     log_every: int = 10
-    eval_every_epochs: int = 1
-    save_every_epochs: int = 1
-    keep_last: int = 2
-    resume: str = ""
-    weights: str = ""
-    use_ema_weights: bool = True
 
 
 @dataclass

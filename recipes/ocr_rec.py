@@ -28,7 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,7 +39,7 @@ from paddle_recipes import distributed as dist_utils  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import Amp, AmpConfig  # noqa: E402
 from paddle_recipes.checkpoint import load_weights  # noqa: E402
-from paddle_recipes.cli import exit_on_user_error, run_recipe  # noqa: E402
+from paddle_recipes.cli import GlobalConfig as BaseGlobalConfig, exit_on_user_error, run_recipe  # noqa: E402
 from paddle_recipes.config import ConfigError, to_dict  # noqa: E402
 from paddle_recipes.data import LabelFileError, LmdbFormatError, LoaderConfig, build_loader  # noqa: E402
 from paddle_recipes.ema import EmaConfig, build_ema  # noqa: E402
@@ -61,27 +61,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 # ----------------------------------------------------------------------------- config schema
 @dataclass
-class GlobalConfig:
-    """character_dict_path: one char per line (blank is added as class 0). image_shape: [C, H, W] input.
-    max_text_length: longer labels are skipped (counted). resume: checkpoint folder/root ("auto" =
-    output_dir/checkpoints if present). weights: eval/predict/export source ("" = output_dir/checkpoints,
-    best if present). use_visualdl: write scalars (JSONL + VisualDL when installed) to vdl_dir."""
-    seed: int = 42
-    device: Optional[str] = None
-    epochs: int = 10
-    max_steps: int = 0
+class GlobalConfig(BaseGlobalConfig):
+    """Shared run settings (paddle_recipes.cli.GlobalConfig) plus: character_dict_path: one char per line
+    (blank is added as class 0). image_shape: [C, H, W] input. max_text_length: longer labels are skipped
+    (counted). use_visualdl: write scalars (JSONL + VisualDL when installed) to vdl_dir."""
     output_dir: str = "output/ocr_rec"
-    log_every: int = 20
-    eval_every_epochs: int = 1
-    save_every_epochs: int = 1
-    keep_last: int = 2
     character_dict_path: str = "datasets/ocr_rec/ch_common_3000.txt"
     use_space_char: bool = False
     max_text_length: int = 25
     image_shape: List[int] = field(default_factory=lambda: [3, 48, 320])
-    resume: str = ""
-    weights: str = ""
-    use_ema_weights: bool = True
     use_visualdl: bool = False
     vdl_dir: str = ""
 
