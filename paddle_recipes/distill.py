@@ -62,36 +62,39 @@ class ConstantT:
         return f"ConstantT(t={self.t})"
 
 
-class LinearT:
+class _AnnealT:
+    """Anneals from t_start (step 0) to t_end (step >= total_steps) along `_curve(progress)` in [0, 1]."""
+
+    def __init__(self, t_start: float = 8.0, t_end: float = 1.0):
+        if t_start <= 0 or t_end <= 0:
+            raise ValueError(f"temperatures must be > 0, got {t_start}, {t_end}")
+        self.t_start, self.t_end = float(t_start), float(t_end)
+
+    @staticmethod
+    def _curve(p: float) -> float:
+        raise NotImplementedError
+
+    def __call__(self, step: int = 0, total_steps: int = 1, teacher_logits=None) -> float:
+        return self.t_start + (self.t_end - self.t_start) * self._curve(_progress(step, total_steps))
+
+    def __repr__(self):
+        return f"{type(self).__name__}(t_start={self.t_start}, t_end={self.t_end})"
+
+
+class LinearT(_AnnealT):
     """Linear annealing from t_start (step 0) to t_end (step >= total_steps)."""
 
-    def __init__(self, t_start: float = 8.0, t_end: float = 1.0):
-        if t_start <= 0 or t_end <= 0:
-            raise ValueError(f"temperatures must be > 0, got {t_start}, {t_end}")
-        self.t_start, self.t_end = float(t_start), float(t_end)
-
-    def __call__(self, step: int = 0, total_steps: int = 1, teacher_logits=None) -> float:
-        p = _progress(step, total_steps)
-        return self.t_start + (self.t_end - self.t_start) * p
-
-    def __repr__(self):
-        return f"LinearT(t_start={self.t_start}, t_end={self.t_end})"
+    @staticmethod
+    def _curve(p: float) -> float:
+        return p
 
 
-class CosineT:
+class CosineT(_AnnealT):
     """Cosine annealing from t_start (step 0) to t_end (step >= total_steps)."""
 
-    def __init__(self, t_start: float = 8.0, t_end: float = 1.0):
-        if t_start <= 0 or t_end <= 0:
-            raise ValueError(f"temperatures must be > 0, got {t_start}, {t_end}")
-        self.t_start, self.t_end = float(t_start), float(t_end)
-
-    def __call__(self, step: int = 0, total_steps: int = 1, teacher_logits=None) -> float:
-        p = _progress(step, total_steps)
-        return self.t_end + (self.t_start - self.t_end) * 0.5 * (1.0 + math.cos(math.pi * p))
-
-    def __repr__(self):
-        return f"CosineT(t_start={self.t_start}, t_end={self.t_end})"
+    @staticmethod
+    def _curve(p: float) -> float:
+        return 0.5 * (1.0 - math.cos(math.pi * p))
 
 
 def teacher_normalized_entropy(teacher_logits: paddle.Tensor) -> paddle.Tensor:
