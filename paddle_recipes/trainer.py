@@ -306,7 +306,6 @@ class Trainer:
         """Train (optionally resuming from a checkpoint folder or root); returns the last eval metrics."""
         if resume_from:
             self.resume(resume_from)
-        logger.info(self.amp.describe())
         if self.timer is None:
             from .meters import StepTimer
 
