@@ -156,6 +156,18 @@ def _prune(root: Path, keep_last: int, protect: str) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
+def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:
+    """A recipe's `Global.resume` -> what to pass to Trainer.fit(resume_from=...).
+
+    "" -> None (fresh run); "auto" -> output_dir/checkpoints if it holds a `latest`, else None;
+    anything else is returned as given (a checkpoint folder or root, checked when loaded).
+    """
+    if resume == "auto":
+        root = Path(output_dir) / "checkpoints"
+        return str(root) if (root / LATEST).exists() else None
+    return resume or None
+
+
 def resolve_checkpoint(path: str | os.PathLike) -> Path:
     """A checkpoint folder, or a root holding `latest`, -> the checkpoint folder."""
     path = Path(path)

@@ -29,7 +29,7 @@ import paddle  # noqa: E402
 from paddle_recipes import distributed as dist_utils  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import DEFAULT_FP16_BLACK_LIST, Amp, AmpConfig  # noqa: E402
-from paddle_recipes.checkpoint import load_weights  # noqa: E402
+from paddle_recipes.checkpoint import load_weights, resume_source  # noqa: E402
 from paddle_recipes.cli import GlobalConfig as BaseGlobalConfig, exit_on_user_error, run_recipe  # noqa: E402
 from paddle_recipes.config import to_dict  # noqa: E402
 from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
@@ -263,20 +263,17 @@ def train(cfg: DetConfig, info) -> dict:
                       max_steps=g.max_steps, log_every=g.log_every, output_dir=g.output_dir, eval_fn=eval_fn,
                       eval_every_epochs=g.eval_every_epochs, save_every_epochs=g.save_every_epochs,
                       keep_last=g.keep_last, dist_info=info, main_metric="mAP", config=cfg)
-    resume = g.resume
-    if resume == "auto":
-        root = Path(g.output_dir) / "checkpoints"
-        resume = str(root) if (root / "latest").exists() else ""
+    resume = resume_source(g.resume, g.output_dir)
     logger.info("PP-YOLOE-%s: %d classes, %d train / %d eval images, %d steps/epoch, world %d, EMA %s",
                 cfg.Architecture.size, train_index.num_classes, len(train_ds), len(eval_index.records),
                 steps_per_epoch, info.world_size, "on" if ema is not None else "off")
     t0 = time.time()
-    metrics = trainer.fit(resume_from=resume or None)
+    metrics = trainer.fit(resume_from=resume)
     if not metrics or trainer.global_step and not trainer.last_metrics:
         metrics = trainer.evaluate()
     train_time = time.time() - t0
     summary = {"final_eval": metrics, "global_step": trainer.global_step, "epoch": trainer.epoch,
-               "train_time_s": round(train_time, 1), "world_size": info.world_size, "resumed_from": resume or None,
+               "train_time_s": round(train_time, 1), "world_size": info.world_size, "resumed_from": resume,
                "amp": amp.describe(), "ema": ema is not None, "history": trainer.history,
                "train_skipped": dict(train_index.counts), "eval_skipped": dict(eval_index.counts),
                "config": to_dict(cfg)}

@@ -38,7 +38,7 @@ import paddle  # noqa: E402
 from paddle_recipes import distributed as dist_utils  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import Amp, AmpConfig  # noqa: E402
-from paddle_recipes.checkpoint import load_weights  # noqa: E402
+from paddle_recipes.checkpoint import load_weights, resume_source  # noqa: E402
 from paddle_recipes.cli import GlobalConfig as BaseGlobalConfig, exit_on_user_error, run_recipe  # noqa: E402
 from paddle_recipes.config import ConfigError, to_dict  # noqa: E402
 from paddle_recipes.data import LabelFileError, LmdbFormatError, LoaderConfig, build_loader  # noqa: E402
@@ -322,24 +322,21 @@ def train(cfg: RecConfig, info) -> dict:
                       eval_every_epochs=g.eval_every_epochs, save_every_epochs=g.save_every_epochs,
                       keep_last=g.keep_last, dist_info=info, main_metric="acc", config=cfg,
                       batch_size_fn=lambda b: len(b["text"]), scalar_writer=writer)
-    resume = g.resume
-    if resume == "auto":
-        root = Path(g.output_dir) / "checkpoints"
-        resume = str(root) if (root / "latest").exists() else ""
+    resume = resume_source(g.resume, g.output_dir)
     n_params = sum(int(np.prod(p.shape)) for p in dist_utils.unwrap(model).parameters())
     logger.info("CRNN %s+%s: %d classes, %.2fM params, input %s, %d train / %d eval lines, %d steps/epoch, "
                 "batch %d x %d procs x accum %d, EMA %s", cfg.Architecture.Backbone.name, cfg.Architecture.Neck.name,
                 charset.num_classes, n_params / 1e6, g.image_shape, len(train_ds), len(eval_ds), steps_per_epoch,
                 lc.batch_size_per_card, info.world_size, cfg.Train.accumulate_steps, "on" if ema is not None else "off")
     t0 = time.time()
-    metrics = trainer.fit(resume_from=resume or None)
+    metrics = trainer.fit(resume_from=resume)
     if not metrics:
         metrics = trainer.evaluate()
     train_time = time.time() - t0
     if writer is not None:
         writer.close()
     summary = {"final_eval": metrics, "global_step": trainer.global_step, "epoch": trainer.epoch,
-               "train_time_s": round(train_time, 1), "world_size": info.world_size, "resumed_from": resume or None,
+               "train_time_s": round(train_time, 1), "world_size": info.world_size, "resumed_from": resume,
                "amp": amp.describe(), "ema": ema is not None, "best_acc": trainer.best_metric,
                "skipped": {"train": train_stats.counts(), "eval": eval_stats.counts()},
                "history": trainer.history, "config": to_dict(cfg)}

@@ -135,3 +135,13 @@ def test_seeded_augmentation_is_independent_of_workers():
         runs.append(np.concatenate([x.numpy() for x, _ in loader]))
     np.testing.assert_array_equal(runs[0], runs[1])
     assert sample_seed(1, 3, 5) != sample_seed(1, 4, 5) != sample_seed(1, 3, 6)
+
+
+def test_resume_source(tmp_path):
+    from paddle_recipes.checkpoint import resume_source
+
+    assert resume_source("", tmp_path) is None
+    assert resume_source("auto", tmp_path) is None  # nothing saved yet: a fresh run
+    save_checkpoint(tmp_path / "checkpoints", {"epoch": 1}, "step_1")
+    assert resume_source("auto", tmp_path) == str(tmp_path / "checkpoints")
+    assert resume_source("some/ckpt", tmp_path) == "some/ckpt"
