@@ -24,7 +24,9 @@ class GradAccumulator:
 
     def __init__(self, steps: int = 1):
         if int(steps) < 1:
-            raise ValueError(f"accumulation steps must be >= 1, got {steps}")
+            from .config import ConfigError
+
+            raise ConfigError(f"accumulation steps (Train.accumulate_steps) must be >= 1, got {steps}")
         self.steps = int(steps)
         self.micro_index = 0          # micro-steps taken in the current window (after micro_step exits)
         self.is_boundary = False      # True right after the last micro-step of a window

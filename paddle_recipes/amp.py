@@ -66,8 +66,14 @@ class AmpConfig:
             raise ValueError(f"AmpConfig.level must be 'O1' or 'O2', got {self.level!r}")
         if self.dtype not in ("float16", "bfloat16"):
             raise ValueError(f"AmpConfig.dtype must be 'float16' or 'bfloat16', got {self.dtype!r}")
-        if self.init_loss_scaling <= 0:
-            raise ValueError("AmpConfig.init_loss_scaling must be > 0")
+        from .config import check_number
+
+        check_number("AMP.init_loss_scaling", self.init_loss_scaling, low=0, low_open=True)
+        check_number("AMP.min_loss_scaling", self.min_loss_scaling, low=0, low_open=True)
+        check_number("AMP.incr_ratio", self.incr_ratio, low=1)
+        check_number("AMP.decr_ratio", self.decr_ratio, low=0, high=1, low_open=True)
+        check_number("AMP.incr_every_n_steps", self.incr_every_n_steps, low=1)
+        check_number("AMP.decr_every_n_nan_or_inf", self.decr_every_n_nan_or_inf, low=1)
 
 
 def _device_kind() -> str:

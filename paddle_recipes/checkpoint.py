@@ -11,13 +11,24 @@ Layout of `save_checkpoint(root, state, tag="step_000100")`::
 A checkpoint is written into a temporary folder and renamed into place, then `latest` is
 replaced atomically (os.replace), so a crash mid-save never leaves a half checkpoint behind
 `latest`. `keep_last` older ones are kept.
+
+Faults: re-saving a tag swaps the folders atomically (renameat2 RENAME_EXCHANGE; elsewhere a
+two-rename fallback that resolve_checkpoint can recover from); a state with an inf/nan tensor is
+refused (NonFiniteStateError, nothing written); disk full (ENOSPC) prunes old checkpoints down to
+the newest valid one and retries once, then raises CheckpointError naming the path, as do other
+write errors (read-only dir): the previous checkpoint stays intact. `clean_stale` removes temp
+folders left by a crash. `OutputLock` keeps two runs out of one output dir.
+`check_compatible` compares a checkpoint's weights and saved config with the current model.
 """
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import pickle
 import random
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,10 +39,35 @@ import paddle
 TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams"}
 STATE_FILE = "state.pkl"
 LATEST = "latest"
+LOCK_FILE = ".lock"
+
+logger = logging.getLogger(__name__)
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, incomplete or unreadable; the message names the path."""
+
+
+class NonFiniteStateError(CheckpointError):
+    """save_checkpoint refused a state holding inf/nan tensors (nothing was written)."""
+
+
+def first_nonfinite(state_dict) -> str | None:
+    """Name of the first floating tensor holding inf/nan in a (nested) state dict, else None."""
+    if not isinstance(state_dict, dict):
+        return None
+    for key, value in state_dict.items():
+        if isinstance(value, dict):
+            bad = first_nonfinite(value)
+            if bad is not None:
+                return f"{key}.{bad}"
+        elif isinstance(value, paddle.Tensor) and value.dtype in (paddle.float32, paddle.float16,
+                                                                    paddle.bfloat16, paddle.float64):
+            if not bool(paddle.isfinite(value.astype("float32")).all()):
+                return str(key)
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
+            return str(key)
+    return None
 
 
 def rng_state() -> dict:
@@ -110,50 +146,238 @@ def _atomic_write_text(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two directories (Linux renameat2 RENAME_EXCHANGE). False when unsupported."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def _write_folder(tmp: Path, state: dict) -> None:
+    for key, fname in TENSOR_FILES.items():
+        if state.get(key) is not None:
+            paddle.save(state[key], str(tmp / fname))
+    rest = {k: v for k, v in state.items() if k not in TENSOR_FILES}
+    with open(tmp / STATE_FILE, "wb") as f:
+        pickle.dump(rest, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _place(tmp: Path, final: Path) -> None:
+    """Move the finished tmp folder to `final`; an existing `final` is never absent meanwhile."""
+    if not final.exists():
+        os.replace(tmp, final)
+        return
+    if _exchange(tmp, final):  # tmp now holds the old checkpoint
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    trash = final.with_name(f".{final.name}.old")  # fallback: resolve_checkpoint recovers from trash
+    shutil.rmtree(trash, ignore_errors=True)
+    os.replace(final, trash)
+    os.replace(tmp, final)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
 def save_checkpoint(root: str | os.PathLike, state: dict, tag: str, keep_last: int = 3) -> Path:
     """Write `state` atomically under root/tag and point root/latest at it. Returns the folder.
 
     state keys "model", "optimizer", "ema" hold state_dicts saved with paddle.save; every other
     key is pickled into state.pkl (plain python, numpy, RNG states, small tensors are fine).
+    Raises NonFiniteStateError (nothing written) when model/ema/optimizer hold inf/nan, and
+    CheckpointError naming the folder when the disk is full (after pruning old checkpoints down
+    to the newest valid one and one retry) or not writable; the previous checkpoint is kept.
     """
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
     final = root / tag
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{tag}.tmp-"))
-    try:
-        for key, fname in TENSOR_FILES.items():
-            if state.get(key) is not None:
-                paddle.save(state[key], str(tmp / fname))
-        rest = {k: v for k, v in state.items() if k not in TENSOR_FILES}
-        with open(tmp / STATE_FILE, "wb") as f:
-            pickle.dump(rest, f, protocol=pickle.HIGHEST_PROTOCOL)
-            f.flush()
-            os.fsync(f.fileno())
-        if final.exists():  # re-saving the same tag: move the old one aside first
-            old = root / f".{tag}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-        _fsync_dir(root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _atomic_write_text(root / LATEST, tag + "\n")
+    for key in TENSOR_FILES:
+        bad = first_nonfinite(state.get(key))
+        if bad is not None:
+            raise NonFiniteStateError(f"refusing to write checkpoint {final}: {key} tensor '{bad}' holds inf/nan; "
+                                      f"the previous checkpoint ({_latest_tag(root) or 'none'}) is kept")
+    for attempt in (1, 2):
+        tmp = None
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{tag}.tmp-"))
+            _write_folder(tmp, state)
+            _place(tmp, final)
+            _fsync_dir(root)
+            _atomic_write_text(root / LATEST, tag + "\n")
+            break
+        except OSError as exc:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if exc.errno == errno.ENOSPC and attempt == 1 and _prune(root, 1, protect=tag, keep_latest=True):
+                logger.warning("disk full while writing %s: pruned old checkpoints, retrying once", final)
+                continue
+            raise CheckpointError(f"cannot write checkpoint {final}: {exc.strerror or exc}; the previous "
+                                  f"checkpoint ({_latest_tag(root) or 'none'}) is kept") from None
+        except BaseException:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
     _prune(root, keep_last, protect=tag)
     return final
 
 
-def _prune(root: Path, keep_last: int, protect: str) -> None:
-    if keep_last <= 0:
-        return
+def _latest_tag(root: Path) -> str | None:
+    try:
+        return (Path(root) / LATEST).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def _prune(root: Path, keep_last: int, protect: str, keep_latest: bool = False) -> int:
+    """Delete the oldest complete checkpoints beyond `keep_last` (never `best`, `protect`, or what
+    `latest` names when keep_latest). Returns how many were deleted."""
+    if keep_last <= 0 or not root.is_dir():
+        return 0
+    keep = {protect, "best"} | ({_latest_tag(root)} if keep_latest else set())
     dirs = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
                    and (p / STATE_FILE).exists() and p.name != "best"), key=lambda p: p.stat().st_mtime)
+    removed = 0
     for p in dirs[:-keep_last]:
-        if p.name != protect:
+        if p.name not in keep:
             shutil.rmtree(p, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def clean_stale(root: str | os.PathLike) -> list[str]:
+    """Remove temp folders (.TAG.tmp-*, .TAG.old, .latest.*) left by a crash mid-save. A trash folder
+    that `latest` still needs (crash between the two renames of a re-save) is moved back first.
+    Returns the names removed. Call it only while holding the output dir (OutputLock)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    latest = _latest_tag(root)
+    if latest and not (root / latest / STATE_FILE).exists() and (root / f".{latest}.old" / STATE_FILE).exists():
+        os.replace(root / f".{latest}.old", root / latest)
+        logger.warning("restored checkpoint %s from an interrupted re-save", root / latest)
+    removed = []
+    for p in root.iterdir():
+        if p.name.startswith(".") and (".tmp-" in p.name or p.name.endswith(".old") or p.name.startswith(f".{LATEST}.")):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+            removed.append(p.name)
+    if removed:
+        logger.info("removed %d stale temp file(s) in %s: %s", len(removed), root, ", ".join(sorted(removed)[:5]))
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class OutputLock:
+    """An output dir held by one run: `dir/.lock` holds "pid host". A lock of a dead pid on this host
+    is taken over (logged); a live one raises CheckpointError. Re-entrant within one process.
+
+        with OutputLock("output/rec"): ...   # or lock.acquire() / lock.release()
+    """
+
+    def __init__(self, output_dir: str | os.PathLike):
+        self.path = Path(output_dir) / LOCK_FILE
+        self.held = False
+
+    def _owner(self) -> tuple[int, str] | None:
+        try:
+            pid, _, host = self.path.read_text(encoding="utf-8").strip().partition(" ")
+            return int(pid), host
+        except (OSError, ValueError):
+            return None
+
+    def acquire(self) -> "OutputLock":
+        me = (os.getpid(), socket.gethostname())
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CheckpointError(f"cannot create output dir {self.path.parent}: {exc.strerror or exc}") from None
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                owner = self._owner()
+                if owner == me:
+                    self.held = True
+                    return self
+                if owner is not None and (owner[1] != me[1] or _pid_alive(owner[0])):
+                    raise CheckpointError(f"output dir {self.path.parent} is in use by pid {owner[0]} on "
+                                          f"{owner[1]} (lock {self.path}); use another Global.output_dir or "
+                                          f"stop that run") from None
+                logger.warning("taking over stale lock %s (%s is not running)", self.path,
+                               f"pid {owner[0]}" if owner else "unreadable owner")
+                self.path.unlink(missing_ok=True)
+                continue
+            except OSError as exc:
+                raise CheckpointError(f"cannot write lock {self.path}: {exc.strerror or exc}") from None
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(f"{me[0]} {me[1]}\n")
+            self.held = True
+            return self
+        raise CheckpointError(f"could not take the lock {self.path} (another run keeps taking it)")
+
+    def release(self) -> None:
+        if self.held and self._owner() == (os.getpid(), socket.gethostname()):
+            self.path.unlink(missing_ok=True)
+        self.held = False
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def check_compatible(state: dict, model_state: dict, config: dict | None = None,
+                     sections: tuple = ("Architecture",)) -> None:
+    """Raise CheckpointError naming the differing keys when checkpoint `state` (load_checkpoint) does
+    not fit the current model: missing/extra weights, other shapes, or other config `sections`."""
+    where = state.get("path", "checkpoint")
+    problems = []
+    saved_cfg = state.get("config") or {}
+    for sec in sections:
+        if config is not None and sec in config and sec in saved_cfg:
+            diffs = _dict_diff(saved_cfg[sec], config[sec], sec)
+            if diffs:
+                problems.append("config differs: " + "; ".join(diffs[:6]))
+    weights = state.get("model") or {}
+    missing = sorted(set(model_state) - set(weights))
+    extra = sorted(set(weights) - set(model_state))
+    shapes = [f"{k} {list(weights[k].shape)} vs {list(model_state[k].shape)} now"
+              for k in model_state if k in weights and list(weights[k].shape) != list(model_state[k].shape)]
+    if missing:
+        problems.append(f"weights missing: {missing[:4]}")
+    if extra:
+        problems.append(f"unexpected weights: {extra[:4]}")
+    if shapes:
+        problems.append("shapes differ: " + ", ".join(shapes[:4]))
+    if problems:
+        raise CheckpointError(f"{where} does not match this model: " + " | ".join(problems))
+
+
+def _dict_diff(old, new, prefix: str) -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new), key=str):
+            out += _dict_diff(old.get(k, "<absent>"), new.get(k, "<absent>"), f"{prefix}.{k}")
+        return out
+    return [] if old == new else [f"{prefix}: {old!r} in checkpoint, {new!r} now"]
 
 
 def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:
@@ -164,7 +388,11 @@ def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:
     """
     if resume == "auto":
         root = Path(output_dir) / "checkpoints"
-        return str(root) if (root / LATEST).exists() else None
+        if (root / LATEST).exists():
+            logger.info("Global.resume=auto: resuming from %s (latest: %s)", root, _latest_tag(root))
+            return str(root)
+        logger.info("Global.resume=auto: no checkpoint in %s, starting fresh", root)
+        return None
     return resume or None
 
 
@@ -179,6 +407,9 @@ def resolve_checkpoint(path: str | os.PathLike) -> Path:
     if latest.exists():
         tag = latest.read_text(encoding="utf-8").strip()
         target = path / tag
+        trash = path / f".{tag}.old"
+        if not (target / STATE_FILE).exists() and (trash / STATE_FILE).exists():
+            return trash  # crash between the two renames of a re-save (fallback path)
         if not (target / STATE_FILE).exists():
             raise CheckpointError(f"{latest} names '{tag}', which is not a complete checkpoint")
         return target

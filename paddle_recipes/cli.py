@@ -22,9 +22,11 @@ from typing import Any, Callable, Optional
 
 from . import distributed as dist_utils
 from .checkpoint import CheckpointError
-from .config import ConfigError, add_config_args, dump_config, flatten_opts, load_config
+from .config import ConfigError, add_config_args, check_image_shape, check_number, dump_config, flatten_opts, load_config
+from .data import DataError
 
-USER_ERRORS: tuple = (ConfigError, CheckpointError, FileNotFoundError)
+USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, FileNotFoundError)
+DEVICE_KINDS = ("cpu", "gpu", "xpu", "npu", "mlu", "dcu")
 
 
 @dataclass
@@ -37,6 +39,9 @@ class GlobalConfig:
     save_every_epochs: 0 disables. keep_last: checkpoints kept. resume: checkpoint folder/root to
     continue from ("auto" = output_dir/checkpoints when it exists). weights: eval/predict/export
     source ("" = output_dir/checkpoints, best if present). use_ema_weights: prefer the EMA weights there.
+    save_every_steps: also checkpoint every this many optimizer steps (0 = only at epoch ends).
+    max_nonfinite_steps: stop with an error after this many optimizer steps in a row skipped for
+    inf/nan gradients (0 = never stop). All numbers are checked when the config is built.
     """
 
     seed: int = 42
@@ -51,6 +56,24 @@ class GlobalConfig:
     resume: str = ""
     weights: str = ""
     use_ema_weights: bool = True
+    save_every_steps: int = 0
+    max_nonfinite_steps: int = 20
+
+    def __post_init__(self):
+        check_number("Global.epochs", self.epochs, low=1)
+        for key in ("max_steps", "eval_every_epochs", "save_every_epochs", "save_every_steps", "keep_last",
+                    "max_nonfinite_steps"):
+            check_number(f"Global.{key}", getattr(self, key), low=0)
+        check_number("Global.log_every", self.log_every, low=1)
+        if not str(self.output_dir).strip():
+            raise ConfigError("Global.output_dir is empty: logs and checkpoints need a folder")
+        if hasattr(self, "image_shape"):  # recipes with an image input add Global.image_shape
+            check_image_shape("Global.image_shape", self.image_shape)
+        if self.device:
+            kind, _, index = str(self.device).partition(":")
+            if kind not in DEVICE_KINDS or (index and not index.isdigit()) or (_ and not index):
+                raise ConfigError(f"Global.device {self.device!r} is not a device: use one of "
+                                  f"{', '.join(DEVICE_KINDS)} (optionally with ':N', e.g. gpu:1)")
 
 
 def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_config: str | None = None,
@@ -67,7 +90,10 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
     g = cfg.Global
     info = dist_utils.setup(seed=g.seed, device=g.device or None)
     out = Path(g.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"Global.output_dir {str(out)!r}: cannot create the folder ({exc.strerror or exc})") from None
     dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
     if info.is_main:
         dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))

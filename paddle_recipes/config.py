@@ -30,6 +30,29 @@ class ConfigError(ValueError):
     """A config file or override is wrong; the message names the key and the source."""
 
 
+def check_number(key: str, value, *, low=None, high=None, low_open: bool = False, high_open: bool = False) -> None:
+    """Raise ConfigError unless ``value`` is a finite number within [low, high] (open ends if *_open)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{key} must be a finite number, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ConfigError(f"{key} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    if high is not None and (value >= high if high_open else value > high):
+        raise ConfigError(f"{key} must be {'<' if high_open else '<='} {high}, got {value!r}")
+
+
+def check_image_shape(key: str, shape, channels=(1, 3)) -> tuple:
+    """[C, H, W] with C in ``channels`` and H, W >= 1 -> tuple of ints; else ConfigError naming ``key``."""
+    try:
+        c, h, w = (int(v) for v in shape)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be [C, H, W] (3 integers), got {shape!r}") from None
+    if c not in channels or h < 1 or w < 1:
+        raise ConfigError(f"{key} must be [C, H, W] with C in {list(channels)} and H, W >= 1, got {list(shape)!r}")
+    return c, h, w
+
+
 def add_config_args(parser: argparse.ArgumentParser, default_config: str | None = None) -> argparse.ArgumentParser:
     """Add `-c/--config PATH` and `-o/--opt key=value ...` (repeatable) to `parser`."""
     parser.add_argument("-c", "--config", default=default_config, help="YAML config file")
@@ -181,6 +204,8 @@ def from_dict(schema: type, data: dict, where: str = "") -> Any:
         return schema(**kwargs)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, ConfigError):
+            if where and not str(exc).startswith(where.split(".")[0]):
+                raise ConfigError(f"{where}: {exc}") from None  # name the section (Train.loader: ...)
             raise
         raise ConfigError(f"{where or 'config'}: {exc}") from exc
 
@@ -232,6 +257,11 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
             raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping")
+        if not data:
+            raise ConfigError(f"{p}: the config file is empty")
+        names = [f.name for f in dataclasses.fields(schema)]
+        if "Global" in names and "Global" not in data:
+            raise ConfigError(f"{p}: no 'Global' section (required; sections here: {sorted(map(str, data))})")
         source = str(p)
     for text in flatten_opts(overrides or []):
         keys, value = parse_override(text)

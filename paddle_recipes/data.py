@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import numpy as np
 
 __all__ = [
-    "LoaderConfig", "build_loader", "shm_free_mb", "seed_worker",
+    "LoaderConfig", "build_loader", "shm_free_mb", "seed_worker", "DataError", "GuardedDataset", "GuardedCollate",
     "LabelFileError", "LabelRecord", "LabelRecords", "read_label_file", "LabelFileDataset",
     "LmdbFormatError", "write_lmdb", "LmdbDataset",
     "AlbumentationsAdapter", "bbox_compose",
@@ -60,6 +60,120 @@ class LoaderConfig:
     timeout: int = 0
     seed: int | None = 0
     min_shm_mb: int = 512
+
+    def __post_init__(self):
+        from .config import ConfigError
+
+        for name in ("num_workers", "timeout"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.prefetch_factor < 1:
+            raise ConfigError(f"prefetch_factor must be >= 1, got {self.prefetch_factor}")
+        for name in ("batch_size_per_card", "batch_size"):  # subclasses add a batch size
+            value = getattr(self, name, None)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be >= 1, got {value}")
+
+
+# ----------------------------------------------------------------------------- load errors
+class DataError(RuntimeError):
+    """Loading a sample or collating a batch failed; the message names the sample (and its file)."""
+
+
+ERROR_KEY = "__data_error__"
+
+
+class _LoadFailure:
+    """What GuardedDataset returns instead of raising: picklable, so it crosses worker processes."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+def _describe(exc: BaseException, where: str) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{where}: {type(exc).__name__}: {exc}{at}"
+
+
+class GuardedDataset:
+    """Wraps a map-style dataset: an exception in ``__getitem__`` becomes a failure marker.
+
+    Paddle's DataLoader with ``num_workers=0`` waits forever when ``__getitem__`` raises (the
+    error dies in its reader thread); with workers it may end as "Blocking queue is killed".
+    The marker travels like a sample, GuardedCollate turns the batch into an error batch, and
+    the loader (see build_loader) raises DataError in the main process.
+    """
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getattr__(self, name):  # stats, records, skipped, ... of the wrapped dataset
+        if name == "dataset":
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+    def __getitem__(self, idx):
+        try:
+            return self.dataset[idx]
+        except Exception as exc:  # noqa: BLE001 - reported in the main process, not swallowed
+            return _LoadFailure(_describe(exc, f"sample {idx}"))
+
+
+class GuardedCollate:
+    """collate_fn wrapper: a batch with a failed sample (or a failing collate) -> an error batch.
+
+    The error batch is ``{ERROR_KEY: uint8 array of the utf-8 message}``: it holds an array, so
+    paddle's DataLoader does not drop it, and it crosses shared memory like any batch.
+    """
+
+    def __init__(self, collate_fn: Callable | None = None):
+        self.collate_fn = collate_fn
+
+    @staticmethod
+    def error_batch(message: str) -> dict:
+        return {ERROR_KEY: np.frombuffer(message.encode("utf-8", "replace"), dtype=np.uint8).copy()}
+
+    def __call__(self, samples):
+        failed = [s.message for s in samples if isinstance(s, _LoadFailure)]
+        if failed:
+            more = f" (+{len(failed) - 1} more in this batch)" if len(failed) > 1 else ""
+            return self.error_batch(failed[0] + more)
+        try:
+            if self.collate_fn is not None:
+                return self.collate_fn(samples)
+            from paddle.io.dataloader.collate import default_collate_fn
+
+            return default_collate_fn(samples)
+        except Exception as exc:  # noqa: BLE001
+            return self.error_batch(_describe(exc, f"collating a batch of {len(samples)}"))
+
+
+def raise_if_error_batch(batch) -> None:
+    """Raise DataError when ``batch`` is an error batch made by GuardedCollate."""
+    if isinstance(batch, dict) and ERROR_KEY in batch:
+        raw = batch[ERROR_KEY]
+        raw = raw.numpy() if hasattr(raw, "numpy") else np.asarray(raw)
+        raise DataError(bytes(np.asarray(raw, dtype=np.uint8).reshape(-1)).decode("utf-8", "replace"))
+
+
+def _checked_loader_class():
+    import paddle
+
+    class CheckedDataLoader(paddle.io.DataLoader):
+        """paddle.io.DataLoader that raises DataError (in the main process) for an error batch."""
+
+        def __iter__(self):
+            for batch in super().__iter__():
+                raise_if_error_batch(batch)
+                yield batch
+
+    return CheckedDataLoader
 
 
 def shm_free_mb(path: str | None = None) -> float | None:
@@ -104,6 +218,9 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     """Build a ``paddle.io.DataLoader`` from a dataset and a batch sampler.
 
     Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after).
+    An exception while loading a sample or collating a batch (main process or worker) is raised
+    in the main process as one DataError naming the sample and the original message (which should
+    name the file); datasets that can skip bad samples should do so themselves and count them.
     With workers, shared memory is disabled (with one warning) when /dev/shm has less than
     ``cfg.min_shm_mb`` free, instead of crashing later with a bus error.
     """
@@ -127,10 +244,10 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
                 RuntimeWarning, stacklevel=2)
             use_shm = False
     workers = cfg.num_workers > 0
-    return paddle.io.DataLoader(
-        dataset,
+    return _checked_loader_class()(
+        GuardedDataset(dataset),
         batch_sampler=batch_sampler,
-        collate_fn=collate_fn,
+        collate_fn=GuardedCollate(collate_fn),
         num_workers=cfg.num_workers,
         use_buffer_reader=cfg.use_buffer_reader,
         prefetch_factor=cfg.prefetch_factor,

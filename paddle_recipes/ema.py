@@ -41,6 +41,14 @@ class EmaConfig:
     warmup_steps: int = 2000
     device: Optional[str] = None
 
+    def __post_init__(self):
+        from .config import ConfigError, check_number
+
+        check_number("EMA.decay", self.decay, low=0, high=1, low_open=True, high_open=True)
+        check_number("EMA.warmup_steps", self.warmup_steps, low=0)
+        if self.warmup not in ("threshold", "exponential", "none"):
+            raise ConfigError(f"EMA.warmup must be threshold | exponential | none, got {self.warmup!r}")
+
 
 def build_ema(cfg: EmaConfig, model: paddle.nn.Layer) -> "ModelEMA | None":
     """ModelEMA from config, or None when disabled."""

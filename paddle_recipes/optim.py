@@ -39,12 +39,24 @@ class OptimizerConfig:
     gamma: float = 0.1
 
     def __post_init__(self):
+        from .config import ConfigError
+
         if self.name not in OPTIMIZERS:
             raise ValueError(f"Optimizer.name must be one of {OPTIMIZERS}, got {self.name!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"Optimizer.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.lr <= 0:
-            raise ValueError("Optimizer.lr must be > 0")
+        from .config import check_number
+
+        check_number("Optimizer.lr", self.lr, low=0, low_open=True)
+        if self.lr > 10:
+            raise ConfigError(f"Optimizer.lr={self.lr!r} is absurdly large (> 10); training would diverge")
+        for key in ("weight_decay", "momentum", "grad_clip_norm", "min_lr"):
+            check_number(f"Optimizer.{key}", getattr(self, key), low=0)
+        for key in ("beta1", "beta2"):
+            check_number(f"Optimizer.{key}", getattr(self, key), low=0, high=1, high_open=True)
+        check_number("Optimizer.warmup_steps", self.warmup_steps, low=0)
+        check_number("Optimizer.step_size", self.step_size, low=1)
+        check_number("Optimizer.gamma", self.gamma, low=0, low_open=True)
 
 
 def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):

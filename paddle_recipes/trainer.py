@@ -13,6 +13,10 @@ amp.step (unscale, skip on inf/nan, update scale) -> clear_grad -> lr_scheduler.
 step, so accumulation does not stretch the schedule) -> ema.update -> callbacks.on_step_end.
 A non-finite loss is not special-cased: its gradients are non-finite on every rank after the
 all-reduce, so every rank skips the same step (no DDP hang) and it is counted.
+A skipped step leaves the whole state as it was: BatchNorm running statistics (snapshotted at the
+start of each accumulation window) are restored, EMA is not updated. `max_nonfinite_steps` skipped
+steps in a row stop the run with NonFiniteError; `trainer.skipped_steps` counts them all. An epoch
+in which every batch was unreadable (0 samples) raises DataError instead of "training" on nothing.
 """
 from __future__ import annotations
 
@@ -27,9 +31,20 @@ import paddle
 from . import checkpoint as ckpt
 from .accumulate import GradAccumulator
 from .amp import Amp
-from .distributed import DistInfo, barrier, unwrap
+from .data import DataError
+from .distributed import DistInfo, all_reduce_sum, barrier, unwrap
 
 logger = logging.getLogger(__name__)
+
+
+class NonFiniteError(RuntimeError):
+    """The loss/gradients stayed inf/nan for `max_nonfinite_steps` optimizer steps in a row."""
+
+
+def float_buffers(model: paddle.nn.Layer) -> list:
+    """Floating-point buffers (BatchNorm running mean/variance, ...) of ``model``."""
+    return [b for b in unwrap(model).buffers() if b is not None and b.dtype in
+            (paddle.float32, paddle.float16, paddle.bfloat16, paddle.float64)]
 
 
 class Callback:
@@ -69,6 +84,9 @@ class Trainer:
     save_every_epochs / eval_every_epochs: 0 disables. keep_last: checkpoints kept.
     main_metric: eval key used to keep output_dir/checkpoints/best (higher is better).
     lr_step_per: "step" (optimizer step) or "epoch".
+    max_nonfinite_steps: raise NonFiniteError after this many skipped (inf/nan) steps in a row (0 = never).
+    skipped_steps (attribute): optimizer steps skipped for inf/nan gradients (checkpointed with AMP state).
+    refused_saves (attribute): checkpoints not written because a tensor was inf/nan.
     """
 
     def __init__(self, model: paddle.nn.Layer, optimizer, train_step: Callable, train_loader, *,
@@ -78,7 +96,7 @@ class Trainer:
                  eval_every_epochs: int = 1, save_every_epochs: int = 1, save_every_steps: int = 0,
                  keep_last: int = 3, dist_info: DistInfo | None = None, batch_size_fn: Callable = default_batch_size,
                  main_metric: str | None = None, lr_step_per: str = "step", config: Any = None,
-                 timer=None, scalar_writer=None):
+                 timer=None, scalar_writer=None, max_nonfinite_steps: int = 20):
         if lr_step_per not in ("step", "epoch"):
             raise ValueError("lr_step_per must be 'step' or 'epoch'")
         self.model, self.optimizer, self.train_step, self.train_loader = model, optimizer, train_step, train_loader
@@ -103,6 +121,17 @@ class Trainer:
         self.history: list[dict] = []  # one row per log line (for benchmarks)
         self.stop_training = False
         self._log_buf: dict[str, list] = {}
+        self.max_nonfinite_steps = max_nonfinite_steps
+        self.nonfinite_in_a_row = 0
+        self.refused_saves = 0
+        self._buffers = float_buffers(model)
+        self._buffer_snapshot: list | None = None
+        self._saved_step: int | None = None  # global_step of the newest checkpoint written by this run
+
+    @property
+    def skipped_steps(self) -> int:
+        """Optimizer steps skipped because a gradient was inf/nan (whole run, survives resume)."""
+        return self.amp.scaler.skipped_steps
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -151,6 +180,12 @@ class Trainer:
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        current_cfg = None
+        if self.config is not None:
+            from .config import to_dict
+
+            current_cfg = to_dict(self.config)
+        ckpt.check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
         unwrap(self.model).set_state_dict(state["model"])
         ckpt.load_portable_optimizer_state(self.optimizer, state["optimizer"])
         self.amp.set_state_dict(state["amp"])
@@ -176,13 +211,20 @@ class Trainer:
         if self.checkpoint_dir is None or not self.info.is_main:
             return None
         tag = tag or f"step_{self.global_step:08d}"
-        path = ckpt.save_checkpoint(self.checkpoint_dir, self.state_dict(), tag, keep_last=self.keep_last)
+        try:
+            path = ckpt.save_checkpoint(self.checkpoint_dir, self.state_dict(), tag, keep_last=self.keep_last)
+        except ckpt.NonFiniteStateError as exc:
+            self.refused_saves += 1
+            logger.error("%s", exc)
+            return None
+        self._saved_step = self.global_step
         logger.info("saved checkpoint %s", path)
         return path
 
     def resume(self, path) -> None:
         state = ckpt.load_checkpoint(path)
         self.load_state_dict(state)
+        self._saved_step = self.global_step
         logger.info("resumed from %s at epoch %d, batch %d, global_step %d", state["path"], self.epoch,
                     self.batch_in_epoch, self.global_step)
 
@@ -237,13 +279,34 @@ class Trainer:
                 if isinstance(v, (int, float)) and k not in ("epoch", "global_step", "time"):
                     self.scalar_writer.add_scalar(f"train/{k}", float(v), self.global_step)
 
+    def _snapshot_buffers(self) -> None:
+        """Copy BN statistics at the start of an accumulation window (restored if the step is skipped)."""
+        if self._buffers:
+            self._buffer_snapshot = [b.clone() for b in self._buffers]
+
+    def _restore_buffers(self) -> None:
+        if self._buffer_snapshot is not None:
+            for buf, saved in zip(self._buffers, self._buffer_snapshot):
+                paddle.assign(saved, output=buf)
+
     def _optimizer_step(self) -> None:
-        self.amp.step(self.optimizer)
+        stepped = self.amp.step(self.optimizer)
         self.optimizer.clear_grad()
         if self.lr_scheduler is not None and self.lr_step_per == "step":
             self.lr_scheduler.step()
-        if self.ema is not None:
-            self.ema.update(self.model)
+        if stepped:
+            self.nonfinite_in_a_row = 0
+            if self.ema is not None:
+                self.ema.update(self.model)
+        else:  # the forward passes of this window updated BN statistics with inf/nan: undo them
+            self._restore_buffers()
+            self.nonfinite_in_a_row += 1
+            if self.max_nonfinite_steps and self.nonfinite_in_a_row >= self.max_nonfinite_steps:
+                raise NonFiniteError(
+                    f"loss/gradients were inf or nan for {self.nonfinite_in_a_row} optimizer steps in a row "
+                    f"(global_step {self.global_step}, {self.skipped_steps} skipped in total): training diverged; "
+                    f"lower Optimizer.lr or check the data (limit: Global.max_nonfinite_steps)")
+        self._buffer_snapshot = None
         self.global_step += 1
         self._call("on_step_end")
 
@@ -267,9 +330,12 @@ class Trainer:
         self._call("on_epoch_start")
         if self.timer is not None:
             self.timer.reader_start()
+        epoch_batches = epoch_samples = 0
         for batch in loader:
             if self.timer is not None:
                 self.timer.reader_done()
+            if acc.micro_index % acc.steps == 0:
+                self._snapshot_buffers()
             last_in_epoch = n_batches is not None and self.batch_in_epoch + 1 >= n_batches
             with acc.micro_step(self.model, sync=True if last_in_epoch else None):
                 with self.amp.autocast():
@@ -284,6 +350,7 @@ class Trainer:
             self.batch_in_epoch += 1
             bs = self.batch_size_fn(batch)
             self.samples_seen += bs * self.info.world_size
+            epoch_batches, epoch_samples = epoch_batches + 1, epoch_samples + bs
             stepped = False
             if acc.is_boundary or (last_in_epoch and acc.flush(self.optimizer)):
                 self._optimizer_step()
@@ -301,9 +368,30 @@ class Trainer:
                 break
             if self.timer is not None:
                 self.timer.reader_start()
+        self._check_epoch_had_data(epoch_batches, epoch_samples)
+
+    def _check_epoch_had_data(self, batches: int, samples: int) -> None:
+        """DataError when every batch of this epoch was unreadable (summed over ranks)."""
+        if not batches:
+            return
+        total = int(all_reduce_sum(float(samples))) if self.info.world_size > 1 else samples
+        if total == 0:
+            raise DataError(f"epoch {self.epoch + 1}: every one of {batches} batches was unreadable "
+                            f"(0 samples trained); see the skipped-sample warnings above")
 
     def fit(self, resume_from=None) -> dict:
         """Train (optionally resuming from a checkpoint folder or root); returns the last eval metrics."""
+        lock = None
+        if self.checkpoint_dir is not None and self.info.is_main:
+            lock = ckpt.OutputLock(self.output_dir).acquire()  # two runs never write one dir
+            ckpt.clean_stale(self.checkpoint_dir)
+        try:
+            return self._fit(resume_from)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _fit(self, resume_from) -> dict:
         if resume_from:
             self.resume(resume_from)
         if self.timer is None:
@@ -333,5 +421,9 @@ class Trainer:
             if self.save_every_epochs and (finished_epoch + 1) % self.save_every_epochs == 0:
                 self.save()
             barrier()
+        if self._saved_step != self.global_step and self.global_step > 0:
+            self.save()  # `latest` always names the newest training state (also with save_every_epochs 0)
+        if self.skipped_steps:
+            logger.warning("%d optimizer steps were skipped for inf/nan gradients", self.skipped_steps)
         self._call("on_fit_end")
         return self.last_metrics

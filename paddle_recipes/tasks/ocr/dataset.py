@@ -24,6 +24,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from paddle_recipes.config import check_image_shape
 from paddle_recipes.data import LabelFileDataset, LmdbDataset, read_label_file
 
 from .charset import CharDict
@@ -125,7 +126,7 @@ class RecDataset:
     def __init__(self, cfg: DatasetConfig, charset: CharDict, image_shape: Sequence[int] = (3, 48, 320),
                  max_text_length: int = 25, replace_bad: bool = False, key: str = "dataset"):
         self.cfg, self.charset = cfg, charset
-        self.image_shape = tuple(int(v) for v in image_shape)
+        self.image_shape = check_image_shape("Global.image_shape", image_shape)
         self.max_text_length = int(max_text_length)
         self.replace_bad = replace_bad
         self.stats = SkipStats(key)
