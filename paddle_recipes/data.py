@@ -28,7 +28,7 @@ import numpy as np
 __all__ = [
     "LoaderConfig", "build_loader", "shm_free_mb", "seed_worker", "DataError", "GuardedDataset", "GuardedCollate",
     "LabelFileError", "LabelRecord", "LabelRecords", "read_label_file", "LabelFileDataset",
-    "LmdbFormatError", "write_lmdb", "LmdbDataset",
+    "LmdbFormatError", "LmdbLabelError", "write_lmdb", "LmdbDataset", "image_pixels", "MAX_IMAGE_PIXELS",
     "AlbumentationsAdapter", "bbox_compose",
 ]
 
@@ -259,6 +259,30 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     )
 
 
+# ----------------------------------------------------------------------------- image size guard
+MAX_IMAGE_PIXELS = 80_000_000  # default guard: ~8e7 pixels (e.g. 10000 x 8000), ~240 MB decoded as RGB
+
+
+def image_pixels(data: bytes | str | os.PathLike) -> int | None:
+    """Width x height read from the image header (encoded bytes or a path), without decoding the
+    pixels; None when the header is unreadable (the decoder will then report the file as corrupt)."""
+    import io
+
+    from PIL import Image
+
+    try:
+        src = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else str(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PIL's DecompressionBombWarning: we decide here
+            with Image.open(src) as im:  # lazy: reads only the header
+                w, h = im.size
+        return int(w) * int(h)
+    except Image.DecompressionBombError:
+        return 1 << 62  # beyond PIL's own hard limit: certainly too large
+    except Exception:  # noqa: BLE001 - unknown/corrupt header: let the decoder decide
+        return None
+
+
 # ----------------------------------------------------------------------------- label files
 class LabelFileError(ValueError):
     """A label file is missing, undecodable or has a malformed line (message names file:line)."""
@@ -362,7 +386,11 @@ class LabelFileDataset:
 
 # ----------------------------------------------------------------------------- lmdb
 class LmdbFormatError(ValueError):
-    """An LMDB directory is missing or not in PaddleOCR's layout."""
+    """An LMDB directory is missing, truncated or not in PaddleOCR's layout."""
+
+
+class LmdbLabelError(LmdbFormatError):
+    """One LMDB label is not valid UTF-8 (the message names the lmdb and key index)."""
 
 
 def _check_sample(i: int, sample) -> tuple[bytes, str]:
@@ -473,8 +501,17 @@ class LmdbDataset:
         except lmdb.Error as exc:
             raise LmdbFormatError(f"cannot open lmdb {path}: {exc}") from None
         try:
+            # A truncated data.mdb is mapped beyond its end: touching those pages is SIGBUS, not an
+            # exception. The meta page says how many pages the file must have; check that first.
+            need = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+            have = (path / "data.mdb").stat().st_size
+            if have < need:
+                raise LmdbFormatError(f"{path / 'data.mdb'} is truncated: {have} bytes, the lmdb needs {need} "
+                                      f"(copy it again)")
             with env.begin() as txn:
                 raw = txn.get(b"num-samples")
+        except lmdb.Error as exc:
+            raise LmdbFormatError(f"cannot read lmdb {path / 'data.mdb'}: {exc}") from None
         finally:
             env.close()
         if raw is None:
@@ -521,7 +558,11 @@ class LmdbDataset:
         if img is None or label is None:
             raise LmdbFormatError(f"{self.paths[part]}: missing key "
                                   f"{'image' if img is None else 'label'}-{key:09d}")
-        return img, label.decode("utf-8")
+        try:
+            return img, label.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LmdbLabelError(f"{self.paths[part]}:{key}: label-{key:09d} is not UTF-8 "
+                                 f"({exc.reason} at byte {exc.start})") from None
 
     def __getstate__(self):
         state = dict(self.__dict__)

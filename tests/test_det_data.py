@@ -46,7 +46,8 @@ def test_bad_input_is_counted_and_skipped(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="paddle_recipes.det"):
         idx = load_coco(ann, img_dir)
     assert idx.skipped() == {"missing_image": 1, "unknown_image_id": 1, "unknown_category": 1,
-                             "malformed_bbox": 1, "zero_area": 2, "outside_image": 1}
+                             "malformed_bbox": 1, "zero_area": 2, "outside_image": 1,
+                             "duplicate_image_id": 0, "unreadable_image": 0, "too_large": 0}
     assert idx.counts["clipped"] == 1
     assert [r["im_id"] for r in idx.records] == [1, 2]
     rec1, rec2 = idx.records

@@ -9,6 +9,9 @@ the first offending id, and skipped:
 - ``malformed_bbox``: ``bbox`` is not 4 finite numbers
 - ``zero_area``: width or height <= 0 (before clipping)
 - ``outside_image``: box lies entirely outside the image (nothing left after clipping)
+- ``duplicate_image_id``: a second ``images`` entry with an id already seen (the first is kept)
+- ``unreadable_image``: no size in the json and the file header is not an image
+- ``too_large``: width x height above ``max_image_pixels`` (default paddle_recipes.data.MAX_IMAGE_PIXELS)
 - ``clipped`` (kept, counted): box partly outside the image, clipped to it
 - ``crowd`` (kept out of training targets, counted): ``iscrowd`` = 1
 
@@ -35,7 +38,7 @@ import numpy as np
 logger = logging.getLogger("paddle_recipes.det")
 
 SKIP_KINDS = ("missing_image", "unknown_image_id", "unknown_category", "malformed_bbox", "zero_area",
-              "outside_image")
+              "outside_image", "duplicate_image_id", "unreadable_image", "too_large")
 
 
 class DetDataError(ValueError):
@@ -78,8 +81,13 @@ def _read_json(path: str) -> dict:
     return data
 
 
-def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_files: bool = True) -> CocoIndex:
-    """Parse and validate a COCO instances json; see the module docstring for the skip rules."""
+def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_files: bool = True,
+              max_image_pixels: int | None = None) -> CocoIndex:
+    """Parse and validate a COCO instances json; see the module docstring for the skip rules.
+    max_image_pixels: None = paddle_recipes.data.MAX_IMAGE_PIXELS, 0 = no limit."""
+    from paddle_recipes.data import MAX_IMAGE_PIXELS
+
+    limit = MAX_IMAGE_PIXELS if max_image_pixels is None else int(max_image_pixels)
     ann_file, image_dir = str(ann_file), str(image_dir)
     data = _read_json(ann_file)
     idx = CocoIndex(ann_file, image_dir)
@@ -106,16 +114,30 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
         except (KeyError, TypeError, ValueError) as e:
             raise DetDataError(f"{ann_file}: bad 'images' entry {im!r} ({e!r})") from None
         path = os.path.join(image_dir, name)
+        if im_id in images:
+            skip("duplicate_image_id", f"image id {im_id} ({name}; first: {os.path.basename(images[im_id]['file'])})")
+            continue
         if check_files and not os.path.isfile(path):
             skip("missing_image", f"image id {im_id} ({path})")
             continue
         w, h = im.get("width"), im.get("height")
         if not w or not h:  # read the header when the json has no size
             from PIL import Image
-            with Image.open(path) as pil:
-                w, h = pil.size
+            try:
+                with Image.open(path) as pil:
+                    w, h = pil.size
+            except Exception as e:  # noqa: BLE001 - not an image / truncated header
+                skip("unreadable_image", f"image id {im_id} ({path}: {e})")
+                continue
+        try:
+            w, h = int(w), int(h)
+        except (TypeError, ValueError):
+            raise DetDataError(f"{ann_file}: image id {im_id} has a non-integer width/height {w!r}x{h!r}") from None
+        if limit and w * h > limit:
+            skip("too_large", f"image id {im_id} ({path}: {w}x{h} > max_image_pixels {limit})")
+            continue
         images[im_id] = {"im_id": im_id, "file": path, "width": int(w), "height": int(h), "boxes": [], "classes": []}
-    missing_img_ids = {int(im["id"]) for im in data["images"]} - set(images)
+    missing_img_ids = {int(im["id"]) for im in data["images"]} - set(images)  # duplicates' ids are kept
 
     for ann in data["annotations"]:
         aid = ann.get("id", "?")
@@ -215,7 +237,8 @@ class CocoDetDataset:
         rec = self.index.records[i]
         img = cv2.imread(rec["file"], cv2.IMREAD_COLOR)
         if img is None:
-            raise DetDataError(f"cannot decode image {rec['file']} (image id {rec['im_id']})")
+            raise DetDataError(f"cannot decode image {rec['file']} (image id {rec['im_id']}): not an image or "
+                               f"truncated; fix or remove it from {self.index.ann_file}")
         img = img[:, :, ::-1]
         boxes, classes = rec["boxes"], rec["classes"]
         h, w = img.shape[:2]

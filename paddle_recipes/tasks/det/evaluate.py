@@ -10,7 +10,7 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from .metrics import coco_evaluate
+from .metrics import coco_evaluate, index_to_coco
 from .postprocess import postprocess_batch
 
 
@@ -52,7 +52,7 @@ def evaluate_detector(model, loader, index, nms: dict) -> dict:
     """COCO bbox metrics of ``model`` on ``loader`` (images of the CocoIndex ``index``); see module doc."""
     dets = gather_detections(run_detector(model, loader, nms))
     ids = [r["im_id"] for r in index.records]
-    res = coco_evaluate(index.ann_file, dets, index.cat_ids, ids)
+    res = coco_evaluate(index_to_coco(index), dets, index.cat_ids, ids)  # the loader's validated gt
     res.pop("log", None)
     tops = [float(d[:, 1].max()) if len(d) else 0.0 for d in (dets.get(i, np.zeros((0, 6))) for i in ids)]
     res["mean_top_score"] = float(np.mean(tops)) if tops else 0.0

@@ -25,14 +25,14 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from paddle_recipes.config import check_image_shape
-from paddle_recipes.data import LabelFileDataset, LmdbDataset, read_label_file
+from paddle_recipes.data import MAX_IMAGE_PIXELS, LabelFileDataset, LmdbDataset, LmdbLabelError, image_pixels, read_label_file
 
 from .charset import CharDict
 from .transforms import decode_image, resize_norm_pad
 
 logger = logging.getLogger(__name__)
 
-REASONS = ("unknown_char", "empty", "too_long", "missing_image", "corrupt_image", "malformed_line")
+REASONS = ("unknown_char", "empty", "too_long", "missing_image", "corrupt_image", "malformed_line", "too_large")
 _MAX_WARNINGS_PER_REASON = 20
 
 
@@ -48,16 +48,21 @@ class DatasetConfig:
     data_dir: root of the image paths in label files; for lmdb, an LMDB dir or a folder of LMDB dirs.
     label_file_list: label files (format label_file only).
     delimiter: separator between image path and label.
+    max_image_pixels: images with more pixels (width x height, read from the header before
+        decoding) are skipped and counted as too_large; 0 = no limit. Default 8e7.
     """
 
     format: str = "label_file"
     data_dir: str = ""
     label_file_list: List[str] = field(default_factory=list)
     delimiter: str = "\t"
+    max_image_pixels: int = MAX_IMAGE_PIXELS
 
     def __post_init__(self):
         if self.format not in ("label_file", "lmdb"):
             raise ValueError(f"dataset.format must be 'label_file' or 'lmdb', got {self.format!r}")
+        if self.max_image_pixels < 0:
+            raise ValueError(f"dataset.max_image_pixels must be >= 0 (0 = no limit), got {self.max_image_pixels}")
 
 
 class SkipStats:
@@ -176,7 +181,11 @@ class RecDataset:
         self._source = LmdbDataset(dirs)
         for i in range(len(self._source)):
             part, k = self._source.locate(i)
-            _, label = self._source[i]
+            try:
+                _, label = self._source[i]
+            except LmdbLabelError as exc:  # counted, named by lmdb:index
+                self.stats.add(f"{dirs[part]}:{k}", "malformed_line", str(exc))
+                continue
             self._keep(i, label, f"{dirs[part]}:{k}")
 
     # ------------------------------------------------------------------ access
@@ -196,6 +205,9 @@ class RecDataset:
         """Sample dict, or ("skip", where, reason) when the image can't be read/decoded."""
         image_key, ids, text, where = self.items[idx]
         data = self._read_bytes(image_key)
+        limit = self.cfg.max_image_pixels
+        if data is not None and limit and (image_pixels(data) or 0) > limit:
+            return ("skip", where, "too_large")
         img = decode_image(data) if data is not None else None
         if img is None:
             return ("skip", where, "missing_image" if data is None else "corrupt_image")
@@ -234,7 +246,10 @@ def collate(samples: list) -> dict:
             skipped.append((s[1], s[2]))
         else:  # ("skip_many", [...])
             skipped.extend(tuple(x) for x in s[1])
-    batch = {"skipped": [f"{w}\t{r}" for w, r in skipped], "text": [s["text"] for s in good]}
+    # num_samples is an array, so a batch whose samples were all unreadable still reaches the
+    # training step (paddle's DataLoader drops batches without arrays: ranks would fall out of step).
+    batch = {"skipped": [f"{w}\t{r}" for w, r in skipped], "text": [s["text"] for s in good],
+             "num_samples": np.asarray([len(good)], dtype=np.int64)}
     if good:
         batch["image"] = np.stack([s["image"] for s in good])
         batch["label"] = np.stack([s["label"] for s in good])

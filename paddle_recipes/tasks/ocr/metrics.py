@@ -40,6 +40,11 @@ class RecMetric:
 
     @staticmethod
     def from_state(state: Dict[str, float]) -> Dict[str, float]:
+        if state["total"] <= 0:  # not "norm_edit_dis 1.0 on nothing"
+            from paddle_recipes.data import DataError
+
+            raise DataError("evaluation saw 0 readable samples (every eval image was skipped); "
+                            "see the skipped-sample warnings above")
         total = max(state["total"], 1.0)
         return {"acc": state["correct"] / total, "norm_edit_dis": 1.0 - state["norm_ed_sum"] / total,
                 "num_samples": state["total"]}
