@@ -15,6 +15,8 @@ import logging
 import os
 import random
 import sys
+import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +92,34 @@ def default_device(local_rank: int = 0) -> str:
     return "cpu"
 
 
+_WATCHDOG: threading.Thread | None = None
+
+
+def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> threading.Thread:
+    """Exit this process when its parent dies (the parent pid changes: we were re-parented).
+
+    Killing `paddle.distributed.launch` (e.g. SIGKILL of its process group from a scheduler) would
+    otherwise leave its workers training and writing checkpoints. A daemon thread polls
+    os.getppid() every `interval_s` seconds; idempotent.
+    """
+    global _WATCHDOG
+    if _WATCHDOG is not None and _WATCHDOG.is_alive():
+        return _WATCHDOG
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != parent:
+                print(f"[rank process {os.getpid()}] parent process {parent} is gone (launcher killed): exiting",
+                      file=sys.stderr, flush=True)
+                os._exit(exit_code)
+
+    _WATCHDOG = threading.Thread(target=watch, name="parent-watchdog", daemon=True)
+    _WATCHDOG.start()
+    return _WATCHDOG
+
+
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
     """Initialise the process group (if launched with >1 process), pick the device, seed.
 
@@ -99,6 +129,8 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     """
     world = _env_int("PADDLE_TRAINERS_NUM", 1)
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))
+    if "PADDLE_TRAINER_ID" in os.environ or world > 1:  # started by paddle.distributed.launch
+        start_parent_watchdog()
     if device is None:
         device = default_device(local_rank)
     elif device == "gpu":
