@@ -42,9 +42,12 @@ class NonFiniteError(RuntimeError):
 
 
 def float_buffers(model: paddle.nn.Layer) -> list:
-    """Floating-point buffers (BatchNorm running mean/variance, ...) of ``model``."""
-    return [b for b in unwrap(model).buffers() if b is not None and b.dtype in
-            (paddle.float32, paddle.float16, paddle.bfloat16, paddle.float64)]
+    """Float state that the forward pass updates: buffers and non-trainable parameters (paddle keeps
+    BatchNorm's running mean/variance as parameters with stop_gradient=True, not as buffers)."""
+    layer = unwrap(model)
+    found = list(layer.buffers()) + [p for p in layer.parameters() if p.stop_gradient]
+    floats = (paddle.float32, paddle.float16, paddle.bfloat16, paddle.float64)
+    return [t for t in found if t is not None and t.dtype in floats]
 
 
 class Callback:

@@ -1,0 +1,287 @@
+"""Fault-injection suite, part 1: data loading, config numbers, non-finite steps (issue 14).
+
+Every test injects one fault and checks what the user sees (one clear error naming the file /
+key, or a counted skip) and what is kept. docs/FAILURES.md names each test.
+"""
+from __future__ import annotations
+
+import faulthandler
+import logging
+import math
+
+import numpy as np
+import paddle
+import pytest
+
+from paddle_recipes.accumulate import GradAccumulator
+from paddle_recipes.amp import Amp, AmpConfig
+from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.cli import GlobalConfig
+from paddle_recipes.config import ConfigError, from_dict, load_config
+from paddle_recipes.data import DataError, LoaderConfig, build_loader
+from paddle_recipes.ema import EmaConfig, ModelEMA
+from paddle_recipes.optim import OptimizerConfig
+from paddle_recipes.trainer import NonFiniteError, Trainer
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A regression to the old hang fails this test after 120 s instead of blocking the suite."""
+    faulthandler.dump_traceback_later(120, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+# ----------------------------------------------------------------------------- loader errors
+class RaisingDataset:
+    def __init__(self, bad=3, n=8):
+        self.bad, self.n = bad, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.bad:
+            raise ValueError(f"cannot decode /data/img_{i}.jpg")
+        return np.full(3, i, np.float32)
+
+
+@pytest.mark.parametrize("num_workers,buffer", [(0, True), (0, False), (1, True)])
+def test_getitem_error_reaches_main_process(num_workers, buffer):
+    ds = RaisingDataset()
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=2),
+                          LoaderConfig(num_workers=num_workers, use_buffer_reader=buffer))
+    seen = []
+    with pytest.raises(DataError, match=r"sample 3: ValueError: cannot decode /data/img_3.jpg"):
+        for batch in loader:
+            seen.append(batch)
+    assert len(seen) == 1  # the batch before the bad one was delivered
+
+
+def test_collate_error_is_a_data_error():
+    ds = RaisingDataset(bad=-1)
+
+    def bad_collate(samples):
+        raise KeyError("label")
+
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(), collate_fn=bad_collate)
+    with pytest.raises(DataError, match="collating a batch of 4: KeyError"):
+        next(iter(loader))
+
+
+def test_good_data_passes_unchanged():
+    ds = RaisingDataset(bad=-1)
+    ours = list(build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig()))
+    plain = list(paddle.io.DataLoader(ds, batch_sampler=paddle.io.BatchSampler(ds, batch_size=4), return_list=True))
+    assert len(ours) == len(plain) == 2
+    for a, b in zip(ours, plain):
+        assert type(a) is type(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+# ----------------------------------------------------------------------------- config numbers
+from dataclasses import dataclass, field  # noqa: E402
+
+
+@dataclass
+class _Loader(LoaderConfig):
+    batch_size_per_card: int = 4
+
+
+@dataclass
+class _Global(GlobalConfig):
+    image_shape: list = field(default_factory=lambda: [3, 32, 128])
+
+
+@dataclass
+class _Schema:
+    Global: _Global = field(default_factory=_Global)
+    Optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    AMP: AmpConfig = field(default_factory=AmpConfig)
+    EMA: EmaConfig = field(default_factory=EmaConfig)
+    loader: _Loader = field(default_factory=_Loader)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("Optimizer.lr=.nan", "Optimizer.lr must be a finite number"),
+    ("Optimizer.lr=.inf", "Optimizer.lr must be a finite number"),
+    ("Optimizer.lr=-1", "Optimizer.lr must be > 0"),
+    ("Optimizer.lr=1e6", "absurdly large"),
+    ("Optimizer.beta2=1.5", "Optimizer.beta2 must be < 1"),
+    ("loader.batch_size_per_card=0", "loader: batch_size_per_card must be >= 1"),
+    ("loader.batch_size_per_card=-1", "batch_size_per_card must be >= 1"),
+    ("loader.num_workers=-1", "num_workers must be >= 0"),
+    ("EMA.decay=2", "EMA.decay must be < 1"),
+    ("EMA.decay=0", "EMA.decay must be > 0"),
+    ("AMP.decr_ratio=2", "AMP.decr_ratio must be <= 1"),
+    ("Global.epochs=-1", "Global.epochs must be >= 1"),
+    ("Global.epochs=0", "Global.epochs must be >= 1"),
+    ("Global.save_every_steps=-5", "Global.save_every_steps must be >= 0"),
+    ("Global.output_dir=", "Global.output_dir is empty"),
+    ("Global.device=gpuu", "Global.device 'gpuu' is not a device"),
+    ("Global.image_shape=[3,32]", r"Global.image_shape must be \[C, H, W\]"),
+    ("Global.image_shape=[3,0,100]", "H, W >= 1"),
+])
+def test_bad_config_numbers_are_one_line_errors(override, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config(None, [override], _Schema)
+    assert "\n" not in str(err.value)
+
+
+def test_good_config_and_new_keys_load():
+    cfg = load_config(None, ["Global.save_every_steps=50", "Global.max_nonfinite_steps=3", "Global.device=gpu:1"],
+                      _Schema)
+    assert (cfg.Global.save_every_steps, cfg.Global.max_nonfinite_steps, cfg.Global.device) == (50, 3, "gpu:1")
+    assert GlobalConfig().max_nonfinite_steps == 20 and GlobalConfig().save_every_steps == 0
+
+
+def test_empty_yaml_and_missing_global_are_errors(tmp_path):
+    empty = tmp_path / "empty.yml"
+    empty.write_text("# nothing\n")
+    with pytest.raises(ConfigError, match="empty.yml: the config file is empty"):
+        load_config(empty, [], _Schema)
+    no_global = tmp_path / "ng.yml"
+    no_global.write_text("Optimizer: {lr: 0.1}\n")
+    with pytest.raises(ConfigError, match="ng.yml: no 'Global' section"):
+        load_config(no_global, [], _Schema)
+
+
+def test_accumulate_steps_zero_is_a_config_error():
+    with pytest.raises(ConfigError, match="accumulate_steps"):
+        GradAccumulator(0)
+
+
+# ----------------------------------------------------------------------------- non-finite steps
+class PoisonSet(paddle.io.Dataset):
+    """Samples whose index is in `poison` are all-NaN (like an exploding batch)."""
+
+    def __init__(self, n=16, poison=()):
+        rng = np.random.default_rng(0)
+        self.x = rng.normal(size=(n, 4)).astype("float32")
+        self.y = rng.normal(size=(n, 1)).astype("float32")
+        self.poison = set(poison)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        x = self.x[i] * (np.float32("nan") if i in self.poison else np.float32(1))
+        return x, self.y[i]
+
+
+def _step(model, batch):
+    x, y = batch
+    return {"loss": paddle.nn.functional.mse_loss(model(x), y)}
+
+
+def _trainer(tmp_path, ds, epochs=1, max_nonfinite=20, ema=True, accumulate=1):
+    paddle.seed(0)
+    model = paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.BatchNorm1D(8), paddle.nn.Linear(8, 1))
+    opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=model.parameters())
+    loader = paddle.io.DataLoader(ds, batch_sampler=paddle.io.BatchSampler(ds, batch_size=4), num_workers=0)
+    return Trainer(model, opt, _step, loader, amp=Amp(AmpConfig()), ema=ModelEMA(model, decay=0.5) if ema else None,
+                   accumulator=GradAccumulator(accumulate), epochs=epochs, output_dir=str(tmp_path / "run"),
+                   save_every_epochs=1, max_nonfinite_steps=max_nonfinite, log_every=100)
+
+
+def _bn_stats(trainer):
+    bn = trainer.model[1]
+    return bn._mean.numpy().copy(), bn._variance.numpy().copy()
+
+
+def test_skipped_step_leaves_bn_and_ema_untouched(tmp_path):
+    # batches: [0..3] good, [4..7] NaN, [8..11] good, [12..15] good
+    ds = PoisonSet(poison=range(4, 8))
+    t = _trainer(tmp_path, ds)
+    bn_seen, ema_seen = [], []
+
+    class Spy:
+        def on_step_end(self, trainer):
+            bn_seen.append(_bn_stats(trainer))
+            ema_seen.append({k: v.numpy().copy() for k, v in trainer.ema.shadow.items()})
+
+    from paddle_recipes.trainer import Callback
+
+    t.callbacks.append(type("S", (Callback,), {"on_step_end": Spy.on_step_end})())
+    t.fit()
+    assert t.skipped_steps == 1 and t.global_step == 4
+    np.testing.assert_array_equal(bn_seen[0][0], bn_seen[1][0])  # step 2 skipped: BN stats restored
+    np.testing.assert_array_equal(bn_seen[0][1], bn_seen[1][1])
+    for k in ema_seen[0]:
+        np.testing.assert_array_equal(ema_seen[0][k], ema_seen[1][k])  # EMA not updated on the skip
+    state = load_checkpoint(tmp_path / "run" / "checkpoints")
+    for part in ("model", "ema"):
+        assert all(np.isfinite(v.numpy()).all() for v in state[part].values()), part
+    assert state["amp"]["skipped_steps"] == 1  # survives resume; summary.json reads trainer.skipped_steps
+
+
+def test_skip_inside_accumulation_window_restores_window_start(tmp_path):
+    ds = PoisonSet(poison=range(4, 8))  # 2nd micro-batch of the 1st window
+    t = _trainer(tmp_path, ds, accumulate=2, ema=False)
+    start = _bn_stats(t)
+    bn_after = []
+    from paddle_recipes.trainer import Callback
+
+    t.callbacks.append(type("S", (Callback,), {"on_step_end": lambda self, tr: bn_after.append(_bn_stats(tr))})())
+    t.fit()
+    assert t.skipped_steps == 1
+    np.testing.assert_array_equal(bn_after[0][0], start[0])
+
+
+def test_persistent_nonfinite_stops_with_clear_error(tmp_path):
+    ds = PoisonSet(poison=range(16))
+    t = _trainer(tmp_path, ds, epochs=3, max_nonfinite=3)
+    with pytest.raises(NonFiniteError, match="inf or nan for 3 optimizer steps in a row"):
+        t.fit()
+    assert not (tmp_path / "run" / "checkpoints" / "latest").exists()
+
+
+def test_nan_weights_are_never_checkpointed(tmp_path, caplog):
+    # skipping off: NaN reaches the weights; the save is refused, the previous checkpoint kept
+    ds = PoisonSet(poison=range(12, 16))
+    t = _trainer(tmp_path, ds, epochs=2, ema=False)
+    t.amp = Amp(AmpConfig(skip_nonfinite_steps=False))
+    with caplog.at_level(logging.ERROR):
+        t.fit()
+    assert t.refused_saves >= 1
+    assert any("refusing to write checkpoint" in r.getMessage() for r in caplog.records)
+    assert not (tmp_path / "run" / "checkpoints" / "latest").exists()
+
+
+# ----------------------------------------------------------------------------- unreadable batches
+class AllBadSet(paddle.io.Dataset):
+    """Like the OCR set: an unreadable sample is a ("skip", where, reason) record."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return ("skip", f"train.txt:{i + 1}", "corrupt_image")
+
+
+def test_fully_corrupt_ocr_set_is_an_error_not_zero_steps(tmp_path):
+    from paddle_recipes.tasks.ocr.dataset import collate, unpack_skipped
+
+    ds = AllBadSet()
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(), collate_fn=collate)
+    batches = list(loader)
+    assert len(batches) == 2  # not dropped by paddle's DataLoader: ranks stay in step
+    assert [w for w, _ in unpack_skipped(batches[0])] == ["train.txt:1", "train.txt:2", "train.txt:3", "train.txt:4"]
+
+    model = paddle.nn.Linear(2, 2)
+    opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=model.parameters())
+
+    def step(m, batch):  # the OCR recipe's all-skipped path: a zero loss that keeps DDP in step
+        return {"loss": paddle.add_n([p.sum() * 0.0 for p in m.parameters()])}
+
+    t = Trainer(model, opt, step, loader, epochs=1, batch_size_fn=lambda b: len(b["text"]))
+    with pytest.raises(DataError, match="every one of 2 batches was unreadable"):
+        t.fit()
+
+
+def test_eval_on_zero_samples_is_an_error():
+    from paddle_recipes.tasks.ocr.metrics import RecMetric
+
+    with pytest.raises(DataError, match="0 readable samples"):
+        RecMetric.from_state({"correct": 0.0, "total": 0.0, "norm_ed_sum": 0.0})
+    assert math.isclose(RecMetric.from_state({"correct": 1.0, "total": 2.0, "norm_ed_sum": 0.5})["acc"], 0.5)
