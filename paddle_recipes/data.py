@@ -18,6 +18,7 @@ import bisect
 import os
 import random
 import shutil
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "LoaderConfig", "build_loader", "shm_free_mb", "seed_worker", "DataError", "GuardedDataset", "GuardedCollate",
+    "current_sample_key",
     "LabelFileError", "LabelRecord", "LabelRecords", "read_label_file", "LabelFileDataset",
     "LmdbFormatError", "LmdbLabelError", "write_lmdb", "LmdbDataset", "image_pixels", "MAX_IMAGE_PIXELS",
     "AlbumentationsAdapter", "bbox_compose",
@@ -98,8 +100,23 @@ def _describe(exc: BaseException, where: str) -> str:
     return f"{where}: {type(exc).__name__}: {exc}{at}"
 
 
+_SAMPLE = threading.local()
+
+
+def current_sample_key() -> tuple[int, int] | None:
+    """(epoch, index) of the sample being loaded in this thread (set by GuardedDataset when the batch
+    sampler yields epoch keys), else None. Augmentations and collate functions derive their random
+    draws from it, so the data of a resumed run equals the uninterrupted run's, whatever the
+    workers, prefetching or resume point."""
+    return getattr(_SAMPLE, "key", None)
+
+
 class GuardedDataset:
     """Wraps a map-style dataset: an exception in ``__getitem__`` becomes a failure marker.
+
+    Keys may be ``(epoch, index)`` (ResumableBatchSampler with_epoch): the key is published via
+    current_sample_key(); the inner dataset gets the bare index when ``unwrap_keys``, else the key
+    (for reproducible.SeededDataset).
 
     Paddle's DataLoader with ``num_workers=0`` waits forever when ``__getitem__`` raises (the
     error dies in its reader thread); with workers it may end as "Blocking queue is killed".
@@ -107,8 +124,9 @@ class GuardedDataset:
     the loader (see build_loader) raises DataError in the main process.
     """
 
-    def __init__(self, dataset):
+    def __init__(self, dataset, unwrap_keys: bool = False):
         self.dataset = dataset
+        self.unwrap_keys = unwrap_keys
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -119,6 +137,12 @@ class GuardedDataset:
         return getattr(self.dataset, name)
 
     def __getitem__(self, idx):
+        if isinstance(idx, (tuple, list)):
+            _SAMPLE.key = (int(idx[0]), int(idx[1]))
+            if self.unwrap_keys:
+                idx = int(idx[1])
+        else:
+            _SAMPLE.key = None
         try:
             return self.dataset[idx]
         except Exception as exc:  # noqa: BLE001 - reported in the main process, not swallowed
@@ -218,6 +242,9 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     """Build a ``paddle.io.DataLoader`` from a dataset and a batch sampler.
 
     Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after).
+    With a ResumableBatchSampler (distributed.build_batch_sampler) every sample's (epoch, index)
+    is published to current_sample_key(), from which AlbumentationsAdapter and DetCollate draw
+    their randomness: exact resume without checkpointing those RNG streams.
     An exception while loading a sample or collating a batch (main process or worker) is raised
     in the main process as one DataError naming the sample and the original message (which should
     name the file); datasets that can skip bad samples should do so themselves and count them.
@@ -244,8 +271,14 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
                 RuntimeWarning, stacklevel=2)
             use_shm = False
     workers = cfg.num_workers > 0
+    unwrap = False
+    from .reproducible import ResumableBatchSampler
+
+    if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
+        batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices
+        unwrap = True
     return _checked_loader_class()(
-        GuardedDataset(dataset),
+        GuardedDataset(dataset, unwrap_keys=unwrap),
         batch_sampler=batch_sampler,
         collate_fn=GuardedCollate(collate_fn),
         num_workers=cfg.num_workers,
@@ -626,7 +659,13 @@ class AlbumentationsAdapter:
             desc = (f"{image.dtype} array of shape {image.shape}" if isinstance(image, np.ndarray)
                     else type(image).__name__)
             raise TypeError(f"AlbumentationsAdapter expects an HWC uint8 numpy image, got {desc}")
-        self._maybe_reseed_worker()
+        key = current_sample_key()
+        if key is not None and self.seed is not None:  # per-sample stream: resumable, worker-independent
+            from .reproducible import sample_seed
+
+            self.transform.set_random_seed(sample_seed(int(self.seed), *key))
+        else:
+            self._maybe_reseed_worker()
         if bboxes is None:
             if self.has_bboxes:  # bbox-aware Compose still needs the fields
                 kw = {"bboxes": np.zeros((0, 4), np.float32)}

@@ -125,7 +125,7 @@ def test_two_processes_with_bad_input(smoke):
     assert (out / "checkpoints" / "latest").is_file()
     skipped = json.loads((out / "skipped.json").read_text())["Train.dataset"]
     assert skipped == {"unknown_char": 1, "empty": 1, "too_long": 1, "missing_image": 1, "corrupt_image": 1,
-                       "malformed_line": 0}
+                       "malformed_line": 0, "too_large": 0}
     log = (out / "train.log").read_text(encoding="utf-8")
     assert "data summary: Train.dataset: skipped 5 samples" in log
     for where in ("train.txt:65", "train.txt:66", "train.txt:67", "train.txt:68", "train.txt:69"):

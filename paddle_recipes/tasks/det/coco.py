@@ -279,11 +279,20 @@ class DetCollate:
         self.rng = np.random.default_rng(seed)
         self._pid = os.getpid()
 
+    def _rng_for_batch(self):
+        """Seeded by the batch's last (epoch, index) when the loader publishes sample keys (exact
+        resume, independent of workers); otherwise the running generator."""
+        from paddle_recipes.data import current_sample_key
+        from paddle_recipes.reproducible import sample_seed
+
+        key = current_sample_key()
+        return np.random.default_rng(sample_seed(self.seed, *key)) if key is not None else self.rng
+
     def __call__(self, samples):
         if os.getpid() != self._pid:  # first batch in a worker process
             self._pid = os.getpid()
             self.rng = np.random.default_rng([self.seed, int(np.random.randint(2 ** 31))])
-        size = self.sizes[0] if len(self.sizes) == 1 else int(self.rng.choice(self.sizes))
+        size = self.sizes[0] if len(self.sizes) == 1 else int(self._rng_for_batch().choice(self.sizes))
         n = len(samples)
         m = max(1, max(len(s["gt_class"]) for s in samples))
         images = np.zeros((n, 3, size, size), np.float32)
