@@ -334,3 +334,12 @@ def test_det_augment_and_sizes_resume_exactly(tmp_path, resume_workers):
     for (ia, ba), (ib, bb) in zip(full[2:], resumed):
         np.testing.assert_array_equal(ia, ib)
         np.testing.assert_array_equal(ba, bb)
+
+
+def test_output_dir_that_is_a_file_is_a_config_error(tmp_path):
+    from paddle_recipes.cli import run_recipe
+
+    f = tmp_path / "out"
+    f.write_text("a file")
+    with pytest.raises(ConfigError, match=f"Global.output_dir '{f}': cannot create the folder"):
+        run_recipe("t", _Schema, {"train": lambda cfg, info: None}, argv=["-o", f"Global.output_dir={f}"])
