@@ -148,6 +148,16 @@ def test_real_full_disk_keeps_previous_checkpoint(tmpfs):
     assert not [p for p in root.iterdir() if ".tmp-" in p.name]
 
 
+def test_real_read_only_dir_keeps_previous_checkpoint(tmpfs):
+    root = tmpfs / "checkpoints"
+    save_checkpoint(root, _state(1.0, 1), "step_1")
+    if subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], capture_output=True).returncode != 0:
+        pytest.skip("cannot remount read-only")
+    with pytest.raises(CheckpointError, match=r"step_2: Read-only file system; the previous checkpoint \(step_1\)"):
+        save_checkpoint(root, _state(2.0, 2), "step_2")
+    assert _weight(root) == 1.0
+
+
 # ----------------------------------------------------------------------------- latest = newest state
 def test_latest_is_newest_state_with_save_every_epochs_0(tmp_path):
     model = paddle.nn.Linear(2, 1)
