@@ -24,8 +24,9 @@ from . import distributed as dist_utils
 from .checkpoint import CheckpointError
 from .config import ConfigError, add_config_args, check_image_shape, check_number, dump_config, flatten_opts, load_config
 from .data import DataError
+from .trainer import NonFiniteError
 
-USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, FileNotFoundError)
+USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError)
 DEVICE_KINDS = ("cpu", "gpu", "xpu", "npu", "mlu", "dcu")
 
 

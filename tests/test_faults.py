@@ -343,3 +343,17 @@ def test_output_dir_that_is_a_file_is_a_config_error(tmp_path):
     f.write_text("a file")
     with pytest.raises(ConfigError, match=f"Global.output_dir '{f}': cannot create the folder"):
         run_recipe("t", _Schema, {"train": lambda cfg, info: None}, argv=["-o", f"Global.output_dir={f}"])
+
+
+@pytest.mark.parametrize("exc", [DataError("sample 3: ValueError: bad /x.jpg"),
+                                 NonFiniteError("loss/gradients were inf or nan for 20 optimizer steps in a row")])
+def test_new_errors_exit_2_with_one_line(exc, capsys):
+    from paddle_recipes.cli import exit_on_user_error
+
+    def main():
+        raise exc
+
+    with pytest.raises(SystemExit) as code:
+        exit_on_user_error(main, "rec")
+    assert code.value.code == 2
+    assert capsys.readouterr().err == f"rec: error: {exc}\n"
