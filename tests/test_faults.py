@@ -357,3 +357,14 @@ def test_new_errors_exit_2_with_one_line(exc, capsys):
         exit_on_user_error(main, "rec")
     assert code.value.code == 2
     assert capsys.readouterr().err == f"rec: error: {exc}\n"
+
+
+def test_ocr_cli_bad_image_shape_exits_2_with_one_line(tmp_path):
+    from conftest import REPO_ROOT, run_python
+
+    proc = run_python([REPO_ROOT / "recipes" / "ocr_rec.py", "-c", REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml",
+                       "-o", "Global.image_shape=[3,32]", f"Global.output_dir={tmp_path}"], check=False, timeout=120)
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ocr_rec: error:")]
+    assert errors == ["ocr_rec: error: Global.image_shape must be [C, H, W] (3 integers), got [3, 32] "
+                      f"(in {REPO_ROOT / 'recipes' / 'configs' / 'ocr_rec_smoke.yml'})"]
