@@ -420,3 +420,29 @@ def test_det_recipe_resume_mid_epoch_is_exact(tmp_path, nproc):
     for part in ("model", "ema"):
         for k in a[part]:
             np.testing.assert_array_equal(a[part][k].numpy(), b[part][k].numpy(), err_msg=f"{part}.{k}")
+
+
+# ----------------------------------------------------------------------------- fully corrupt set, 2 ranks
+@pytest.mark.slow
+def test_ocr_fully_corrupt_set_two_ranks_fails_cleanly(tmp_path):
+    """Every image unreadable, 2 GLOO ranks: both ranks run the same (zero-loss) steps, then the run
+    stops with one DataError line and a non-zero exit; no gloo desync, no 'trained 0 steps, exit 0'."""
+    d = tmp_path / "bad"
+    d.mkdir()
+    lines = []
+    for i in range(32):
+        (d / f"{i}.jpg").write_bytes(b"\xff\xd8 not really a jpeg " + bytes([i]))
+        lines.append(f"{i}.jpg\t啊阿")
+    (d / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ds = ["format=label_file", f"data_dir={d}", f"label_file_list=[{d / 'train.txt'}]"]
+    cmd = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", "2", "--log_dir", str(tmp_path / "log"),
+           str(REPO_ROOT / "recipes" / "ocr_rec.py"), "-c", str(REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"),
+           "-o", f"Global.output_dir={tmp_path / 'out'}", "Global.epochs=1", "Train.loader.batch_size_per_card=8",
+           *[f"Train.dataset.{x}" for x in ds], *[f"Eval.dataset.{x}" for x in ds]]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=_clean_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    logs = "".join((tmp_path / "log" / f"workerlog.{r}").read_text(errors="replace") for r in (0, 1))
+    assert "ocr_rec: error: epoch 1: every one of 2 batches was unreadable (0 samples trained)" in logs
+    for bad in ("EnforceNotMet", "Blocking queue", "Traceback"):
+        assert bad not in logs, bad
+    assert not (tmp_path / "out" / "summary.json").exists()
