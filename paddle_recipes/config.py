@@ -30,6 +30,16 @@ class ConfigError(ValueError):
     """A config file or override is wrong; the message names the key and the source."""
 
 
+class UnknownNameError(ConfigError):
+    """A component name (backbone, neck, head, optimizer, schedule, sampler, ...) that is not registered."""
+
+
+def check_name(key: str, name: Any, valid) -> None:
+    """Raise UnknownNameError naming `key` and listing the valid names unless `name` is one of `valid`."""
+    if name not in valid:
+        raise UnknownNameError(f"{key}: unknown name {name!r}; valid names: {', '.join(sorted(map(str, valid)))}")
+
+
 def add_config_args(parser: argparse.ArgumentParser, default_config: str | None = None) -> argparse.ArgumentParser:
     """Add `-c/--config PATH` and `-o/--opt key=value ...` (repeatable) to `parser`."""
     parser.add_argument("-c", "--config", default=default_config, help="YAML config file")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import paddle
 
+from .config import check_name
+
 OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
 SCHEDULES = ("constant", "cosine", "linear", "step")
 
@@ -39,10 +41,8 @@ class OptimizerConfig:
     gamma: float = 0.1
 
     def __post_init__(self):
-        if self.name not in OPTIMIZERS:
-            raise ValueError(f"Optimizer.name must be one of {OPTIMIZERS}, got {self.name!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"Optimizer.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        check_name("Optimizer.name", self.name, OPTIMIZERS)
+        check_name("Optimizer.schedule", self.schedule, SCHEDULES)
         if self.lr <= 0:
             raise ValueError("Optimizer.lr must be > 0")
 

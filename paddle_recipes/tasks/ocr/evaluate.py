@@ -80,3 +80,21 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
             flush()
     flush()
     return results, bad
+
+
+def predict_images(model, images: str, charset: CharDict, image_shape: Sequence[int], batch_size: int = 16,
+                   show: bool = True) -> List[Tuple[str, str, float]]:
+    """Recognize an image file or folder; prints "file<TAB>text<TAB>confidence" per image when ``show``.
+    Unreadable images are warned and counted, not fatal."""
+    if not images:
+        from .dataset import DataPathError
+
+        raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
+    results, bad = recognize_files(model, list_images(images), charset, image_shape, batch_size)
+    if show:
+        for f, text, conf in results:
+            print(f"{f}\t{text}\t{conf:.4f}")
+        for f, why in bad:
+            logger.warning("skipped %s: %s", f, why)
+        logger.info("predicted %d images, skipped %d", len(results), len(bad))
+    return results
