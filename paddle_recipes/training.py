@@ -146,13 +146,16 @@ def scalar_writer(g: GlobalConfig, info) -> ScalarWriter | None:
 
 
 class _EvalTracker(Callback):
-    """Remembers the optimizer step of the last evaluation (for the final-eval rule)."""
+    """Remembers every evaluation of this process (summary.json `eval_history`) and the step of the last
+    one (for the final-eval rule)."""
 
     def __init__(self):
         self.step: int | None = None
+        self.history: list[dict] = []
 
     def on_eval_end(self, trainer, metrics: dict) -> None:
         self.step = trainer.global_step
+        self.history.append({"global_step": trainer.global_step, "epoch": trainer.epoch, **metrics})
 
 
 @dataclass
@@ -195,7 +198,7 @@ class Run:
                    "resumed_from": self.resume, "amp": self.amp.describe(), "ema": self.ema is not None,
                    "main_metric": t.main_metric, "best_metric": t.best_metric,
                    "skipped": self.skipped() if self.skipped is not None else {},
-                   **(extra or {}), "history": t.history, "config": to_dict(self.cfg)}
+                   **(extra or {}), "eval_history": self._tracker.history, "history": t.history, "config": to_dict(self.cfg)}
         if self.info.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
