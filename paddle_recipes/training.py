@@ -130,9 +130,10 @@ class TrainingConfig:
     Train: TrainSection = field(default_factory=TrainSection)
 
 
-def resume_from(g: GlobalConfig) -> str | None:
-    """Global.resume, or its PaddleOCR alias Global.checkpoints -> Trainer.fit(resume_from=...)."""
-    return resume_source(g.resume or g.checkpoints, g.output_dir)
+def resume_from(g: GlobalConfig, output_dir: str | None = None) -> str | None:
+    """Global.resume, or its PaddleOCR alias Global.checkpoints -> Trainer.fit(resume_from=...);
+    "auto" looks in <output_dir or Global.output_dir>/checkpoints."""
+    return resume_source(g.resume or g.checkpoints, output_dir or g.output_dir)
 
 
 def scalar_writer(g: GlobalConfig, info) -> ScalarWriter | None:
@@ -254,7 +255,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                       eval_fn=run_eval, eval_every_epochs=g.eval_every_epochs, save_every_epochs=g.save_every_epochs,
                       keep_last=g.keep_last, dist_info=info, main_metric=main_metric, config=cfg,
                       batch_size_fn=batch_size_fn, scalar_writer=writer)
-    return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g),
+    return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
                steps_per_epoch=steps_per_epoch, total_steps=total, output_dir=out, skipped=skipped,
                _tracker=tracker)
 
