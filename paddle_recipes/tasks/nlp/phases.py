@@ -112,7 +112,9 @@ def build_task_data(data_cfg, max_len: int):
     from .vocab import load_tokenizer
 
     d, t0 = data_cfg, time.time()
-    tok = load_tokenizer(d.vocab or None)
+    from ...assets import resolve_path
+
+    tok = load_tokenizer(resolve_path(d.vocab) if d.vocab else None)
     specs = make_task_specs(d.num_tasks, d.base_seed, d.train_size, d.eval_size)
     train_arrays, eval_arrays = build_arrays(specs, tok, "train", max_len), build_arrays(specs, tok, "eval", max_len)
     logger.info("built %d synthetic tasks (%d train / %d eval each) in %.1fs: %s", len(specs), d.train_size,

@@ -1,0 +1,2 @@
+"""paddle_recipes: composable blocks for fast, reproducible PaddlePaddle training."""
+__version__ = "0.1.0"

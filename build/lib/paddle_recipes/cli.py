@@ -1,0 +1,68 @@
+"""The shared command line of every recipe: `-c config.yml -o key=value --mode train|eval|...`.
+
+    def main(argv=None):
+        return run_recipe("ocr_rec", RecConfig, MODES, default_config="recipes/configs/ocr_rec.yml", argv=argv)
+
+    if __name__ == "__main__":
+        exit_on_user_error(main, "ocr_rec", extra_errors=(LabelFileError,))
+
+run_recipe parses the config (typed, unknown keys rejected), sets up the process group, device,
+seeds and rank-aware logging (output_dir/<mode>.log), saves the resolved config next to the
+outputs and calls `modes[mode](cfg, info)`. The config must have a `Global` section with
+`seed`, `device` and `output_dir`.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from . import distributed as dist_utils
+from .assets import resolve_path
+from .checkpoint import CheckpointError
+from .config import ConfigError, add_config_args, dump_config, flatten_opts, load_config
+
+USER_ERRORS: tuple = (ConfigError, CheckpointError, FileNotFoundError)
+
+
+def __getattr__(name):  # GlobalConfig moved to paddle_recipes.training (kept importable from here)
+    if name == "GlobalConfig":
+        from .training import GlobalConfig
+
+        return GlobalConfig
+    raise AttributeError(name)
+
+
+def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_config: str | None = None,
+               argv: list[str] | None = None, default_mode: str = "train",
+               check: Callable[[Any], None] | None = None, description: str | None = None) -> Any:
+    """Parse args, build the typed config, set up distributed + logging, run the chosen mode."""
+    parser = argparse.ArgumentParser(prog=name, description=description or f"{name} recipe")
+    add_config_args(parser, default_config=default_config)
+    parser.add_argument("--mode", choices=sorted(modes), default=default_mode)
+    args = parser.parse_args(argv)
+    cfg = load_config(resolve_path(args.config) if args.config else None, flatten_opts(args.opt), schema)
+    if check is not None:
+        check(cfg)
+    g = cfg.Global
+    info = dist_utils.setup(seed=g.seed, device=g.device or None)
+    out = Path(g.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
+    if info.is_main:
+        dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
+    logging.getLogger(name).info("%s --mode %s: world_size %d, device %s", name, args.mode, info.world_size,
+                                 info.device)
+    return modes[args.mode](cfg, info)
+
+
+def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple = ()) -> None:
+    """Run `main()`; a user error (bad config key, missing file, bad data, unknown component name) exits 2
+    with one clear line."""
+    try:
+        main()
+    except USER_ERRORS + tuple(extra_errors) as exc:
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,259 @@
+"""YAML configs mapped onto typed dataclasses, with PaddleOCR-style `-o key=value` overrides.
+
+A recipe declares its schema as nested dataclasses with defaults::
+
+    @dataclass
+    class Global:
+        epochs: int = 10
+    @dataclass
+    class RecipeConfig:
+        Global: Global = field(default_factory=Global)
+
+    cfg = load_config("recipes/configs/x.yml", ["Global.epochs=3"], RecipeConfig)
+
+Unknown keys are rejected with the nearest valid key suggested; values are type-checked.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config file or override is wrong; the message names the key and the source."""
+
+
+class UnknownNameError(ConfigError):
+    """A component name (backbone, neck, head, optimizer, schedule, sampler, ...) that is not registered."""
+
+
+def check_name(key: str, name: Any, valid) -> None:
+    """Raise UnknownNameError naming `key` and listing the valid names unless `name` is one of `valid`."""
+    if name not in valid:
+        raise UnknownNameError(f"{key}: unknown name {name!r}; valid names: {', '.join(sorted(map(str, valid)))}")
+
+
+def add_config_args(parser: argparse.ArgumentParser, default_config: str | None = None) -> argparse.ArgumentParser:
+    """Add `-c/--config PATH` and `-o/--opt key=value ...` (repeatable) to `parser`."""
+    parser.add_argument("-c", "--config", default=default_config, help="YAML config file")
+    parser.add_argument("-o", "--opt", nargs="+", action="append", default=[], metavar="KEY=VALUE",
+                        help="override config values, e.g. -o Global.epochs=3 Train.loader.num_workers=2")
+    return parser
+
+
+def flatten_opts(opts: list) -> list[str]:
+    """argparse gives a list of lists for `-o a=1 b=2 -o c=3`; flatten it."""
+    out: list[str] = []
+    for item in opts or []:
+        out.extend(item if isinstance(item, (list, tuple)) else [item])
+    return out
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`Global.lr=0.1` -> (["Global", "lr"], 0.1). The value is parsed as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"override '{text}' must look like key.path=value")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"override '{text}' has an empty key part")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def _suggest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
+    if not close:  # case-insensitive second chance (epochs vs Epochs)
+        lowered = {o.lower(): o for o in options}
+        if name.lower() in lowered:
+            close = [lowered[name.lower()]]
+    return f"; did you mean '{close[0]}'?" if close else f"; valid keys: {', '.join(sorted(options))}"
+
+
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _convert(value: Any, tp: Any, where: str) -> Any:
+    """Check/convert `value` to annotation `tp`; raise ConfigError naming `where`."""
+    if tp is Any or tp is typing.Any:
+        return value
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(value, arg, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{where}: bad value {value!r}")
+    if _is_dataclass_type(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__} {value!r}")
+        return from_dict(tp, value, where)
+    if origin in (list, tuple, typing.List, typing.Tuple):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        item_tp = args[0] if args else Any
+        if origin in (tuple, typing.Tuple) and args and args[-1] is not Ellipsis and len(args) == len(value):
+            return tuple(_convert(v, t, f"{where}[{i}]") for i, (v, t) in enumerate(zip(value, args)))
+        items = [_convert(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin in (tuple, typing.Tuple) else items
+    if origin in (dict, typing.Dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return dict(value)
+    if typing.get_origin(tp) is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"{where}: {value!r} is not one of {list(args)}")
+        return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where}: expected true/false, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads 1e-3 as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"{where}: expected a string, got {value!r}")
+    return value
+
+
+def field_types(schema: type) -> dict[str, Any]:
+    """Field name -> type. Copes with `Global: Global = field(default_factory=Global)`, where the class
+    attribute shadows the annotation (the section-name pattern PaddleOCR-style configs invite)."""
+    try:
+        hints = typing.get_type_hints(schema)
+    except Exception:
+        hints = {}
+    out = {}
+    for f in dataclasses.fields(schema):
+        tp = hints.get(f.name, f.type)
+        if isinstance(tp, dataclasses.Field) or isinstance(tp, str) or tp is None:
+            if f.default_factory is not dataclasses.MISSING and isinstance(f.default_factory, type):
+                tp = f.default_factory
+            elif f.default is not dataclasses.MISSING and f.default is not None:
+                tp = type(f.default)
+            else:
+                tp = Any
+        out[f.name] = tp
+    return out
+
+
+def from_dict(schema: type, data: dict, where: str = "") -> Any:
+    """Build dataclass `schema` from `data`, rejecting unknown keys with a suggestion."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where or 'config'}: expected a mapping, got {data!r}")
+    hints = field_types(schema)
+    fields = {f.name: f for f in dataclasses.fields(schema) if f.init}
+    kwargs = {}
+    for key, value in data.items():
+        path = f"{where}.{key}" if where else str(key)
+        if key not in fields:
+            raise ConfigError(f"unknown key '{path}'{_suggest(str(key), list(fields))}")
+        kwargs[key] = _convert(value, hints[key], path)
+    try:
+        return schema(**kwargs)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{where or 'config'}: {exc}") from exc
+
+
+def to_dict(cfg: Any) -> Any:
+    """Dataclass tree -> plain dicts/lists (YAML/JSON friendly)."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+    if isinstance(cfg, (list, tuple)):
+        return [to_dict(v) for v in cfg]
+    if isinstance(cfg, dict):
+        return {k: to_dict(v) for k, v in cfg.items()}
+    return cfg
+
+
+def _set_path(tree: dict, keys: list[str], value: Any) -> None:
+    node = tree
+    for key in keys[:-1]:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[keys[-1]] = value
+
+
+def _check_override_path(schema: type, keys: list[str], text: str) -> None:
+    tp: Any = schema
+    for i, key in enumerate(keys):
+        if not _is_dataclass_type(tp):
+            if i and typing.get_origin(tp) in (dict, typing.Dict) or tp is Any:
+                return
+            raise ConfigError(f"override '{text}': '{'.'.join(keys[:i])}' is not a section")
+        names = [f.name for f in dataclasses.fields(tp)]
+        if key not in names:
+            raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{_suggest(key, names)}")
+        tp = field_types(tp)[key]
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None, schema: type) -> Any:
+    """Read YAML `path` (None = schema defaults), apply `overrides`, return a typed `schema` instance."""
+    data: dict = {}
+    source = "defaults"
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: top level must be a mapping")
+        source = str(p)
+    for text in flatten_opts(overrides or []):
+        keys, value = parse_override(text)
+        _check_override_path(schema, keys, text)
+        _set_path(data, keys, value)
+    try:
+        return from_dict(schema, data)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (in {source})") from None
+
+
+def dump_config(cfg: Any, path: str | Path) -> None:
+    """Write the resolved config as YAML (for reproducibility)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), allow_unicode=True, sort_keys=False), encoding="utf-8")

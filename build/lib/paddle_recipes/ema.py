@@ -1,0 +1,151 @@
+"""Model EMA (exponential moving average of weights) with warmup; the shadow is always fp32.
+
+    ema = ModelEMA(model, decay=0.9998, warmup="threshold")
+    ...optimizer step...
+    ema.update(model)
+    with ema.apply_to(model):      # EMA weights in, original weights back on exit
+        evaluate(model)
+
+Update n (0-based count of earlier updates) uses decay d_n:
+    threshold:    d_n = min(decay, (1 + n) / (10 + n))                     (PaddleDetection's default)
+    exponential:  d_n = decay * (1 - exp(-(n + 1) / warmup_steps))          (timm / YOLO style)
+    none:         d_n = decay
+    shadow <- d_n * shadow + (1 - d_n) * weight        (shadow starts as a copy of the weights)
+
+Every floating-point entry of the state_dict (parameters and BN statistics) is averaged in
+fp32, so an O2 (fp16) model still gets a full-precision EMA; integer buffers are copied.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import paddle
+
+from .distributed import unwrap
+
+WARMUPS = ("threshold", "exponential", "none")
+
+
+@dataclass
+class EmaConfig:
+    """enable: keep an EMA. decay: target decay (0.9998 as in ppdet). warmup: threshold | exponential | none.
+    warmup_steps: exponential warmup time constant, in optimizer steps. device: e.g. "cpu" to keep the
+    shadow off the accelerator (default: next to the weights)."""
+
+    enable: bool = False
+    decay: float = 0.9998
+    warmup: str = "threshold"
+    warmup_steps: int = 2000
+    device: Optional[str] = None
+
+
+def build_ema(cfg: EmaConfig, model: paddle.nn.Layer) -> "ModelEMA | None":
+    """ModelEMA from config, or None when disabled."""
+    if not cfg.enable:
+        return None
+    return ModelEMA(model, decay=cfg.decay, warmup=cfg.warmup, warmup_steps=cfg.warmup_steps, device=cfg.device)
+
+
+def ema_decay(n: int, decay: float, warmup: str = "threshold", warmup_steps: int = 2000) -> float:
+    """Decay used for update number n (0-based)."""
+    if warmup == "threshold":
+        return min(decay, (1.0 + n) / (10.0 + n))
+    if warmup == "exponential":
+        return decay * (1.0 - math.exp(-(n + 1.0) / warmup_steps))
+    if warmup == "none":
+        return decay
+    raise ValueError(f"unknown EMA warmup {warmup!r}; choose one of {WARMUPS}")
+
+
+def _is_float(t: paddle.Tensor) -> bool:
+    return t.dtype in (paddle.float16, paddle.bfloat16, paddle.float32, paddle.float64)
+
+
+class ModelEMA:
+    """fp32 shadow copy of a model's weights.
+
+    decay: target decay (default 0.9998, ppdet). warmup: "threshold" | "exponential" | "none".
+    warmup_steps: time constant of the exponential warmup, in updates (default 2000).
+    device: keep the shadow on this device ("cpu" saves accelerator memory); default: with the weights.
+    """
+
+    def __init__(self, model: paddle.nn.Layer, decay: float = 0.9998, warmup: str = "threshold",
+                 warmup_steps: int = 2000, device: str | None = None):
+        if not 0.0 <= decay < 1.0:
+            raise ValueError(f"EMA decay must be in [0, 1), got {decay}")
+        ema_decay(0, decay, warmup, warmup_steps)  # validates warmup
+        self.decay, self.warmup, self.warmup_steps, self.device = decay, warmup, warmup_steps, device
+        self.num_updates = 0
+        self.shadow: dict[str, paddle.Tensor] = {}
+        with paddle.no_grad():
+            for name, value in unwrap(model).state_dict().items():
+                t = value.detach().astype("float32") if _is_float(value) else value.detach()
+                t = t.clone()
+                if device is not None:
+                    t = t.to(device)
+                self.shadow[name] = t
+
+    @property
+    def current_decay(self) -> float:
+        """Decay the next update will use."""
+        return ema_decay(self.num_updates, self.decay, self.warmup, self.warmup_steps)
+
+    @paddle.no_grad()
+    def update(self, model: paddle.nn.Layer) -> float:
+        """Fold the current weights into the shadow; returns the decay used."""
+        d = self.current_decay
+        for name, value in unwrap(model).state_dict().items():
+            shadow = self.shadow.get(name)
+            if shadow is None:
+                raise KeyError(f"EMA has no entry for '{name}': was the model changed after ModelEMA was built?")
+            new = value.detach()
+            if self.device is not None:
+                new = new.to(self.device)
+            if _is_float(value):
+                shadow.scale_(d)
+                shadow.add_(new.astype("float32") * (1.0 - d))
+            else:
+                paddle.assign(new, shadow)
+        self.num_updates += 1
+        return d
+
+    def ema_state_dict(self) -> dict:
+        """The averaged weights (fp32), keyed like model.state_dict()."""
+        return dict(self.shadow)
+
+    @paddle.no_grad()
+    def copy_to(self, model: paddle.nn.Layer) -> None:
+        """Load the EMA weights into `model` (cast to each entry's dtype)."""
+        target = unwrap(model).state_dict()
+        for name, value in target.items():
+            paddle.assign(self.shadow[name].to(value.place).astype(value.dtype), value)
+
+    @contextlib.contextmanager
+    def apply_to(self, model: paddle.nn.Layer):
+        """Swap EMA weights into `model` for the block, restore the trained weights afterwards."""
+        backup = {k: v.detach().clone() for k, v in unwrap(model).state_dict().items()}
+        self.copy_to(model)
+        try:
+            yield model
+        finally:
+            with paddle.no_grad():
+                for name, value in unwrap(model).state_dict().items():
+                    paddle.assign(backup[name], value)
+
+    def state_dict(self) -> dict:
+        return {"shadow": {k: v for k, v in self.shadow.items()}, "num_updates": self.num_updates,
+                "decay": self.decay, "warmup": self.warmup, "warmup_steps": self.warmup_steps}
+
+    def set_state_dict(self, state: dict) -> None:
+        missing = set(self.shadow) - set(state["shadow"])
+        if missing:
+            raise KeyError(f"EMA checkpoint lacks {sorted(missing)[:5]}")
+        with paddle.no_grad():
+            for name, value in state["shadow"].items():
+                if name in self.shadow:
+                    v = value if isinstance(value, paddle.Tensor) else paddle.to_tensor(value)
+                    self.shadow[name] = v.astype(self.shadow[name].dtype).clone()
+        self.num_updates = int(state["num_updates"])

@@ -1,0 +1,250 @@
+"""Recognition dataset over PaddleOCR label files or LMDBs, with counted bad-input skips.
+
+Labels are validated once, in the main process, when the dataset is built:
+unknown characters, empty labels and labels longer than ``max_text_length`` are
+counted, warned per ``file:line`` (or ``lmdb:index``) and not loaded; listed
+images that do not exist are treated the same way.
+
+Images that fail to decode (corrupt files) are only found at load time, maybe in
+a DataLoader worker. The sample then comes back as a skip record; ``collate``
+drops it from the batch and carries ``batch["skipped"]`` (a list of
+``(where, reason)``) to the main process, where :class:`SkipStats` counts it.
+With ``replace_bad=True`` (training) a random other sample is loaded instead so
+batch shapes stay fixed (no uneven DDP batches); the skip is still reported.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from paddle_recipes.data import LabelFileDataset, LmdbDataset, read_label_file
+
+from .charset import CharDict
+from .transforms import decode_image, resize_norm_pad
+
+logger = logging.getLogger(__name__)
+
+REASONS = ("unknown_char", "empty", "too_long", "missing_image", "corrupt_image", "malformed_line")
+_MAX_WARNINGS_PER_REASON = 20
+
+
+class DataPathError(FileNotFoundError):
+    """A configured data path does not exist (message names the config key and the path)."""
+
+
+@dataclass
+class DatasetConfig:
+    """One dataset section (``Train.dataset`` / ``Eval.dataset``).
+
+    format: "label_file" (images + ``path<TAB>label`` files) or "lmdb" (PaddleOCR LMDB).
+    data_dir: root of the image paths in label files; for lmdb, an LMDB dir or a folder of LMDB dirs.
+    label_file_list: label files (format label_file only).
+    delimiter: separator between image path and label.
+    """
+
+    format: str = "label_file"
+    data_dir: str = ""
+    label_file_list: List[str] = field(default_factory=list)
+    delimiter: str = "\t"
+
+    def __post_init__(self):
+        if self.format not in ("label_file", "lmdb"):
+            raise ValueError(f"dataset.format must be 'label_file' or 'lmdb', got {self.format!r}")
+
+
+class SkipStats:
+    """Counts skipped samples per reason (distinct places), warns for the first few of each."""
+
+    def __init__(self, name: str = "data"):
+        self.name = name
+        self.places: Dict[str, set] = {r: set() for r in REASONS}
+
+    def add(self, where: str, reason: str, detail: str = "") -> None:
+        bucket = self.places.setdefault(reason, set())
+        if where in bucket:
+            return
+        bucket.add(where)
+        if len(bucket) <= _MAX_WARNINGS_PER_REASON:
+            logger.warning("skipping sample %s: %s%s", where, reason, f" ({detail})" if detail else "")
+        elif len(bucket) == _MAX_WARNINGS_PER_REASON + 1:
+            logger.warning("more %s samples in %s; further warnings for this reason are suppressed", reason, self.name)
+
+    def add_batch(self, skipped: Sequence[Tuple[str, str]]) -> None:
+        for where, reason in skipped:
+            self.add(where, reason)
+
+    def counts(self) -> Dict[str, int]:
+        return {r: len(p) for r, p in self.places.items()}
+
+    @property
+    def total(self) -> int:
+        return sum(len(p) for p in self.places.values())
+
+    def summary(self) -> str:
+        c = {k: v for k, v in self.counts().items() if v}
+        if not c:
+            return f"{self.name}: no samples skipped"
+        return f"{self.name}: skipped {self.total} samples: " + ", ".join(f"{k}={v}" for k, v in c.items())
+
+
+def _check_path(path: str, key: str, kind: str = "path") -> Path:
+    p = Path(path)
+    if not str(path) or not p.exists():
+        raise DataPathError(f"{key}: {kind} {str(path)!r} does not exist "
+                            f"(fix it in the config or with -o {key}=...)")
+    return p
+
+
+def find_lmdb_dirs(root: str | os.PathLike) -> List[Path]:
+    """``root`` itself if it holds data.mdb, else every sub-folder (recursively) that does, sorted."""
+    root = Path(root)
+    if (root / "data.mdb").is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob("data.mdb"))
+
+
+class RecDataset:
+    """Text-line recognition samples -> dicts of image [C,H,W] float32, label ids, length, text.
+
+    Args:
+        cfg: DatasetConfig.
+        charset: CharDict used to encode labels.
+        image_shape: (C, H, W) model input, default (3, 48, 320).
+        max_text_length: longest label kept (longer ones are skipped and counted).
+        replace_bad: on a corrupt image, load a random other sample instead (training).
+        key: config key prefix used in error messages (e.g. "Train.dataset").
+    """
+
+    def __init__(self, cfg: DatasetConfig, charset: CharDict, image_shape: Sequence[int] = (3, 48, 320),
+                 max_text_length: int = 25, replace_bad: bool = False, key: str = "dataset"):
+        self.cfg, self.charset = cfg, charset
+        self.image_shape = tuple(int(v) for v in image_shape)
+        self.max_text_length = int(max_text_length)
+        self.replace_bad = replace_bad
+        self.stats = SkipStats(key)
+        self.items: List[Tuple[object, List[int], str, str]] = []  # (image key, ids, text, where)
+        if cfg.format == "label_file":
+            self._init_label_files(key)
+        else:
+            self._init_lmdb(key)
+        if not self.items:
+            raise ValueError(f"{key}: no usable samples ({self.stats.summary()}); check data_dir / label files "
+                             f"and the character dict")
+        logger.info("%s: %d samples (%s)", key, len(self.items), self.stats.summary())
+
+    # ------------------------------------------------------------------ init
+    def _keep(self, image_key, text: str, where: str) -> None:
+        res = self.charset.check(text, self.max_text_length)
+        if res.ids is None:
+            self.stats.add(where, res.reason, res.detail)
+        else:
+            self.items.append((image_key, res.ids, text, where))
+
+    def _init_label_files(self, key: str) -> None:
+        data_dir = _check_path(self.cfg.data_dir, f"{key}.data_dir", "data_dir")
+        if not self.cfg.label_file_list:
+            raise DataPathError(f"{key}.label_file_list is empty (format label_file needs at least one file)")
+        self._source = None
+        for i, lf in enumerate(self.cfg.label_file_list):
+            _check_path(lf, f"{key}.label_file_list[{i}]", "label file")
+            # strict=False: malformed lines (no tab, empty label) are skipped and counted, not fatal.
+            recs = read_label_file(lf, delimiter=self.cfg.delimiter, strict=False)
+            for s in recs.skipped:
+                where, _, why = s.partition(": ")
+                reason = "empty" if why.startswith("empty label") else "malformed_line"
+                self.stats.add(where, reason, why)
+            for rec in recs:
+                path = data_dir / rec.image_path
+                if not path.is_file():
+                    self.stats.add(rec.source, "missing_image", str(path))
+                    continue
+                self._keep(str(path), rec.label, rec.source)
+
+    def _init_lmdb(self, key: str) -> None:
+        root = _check_path(self.cfg.data_dir, f"{key}.data_dir", "data_dir")
+        dirs = find_lmdb_dirs(root)
+        if not dirs:
+            raise DataPathError(f"{key}.data_dir: no LMDB (data.mdb) found under {str(root)!r}")
+        self._source = LmdbDataset(dirs)
+        for i in range(len(self._source)):
+            part, k = self._source.locate(i)
+            _, label = self._source[i]
+            self._keep(i, label, f"{dirs[part]}:{k}")
+
+    # ------------------------------------------------------------------ access
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def _read_bytes(self, image_key) -> bytes | None:
+        if self._source is None:
+            try:
+                with open(image_key, "rb") as f:
+                    return f.read()
+            except OSError:
+                return None
+        return self._source[image_key][0]
+
+    def load(self, idx: int):
+        """Sample dict, or ("skip", where, reason) when the image can't be read/decoded."""
+        image_key, ids, text, where = self.items[idx]
+        data = self._read_bytes(image_key)
+        img = decode_image(data) if data is not None else None
+        if img is None:
+            return ("skip", where, "missing_image" if data is None else "corrupt_image")
+        x, _ = resize_norm_pad(img, self.image_shape)
+        label = np.zeros([self.max_text_length], dtype=np.int32)
+        label[:len(ids)] = ids
+        return {"image": x, "label": label, "length": np.int64(len(ids)), "text": text}
+
+    def __getitem__(self, idx: int):
+        sample = self.load(int(idx))
+        if not isinstance(sample, tuple) or not self.replace_bad:
+            return sample
+        skipped = [sample[1:]]
+        rng = random.Random(int(idx))
+        for _ in range(10):
+            sample = self.load(rng.randrange(len(self.items)))
+            if not isinstance(sample, tuple):
+                sample["skipped"] = skipped
+                return sample
+            skipped.append(sample[1:])
+        return ("skip_many", skipped)
+
+
+def collate(samples: list) -> dict:
+    """Stack good samples; drop skip records into ``batch["skipped"]`` [(where, reason), ...].
+
+    Keys: image [B,C,H,W] float32, label [B,L] int32 (0-padded), length [B] int64,
+    text (list of str), skipped (list of (where, reason)).
+    """
+    good, skipped = [], []
+    for s in samples:
+        if isinstance(s, dict):
+            skipped.extend(tuple(x) for x in s.get("skipped", ()))
+            good.append(s)
+        elif s[0] == "skip":
+            skipped.append((s[1], s[2]))
+        else:  # ("skip_many", [...])
+            skipped.extend(tuple(x) for x in s[1])
+    batch = {"skipped": [f"{w}\t{r}" for w, r in skipped], "text": [s["text"] for s in good]}
+    if good:
+        batch["image"] = np.stack([s["image"] for s in good])
+        batch["label"] = np.stack([s["label"] for s in good])
+        batch["length"] = np.asarray([s["length"] for s in good], dtype=np.int64)
+    return batch
+
+
+def unpack_skipped(batch: dict) -> List[Tuple[str, str]]:
+    """``batch["skipped"]`` -> [(where, reason)] (strings survive DataLoader workers unchanged)."""
+    out = []
+    for s in batch.get("skipped", []) or []:
+        where, _, reason = str(s).rpartition("\t")
+        out.append((where, reason))
+    return out

@@ -1,0 +1,322 @@
+"""CTC text-line recognizers written on paddle.nn: backbone -> im2seq -> neck -> CTC head.
+
+Backbones map an image [B, C, H, W] to a feature map [B, C', 1, T] (H collapsed,
+T = W / width_stride). Pick parts by name through the registries below.
+
+* ``ResNet34vd``: ResNet-34 with the "vd" tweaks (3-conv stem, avg-pool shortcut),
+  strides tuned for text lines (height shrinks to 1, width by ``width_stride``).
+* ``LCNetRec``: a light PP-LCNet-style net of depthwise-separable blocks
+  (hardswish, optional squeeze-excite), several times cheaper than ResNet34vd.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+from ...config import ConfigError, check_name
+
+
+def _div8(v: float, minimum: int = 8) -> int:
+    """Round channels to a multiple of 8 (at least ``minimum``)."""
+    return max(minimum, int(v + 4) // 8 * 8)
+
+
+def _width_plan(width_stride: int, n: int) -> List[int]:
+    """Split a total width stride (power of two) over ``n`` downsampling stages, earliest first."""
+    if width_stride & (width_stride - 1) or width_stride < 1:
+        raise ValueError(f"width_stride must be a power of two, got {width_stride}")
+    plan, remaining = [], width_stride
+    for _ in range(n):
+        s = 2 if remaining > 1 else 1
+        plan.append(s)
+        remaining //= s
+    if remaining != 1:
+        raise ValueError(f"width_stride {width_stride} too large for {n} downsampling stages")
+    return plan
+
+
+class ConvBN(nn.Layer):
+    def __init__(self, cin, cout, k, stride=1, groups=1, act="relu"):
+        super().__init__()
+        pad = (k - 1) // 2
+        self.conv = nn.Conv2D(cin, cout, k, stride=stride, padding=pad, groups=groups, bias_attr=False)
+        self.bn = nn.BatchNorm2D(cout)
+        self.act = {"relu": nn.ReLU(), "hardswish": nn.Hardswish(), None: nn.Identity()}[act]
+
+    def forward(self, x):
+        return self.act(self.bn(self.conv(x)))
+
+
+# ----------------------------------------------------------------- ResNet34-vd
+class BasicBlockVd(nn.Layer):
+    """3x3-3x3 residual block; a strided shortcut is avg-pool + 1x1 conv (the "d" tweak)."""
+
+    def __init__(self, cin, cout, stride: Tuple[int, int]):
+        super().__init__()
+        self.conv1 = ConvBN(cin, cout, 3, stride=stride)
+        self.conv2 = ConvBN(cout, cout, 3, act=None)
+        if tuple(stride) != (1, 1):
+            self.short = nn.Sequential(nn.AvgPool2D(stride, stride, ceil_mode=True), ConvBN(cin, cout, 1, act=None))
+        elif cin != cout:
+            self.short = ConvBN(cin, cout, 1, act=None)
+        else:
+            self.short = nn.Identity()
+
+    def forward(self, x):
+        return F.relu(self.conv2(self.conv1(x)) + self.short(x))
+
+
+class ResNet34vd(nn.Layer):
+    """ResNet34-vd for recognition. Output [B, 512*scale, 1, W/width_stride].
+
+    Height: stem pool /2, then stages 2-4 each /2 -> H/16 (3 for H=48), then mean over H.
+    Width: split ``width_stride`` (default 4 -> T=80 for W=320) over stem pool and stage 2,3,...
+    """
+
+    def __init__(self, in_channels: int = 3, scale: float = 1.0, width_stride: int = 4,
+                 depths: Sequence[int] = (3, 4, 6, 3)):
+        super().__init__()
+        ws = _width_plan(width_stride, 4)
+        c = [_div8(v * scale) for v in (32, 64, 128, 256, 512)]
+        self.stem = nn.Sequential(ConvBN(in_channels, c[0], 3), ConvBN(c[0], c[0], 3), ConvBN(c[0], c[1], 3))
+        self.pool = nn.MaxPool2D(kernel_size=3, stride=(2, ws[0]), padding=1)
+        stages, cin = [], c[1]
+        stage_strides = [(1, 1), (2, ws[1]), (2, ws[2]), (2, ws[3])]
+        for i, (depth, cout) in enumerate(zip(depths, c[1:])):
+            for j in range(depth):
+                stages.append(BasicBlockVd(cin, cout, stage_strides[i] if j == 0 else (1, 1)))
+                cin = cout
+        self.stages = nn.Sequential(*stages)
+        self.out_channels = cin
+
+    def forward(self, x):
+        x = self.stages(self.pool(self.stem(x)))
+        return x.mean(axis=2, keepdim=True)
+
+
+# ------------------------------------------------------------------ LCNetRec
+class SE(nn.Layer):
+    def __init__(self, c, r=4):
+        super().__init__()
+        self.fc1 = nn.Conv2D(c, max(8, c // r), 1)
+        self.fc2 = nn.Conv2D(max(8, c // r), c, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
+
+
+class DWSepBlock(nn.Layer):
+    """Depthwise kxk (stride) + optional SE + pointwise 1x1, hardswish activations."""
+
+    def __init__(self, cin, cout, k, stride, se=False):
+        super().__init__()
+        self.dw = ConvBN(cin, cin, k, stride=stride, groups=cin, act="hardswish")
+        self.se = SE(cin) if se else nn.Identity()
+        self.pw = ConvBN(cin, cout, 1, act="hardswish")
+
+    def forward(self, x):
+        return self.pw(self.se(self.dw(x)))
+
+
+class LCNetRec(nn.Layer):
+    """Light PP-LCNet-style recognizer backbone. Output [B, 384*scale, 1, W/width_stride].
+
+    Height is halved 4 times (48 -> 3), then averaged to 1. ``width_stride`` (default 4)
+    is spread over the first downsampling layers.
+    """
+
+    # (kernel, out_channels, downsample?, se) per block, after a stride-2 stem of 16 channels.
+    PLAN = [(3, 32, False, False),
+            (3, 64, True, False), (3, 64, False, False),
+            (3, 128, True, False), (3, 128, False, False),
+            (5, 256, True, False), (5, 256, False, False), (5, 256, False, False), (5, 256, False, True),
+            (5, 384, False, True)]
+
+    def __init__(self, in_channels: int = 3, scale: float = 1.0, width_stride: int = 4):
+        super().__init__()
+        ws = _width_plan(width_stride, 4)
+        self.stem = ConvBN(in_channels, _div8(16 * scale), 3, stride=(2, ws[0]), act="hardswish")
+        blocks, cin, k = [], _div8(16 * scale), 1
+        for kernel, cout, down, se in self.PLAN:
+            stride = (1, 1)
+            if down:
+                stride, k = (2, ws[k]), k + 1
+            blocks.append(DWSepBlock(cin, _div8(cout * scale), kernel, stride, se))
+            cin = _div8(cout * scale)
+        self.blocks = nn.Sequential(*blocks)
+        self.out_channels = cin
+
+    def forward(self, x):
+        x = self.blocks(self.stem(x))
+        return x.mean(axis=2, keepdim=True)
+
+
+# --------------------------------------------------------------------- necks
+class Im2Seq(nn.Layer):
+    """[B, C, 1, T] -> [B, T, C]."""
+
+    def __init__(self, in_channels: int):
+        super().__init__()
+        self.out_channels = in_channels
+
+    def forward(self, x):
+        return x.squeeze(axis=2).transpose([0, 2, 1])
+
+
+class BiLSTMNeck(nn.Layer):
+    """im2seq + 2-layer bidirectional LSTM; output dim = 2 * hidden_size."""
+
+    def __init__(self, in_channels: int, hidden_size: int = 48, num_layers: int = 2):
+        super().__init__()
+        self.im2seq = Im2Seq(in_channels)
+        self.lstm = nn.LSTM(in_channels, hidden_size, num_layers=num_layers, direction="bidirect")
+        self.out_channels = 2 * hidden_size
+
+    def forward(self, x):
+        y, _ = self.lstm(self.im2seq(x))
+        return y
+
+
+class ConvNeck(nn.Layer):
+    """Light neck: im2seq + 1x1 reduction + depthwise 1-D context conv (kernel 5) along time."""
+
+    def __init__(self, in_channels: int, hidden_size: int = 96):
+        super().__init__()
+        self.reduce = ConvBN(in_channels, hidden_size, 1, act="hardswish")
+        self.context = nn.Conv2D(hidden_size, hidden_size, (1, 5), padding=(0, 2), groups=hidden_size)
+        self.im2seq = Im2Seq(hidden_size)
+        self.out_channels = hidden_size
+
+    def forward(self, x):
+        x = self.reduce(x)
+        x = x + F.hardswish(self.context(x))
+        return self.im2seq(x)
+
+
+# ---------------------------------------------------------------------- head
+class CTCHead(nn.Layer):
+    """Linear (optionally via a mid layer) to ``num_classes`` logits per time step: [B, T, num_classes].
+
+    The last bias is added after reshaping back to [B, T, C]: Paddle Inference's fc-fusion pass
+    mis-fuses a matmul + bias on reshaped 3-D inputs (wrong logits / shape errors at export).
+    """
+
+    def __init__(self, in_channels: int, num_classes: int, mid_channels: int = 0):
+        super().__init__()
+        self.num_classes = num_classes
+        self.mid = nn.Sequential(nn.Linear(in_channels, mid_channels), nn.Hardswish()) if mid_channels else None
+        self.fc = nn.Linear(mid_channels or in_channels, num_classes, bias_attr=False)
+        self.bias = self.create_parameter([num_classes], is_bias=True)
+
+    def forward(self, x):
+        if self.mid is not None:
+            x = self.mid(x)
+        t, c = x.shape[1], x.shape[2]
+        return self.fc(x.reshape([-1, c])).reshape([-1, t, self.num_classes]) + self.bias
+
+
+# Registries: name -> class. Add a component with the decorators (e.g. in a new module imported by
+# paddle_recipes.tasks.ocr) and it becomes a valid `Architecture.<Section>.name`.
+BACKBONES: Dict[str, type] = {"ResNet34vd": ResNet34vd, "LCNetRec": LCNetRec}
+NECKS: Dict[str, type] = {"BiLSTM": BiLSTMNeck, "Conv": ConvNeck, "Im2Seq": Im2Seq}
+HEADS: Dict[str, type] = {"CTCHead": CTCHead}
+ALGORITHMS = {"CRNN"}    # Architecture.algorithm values this package trains (backbone -> neck -> CTC head)
+MODEL_TYPES = {"rec"}
+
+
+def _register(registry: Dict[str, type]) -> Callable[[str], Callable[[type], type]]:
+    def register(name: str):
+        def deco(cls: type) -> type:
+            registry[name] = cls
+            return cls
+        return deco
+    return register
+
+
+register_backbone, register_neck, register_head = _register(BACKBONES), _register(NECKS), _register(HEADS)
+
+
+@dataclass
+class BackboneConfig:
+    """name: a key of BACKBONES (LCNetRec: light PP-LCNet-like; ResNet34vd). scale: channel multiplier.
+    width_stride: input width / output time steps (4 -> T=80 for W=320). None = the backbone's default;
+    a value the chosen backbone does not take is an error."""
+    name: str = "LCNetRec"
+    scale: Optional[float] = None
+    width_stride: Optional[int] = None
+
+
+@dataclass
+class NeckConfig:
+    """name: a key of NECKS (Conv: light 1-D context | BiLSTM | Im2Seq). hidden_size: Conv channels or
+    BiLSTM size per direction (Im2Seq takes none). None = the neck's default."""
+    name: str = "Conv"
+    hidden_size: Optional[int] = None
+
+
+@dataclass
+class HeadConfig:
+    """name: a key of HEADS. mid_channels: hidden FC before the classifier (0 = none)."""
+    name: str = "CTCHead"
+    mid_channels: Optional[int] = None
+
+
+@dataclass
+class ArchitectureConfig:
+    """PaddleOCR's Architecture section. model_type: "rec". algorithm: "CRNN" (backbone -> neck -> CTC)."""
+    model_type: str = "rec"
+    algorithm: str = "CRNN"
+    Backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    Neck: NeckConfig = field(default_factory=NeckConfig)
+    Head: HeadConfig = field(default_factory=HeadConfig)
+
+    def __post_init__(self):
+        check_name("Architecture.model_type", self.model_type, MODEL_TYPES)
+        check_name("Architecture.algorithm", self.algorithm, ALGORITHMS)
+
+
+class RecModel(nn.Layer):
+    """backbone -> neck -> head. ``forward(x)`` returns CTC logits [B, T, num_classes]."""
+
+    def __init__(self, backbone: nn.Layer, neck: nn.Layer, head: nn.Layer):
+        super().__init__()
+        self.backbone, self.neck, self.head = backbone, neck, head
+
+    def forward(self, x):
+        return self.head(self.neck(self.backbone(x)))
+
+
+def _as_kwargs(cfg: Any) -> Dict[str, Any]:
+    d = asdict(cfg) if is_dataclass(cfg) else dict(cfg or {})
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _build(registry: Dict[str, type], section: str, kwargs: Dict[str, Any], *args):
+    """registry[name](*args, **kwargs); an unknown name or an argument the class does not take is a
+    one-line ConfigError naming `Architecture.<section>`."""
+    name = kwargs.pop("name", None)
+    check_name(f"Architecture.{section}.name", name, registry)
+    cls = registry[name]
+    params = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        bad = sorted(set(kwargs) - set(params))
+        if bad:
+            takes = [p for p in params if p not in ("self", "in_channels", "num_classes")]
+            raise ConfigError(f"Architecture.{section}: {name} does not take {bad} (it takes {takes or 'nothing'})")
+    return cls(*args, **kwargs)
+
+
+def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> RecModel:
+    """Build a recognizer from ``arch_cfg`` (ArchitectureConfig or a dict with Backbone / Neck / Head
+    sections, each holding ``name`` plus constructor arguments)."""
+    arch = _as_kwargs(arch_cfg)
+    backbone = _build(BACKBONES, "Backbone", _as_kwargs(arch.get("Backbone")), in_channels)
+    neck = _build(NECKS, "Neck", _as_kwargs(arch.get("Neck")), backbone.out_channels)
+    head = _build(HEADS, "Head", _as_kwargs(arch.get("Head")), neck.out_channels, num_classes)
+    return RecModel(backbone, neck, head)
