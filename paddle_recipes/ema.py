@@ -24,6 +24,7 @@ from typing import Optional
 
 import paddle
 
+from .config import check_name
 from .distributed import unwrap
 
 WARMUPS = ("threshold", "exponential", "none")
@@ -40,6 +41,9 @@ class EmaConfig:
     warmup: str = "threshold"
     warmup_steps: int = 2000
     device: Optional[str] = None
+
+    def __post_init__(self):
+        check_name("EMA.warmup", self.warmup, WARMUPS)
 
 
 def build_ema(cfg: EmaConfig, model: paddle.nn.Layer) -> "ModelEMA | None":
@@ -94,8 +98,13 @@ class ModelEMA:
         return ema_decay(self.num_updates, self.decay, self.warmup, self.warmup_steps)
 
     @paddle.no_grad()
-    def update(self, model: paddle.nn.Layer) -> float:
-        """Fold the current weights into the shadow; returns the decay used."""
+    def update(self, model: paddle.nn.Layer, step: int | None = None) -> float:
+        """Fold the current weights into the shadow; returns the decay used.
+
+        step: the caller's count of optimizer steps taken before this one (timm's `update(model, step)`);
+        the warmup reads it, so there is no second counter to drift. None = count updates here."""
+        if step is not None:
+            self.num_updates = int(step)
         d = self.current_decay
         for name, value in unwrap(model).state_dict().items():
             shadow = self.shadow.get(name)

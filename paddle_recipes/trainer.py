@@ -243,7 +243,7 @@ class Trainer:
         if self.lr_scheduler is not None and self.lr_step_per == "step":
             self.lr_scheduler.step()
         if self.ema is not None:
-            self.ema.update(self.model)
+            self.ema.update(self.model, self.global_step)  # the warmup reads the trainer step
         self.global_step += 1
         self._call("on_step_end")
 

@@ -142,3 +142,27 @@ def test_recipes_are_modules_under_150_lines_and_entry_points_are_thin():
     for f in (REPO / "paddle_recipes").rglob("*.py"):
         text = f.read_text()
         assert "sys.path.insert" not in text and "noqa: E402" not in text, f
+
+
+def test_ema_warmup_reads_the_trainer_step():
+    from paddle_recipes.ema import ModelEMA, ema_decay
+
+    ema = ModelEMA(paddle.nn.Linear(2, 2), decay=0.999, warmup="threshold")
+    assert ema.update(paddle.nn.Linear(2, 2), step=40) == pytest.approx(ema_decay(40, 0.999, "threshold"))
+    assert ema.num_updates == 41
+    with pytest.raises(ConfigError, match="EMA.warmup: unknown name 'linear'; valid names: exponential, none, threshold"):
+        from_dict(TrainingConfig, {"EMA": {"warmup": "linear"}})
+
+
+def test_use_visualdl_without_visualdl_warns_once(tmp_path, monkeypatch, caplog):
+    import importlib.util
+
+    from paddle_recipes import training
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(training.importlib.util, "find_spec", lambda n, *a: None if n == "visualdl" else real(n, *a))
+    with caplog.at_level("WARNING", logger="paddle_recipes.training"):
+        writer = training.scalar_writer(GlobalConfig(use_visualdl=True, output_dir=str(tmp_path)), DistInfo())
+    writer.close()
+    lines = [r.getMessage() for r in caplog.records if "visualdl is not installed" in r.getMessage()]
+    assert len(lines) == 1 and "paddle-recipes[vdl]" in lines[0]
