@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -23,8 +24,11 @@ def _run(cmd, cwd, env, timeout=600):
 def test_wheel_installs_and_runs_the_ocr_smoke_recipe_outside_the_checkout(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(OMP_NUM_THREADS="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    src = tmp_path / "src"  # build from a copy: setuptools writes build/ and *.egg-info into the source tree
+    shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", "output", "cache", "build", "*.egg-info", "__pycache__", ".pytest_cache"))
     wheels = tmp_path / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, REPO],
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, src],
          cwd=tmp_path, env=env)
     (wheel,) = wheels.glob("paddle_recipes-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

@@ -1,2 +1,0 @@
-"""paddle_recipes: composable blocks for fast, reproducible PaddlePaddle training."""
-__version__ = "0.1.0"
