@@ -47,13 +47,16 @@ logger = logging.getLogger(__name__)
 # Our schema keys the translator writes that RecConfig lacks today: path -> meaning (default).
 PROPOSED_KEYS: Dict[str, str] = {
     "Global.eval_batch_step": "[start, every]: evaluate when step > start and (step - start) % every == 0, "
-                              "in optimizer steps ([] = off; default [])",
+                              "in optimizer steps (PaddleOCR's iterations; equal without accumulation) "
+                              "([] = off; default [])",
     "Global.keep_every_epochs": "keep a permanent copy iter_epoch_N every N epochs besides the rotated "
                                 "checkpoints (0 = off; default 0)",
     "Global.cal_metric_during_train": "decode and log training-batch accuracy (default true)",
     "Global.calc_epoch_interval": "compute the training accuracy only in epochs divisible by this (default 1)",
     "Global.log_smooth_window": "steps the logged loss/acc/timings are averaged over (default 0 = log_every)",
-    "Global.pretrained_model": "weights loaded before training starts (not a resume; default '')",
+    "Global.pretrained_model": "weights loaded before training starts, not a resume (a PaddleOCR .pdparams file "
+                               "or prefix or one of our checkpoints); tensors whose shape differs (a head for "
+                               "another dict) stay re-initialised and are listed loudly (default '')",
     "Global.img_mode": "channel order images are decoded to: RGB | BGR | GRAY (default RGB = today's)",
     "Global.character_dict_path=''": "an empty dict path means PaddleOCR's built-in dict "
                                      "'0123456789abcdefghijklmnopqrstuvwxyz' with labels lowercased",
