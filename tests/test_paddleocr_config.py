@@ -297,7 +297,16 @@ def test_overrides_use_paddleocr_keys(tmp_path):
     assert cfg.Train.dataset.data_dir == "/data/rec" and cfg.Optimizer.lr == 0.01
     assert cfg.Train.loader.num_workers == 0
     assert len(lines) == 1 and lines[0].startswith("no effect here: Global.save_inference_dir, Global.use_gpu")
-    assert "with -o overrides" in lines[0]
+    assert "with -o overrides" in lines[0] and "\n" not in lines[0]
+
+
+def test_overrides_of_our_own_keys_pass_through():
+    cfg = load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml",
+                          ["Global.max_steps=5", "AMP.enable=true", "EMA.enable=true", "Train.accumulate_steps=2"],
+                          ProposedRecConfig, log=lambda _: None)
+    assert (cfg.Global.max_steps, cfg.AMP.enable, cfg.EMA.enable, cfg.Train.accumulate_steps) == (5, True, True, 2)
+    with pytest.raises(ConfigError, match="Global.epochs.*did you mean 'epoch_num'"):
+        load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml", ["Global.epochs=5"], ProposedRecConfig)
 
 
 def test_override_with_a_wrong_key_suggests_the_paddleocr_key():
@@ -420,6 +429,11 @@ def test_our_yaml_passes_through_unchanged(cfg):
     assert to_dict(load_any_config(cfg, opts, REC.RecConfig)) == to_dict(load_config(cfg, opts, REC.RecConfig))
     with pytest.raises(ConfigError, match="Global.epoch_num.*did you mean 'epochs'"):
         load_any_config(cfg, ["Global.epoch_num=2"], REC.RecConfig)  # our file keeps our keys
+
+
+def test_no_config_of_ours_looks_like_paddleocr():
+    for cfg in sorted((REPO / "recipes" / "configs").glob("*.yml")):
+        assert not is_paddleocr_config(yaml.safe_load(cfg.read_text(encoding="utf-8"))), cfg
 
 
 def test_defaults_without_a_file_are_ours():

@@ -825,11 +825,16 @@ def apply_overrides(data: dict, overrides: List[str]) -> dict:
 
 
 def load_any_config(path: str | Path | None, overrides: List[str] | None, schema: type,
+                    translator: Optional[Callable[[dict, str], Tuple[dict, TranslationReport]]] = translate_rec_config,
                     log: Callable[[str], None] | None = None) -> Any:
-    """`-c PATH -o k=v ...` for our YAML or a PaddleOCR one: a PaddleOCR file gets the overrides in its own
-    keys, is translated, the "no effect here" line is logged once, and the result is typed by `schema`.
-    Our own YAML goes through paddle_recipes.config.load_config unchanged."""
-    if not path:
+    """`-c PATH -o k=v ...` for our YAML or a PaddleOCR one, typed by `schema`.
+
+    A PaddleOCR file (is_paddleocr_config) gets the overrides in its own keys, goes through `translator`
+    (default translate_rec_config), and its "no effect here" line goes to `log` (default: this module's
+    logger at INFO; pass a list's append to log it after logging is set up). Our own YAML, no file, or
+    translator=None go through paddle_recipes.config.load_config unchanged.
+    """
+    if not path or translator is None:
         return load_config(path, overrides, schema)
     p = Path(path)
     if not p.is_file():
@@ -842,7 +847,7 @@ def load_any_config(path: str | Path | None, overrides: List[str] | None, schema
         return load_config(path, overrides, schema)
     opts = flatten_opts(overrides or [])
     source = f"{p} (PaddleOCR config{', with -o overrides' if opts else ''})"
-    ours, report = translate_rec_config(apply_overrides(data, opts), source)
+    ours, report = translator(apply_overrides(data, opts), source)
     (log or logger.info)(report.no_effect_line())
     try:
         return from_dict(schema, ours)
