@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
@@ -70,7 +70,7 @@ class PArchitecture:
     model_type: str = "rec"
     algorithm: str = "CRNN"
     Backbone: Dict[str, Any] = field(default_factory=dict)
-    Neck: Dict[str, Any] = field(default_factory=dict)
+    Neck: Optional[Dict[str, Any]] = field(default_factory=dict)
     Head: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -256,7 +256,7 @@ def test_v4_multihead_multiscale_and_warmup():
     assert head["name"] == "MultiHead" and [next(iter(h)) for h in head["head_list"]] == ["CTCHead", "NRTRHead"]
     assert head["head_list"][0]["CTCHead"]["Head"]["fc_decay"] == 0.00001
     assert head["head_list"][1]["NRTRHead"]["max_text_length"] == 25  # the YAML anchor resolved
-    assert "Neck" not in ours["Architecture"]
+    assert ours["Architecture"]["Neck"] is None and "Architecture.Neck" in report.derived
     assert ours["Loss"] == {"name": "MultiLoss", "loss_config_list": [{"CTCLoss": None}, {"NRTRLoss": None}]}
     opt = ours["Optimizer"]
     assert (opt["schedule"], opt["lr"], opt["warmup_epochs"], opt["warmup_steps"], opt["schedule_length"]) == (
@@ -363,6 +363,8 @@ def test_class_names_ignore_case_only():
     ("ch_PP-OCRv4_rec.yml", "Architecture.Head.name", "CTCHead", r"Loss\.name: MultiLoss does not go with"),
     ("ch_PP-OCRv4_rec.yml", "Optimizer.lr.name", "OneCycle", r"Optimizer\.lr\.name: lr schedule 'OneCycle'"),
     ("ch_PP-OCRv4_rec.yml", "Global.infer_mode", True, r"Global\.infer_mode"),
+    ("ch_PP-OCRv4_rec.yml", "Train.dataset.transforms.3.MultiLabelEncode.gtc_encode", "SARLabelEncode",
+     r"MultiLabelEncode\.gtc_encode: SARLabelEncode does not go with Architecture\.Head\.head_list\[1\] NRTRHead"),
     ("ch_PP-OCRv4_rec.yml", "Eval.dataset.transforms.1.MultiLabelEncode.character_dict_path", "x.txt",
      r"MultiLabelEncode\.character_dict_path: 'x.txt' differs from Global"),
 ])
@@ -403,6 +405,8 @@ def test_lr_schedules():
     opt, report = _opt(lr={"learning_rate": 0.001, "warmup_epoch": 2})  # no name: a constant, warmup unread
     assert (opt["schedule"], opt["lr"]) == ("constant", 0.001) and "warmup_epochs" not in opt
     assert "Optimizer.lr.warmup_epoch" in report.no_effect
+    opt, report = _opt(lr={"name": "Cosine", "learning_rate": 0.001, "decay_epochs": [10], "gamma": 0.5})
+    assert {"Optimizer.lr.decay_epochs", "Optimizer.lr.gamma"} <= set(report.no_effect)  # Cosine reads neither
     opt, _ = _opt(lr={"name": "Piecewise", "decay_epochs": [10, 20], "values": [0.01, 0.001, 0.0001]})
     assert (opt["schedule"], opt["lr"], opt["decay_epochs"], opt["values"]) == (
         "piecewise", 0.01, [10, 20], [0.01, 0.001, 0.0001])

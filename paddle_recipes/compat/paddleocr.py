@@ -73,7 +73,7 @@ PROPOSED_KEYS: Dict[str, str] = {
     "Optimizer.no_weight_decay_name": "space-separated name fragments of parameters adamw does not decay",
     "Optimizer.clip_norm_per_tensor": "clip each gradient tensor to this L2 norm (ClipGradByNorm; 0 = off)",
     "Architecture.Backbone": "free-form: name (PaddleOCR class name) + that class's arguments",
-    "Architecture.Neck": "free-form: name + arguments (absent when the Head carries its own necks)",
+    "Architecture.Neck": "free-form: name + arguments; null = no neck (MultiHead carries its own necks)",
     "Architecture.Head": "free-form: name + arguments, e.g. CTCHead fc_decay, MultiHead head_list",
     "Loss.loss_config_list": "MultiLoss parts, e.g. [{CTCLoss: null}, {NRTRLoss: null}]",
     "Metric.main_indicator": "metric that picks the best checkpoint: acc | norm_edit_dis (default acc)",
@@ -190,6 +190,7 @@ class _Translator:
         self.encoders: Dict[str, Tuple[str, str]] = {}  # split -> (encoder name, its path)
         self.shapes: List[Tuple[str, list]] = []  # (path, [C, H, W]) of every RecResizeImg
         self.img_modes: List[Tuple[str, str]] = []
+        self.gtc: Dict[str, Tuple[str, str]] = {}  # split -> (MultiLabelEncode's gtc_encode, its path)
 
     # ------------------------------------------------------------------ recording
     def error(self, path: str, msg: str) -> ConfigError:
@@ -371,6 +372,7 @@ class _Translator:
                 raise self.error("Architecture.Transform", "a rectification Transform (TPS, ...) is not supported")
             self.none("Architecture.Transform", "null: no rectification stage")
         self.head_name = None
+        self.multihead_parts: List[str] = []
         for part, names in (("Backbone", BACKBONES), ("Neck", NECKS), ("Head", HEADS)):
             node = a.get(part)
             if node is None:
@@ -390,6 +392,8 @@ class _Translator:
                     self._head_list(node, path)
             self.put(path, node)
             self.copy_tree(path, a[part], path)
+        if a.get("Neck") is None:  # our schema's default neck must not slip in
+            self.derive("Architecture.Neck", None, "no Neck in the PaddleOCR file")
 
     def _head_list(self, node: dict, path: str) -> None:
         parts = node.get("head_list")
@@ -401,6 +405,7 @@ class _Translator:
             name = next(iter(item))
             canon = _canon(name, MULTIHEAD_PARTS, f"{path}.head_list[{i}]", "head", self.source)
             parts[i] = {canon: item[name]}
+        self.multihead_parts = [next(iter(x)) for x in parts]
         if next(iter(parts[0])) != "CTCHead":
             raise self.error(f"{path}.head_list[0]", "the first MultiHead part must be CTCHead (it gives the output)")
 
@@ -547,8 +552,9 @@ class _Translator:
             self.map("Optimizer.lr.learning_rate", lr["learning_rate"], "Optimizer.lr")
         else:
             raise self.error("Optimizer.lr.learning_rate", "is required")
-        per_schedule = {"linear": ("end_lr", "power"), "step": ("step_size", "gamma")}
-        for k in ("end_lr", "power", "step_size", "gamma"):
+        per_schedule = {"linear": ("end_lr", "power"), "step": ("step_size", "gamma"),
+                        "piecewise": ("decay_epochs", "values")}
+        for k in ("end_lr", "power", "step_size", "gamma", "decay_epochs", "values"):
             if k in lr and k not in per_schedule.get(sched, ()):
                 self.none(f"Optimizer.lr.{k}", f"not read by {lr['name']}")
         if sched == "linear":
@@ -713,8 +719,12 @@ class _Translator:
         self._label_encoder(split, op, "MultiLabelEncode")
         gtc = args.get("gtc_encode")
         if gtc is not None:
-            self.map(f"{op}.gtc_encode", _canon(gtc, ("NRTRLabelEncode", "SARLabelEncode"), f"{op}.gtc_encode",
-                                                "gtc_encode", self.source), f"{split}.dataset.gtc_encode")
+            gtc = _canon(gtc, ("NRTRLabelEncode", "SARLabelEncode"), f"{op}.gtc_encode", "gtc_encode", self.source)
+            self.map(f"{op}.gtc_encode", gtc, f"{split}.dataset.gtc_encode")
+        else:  # PaddleOCR's MultiLabelEncode falls back to SAR labels (label_sar)
+            gtc = "SARLabelEncode"
+            self.derive(f"{split}.dataset.gtc_encode", gtc, "MultiLabelEncode without gtc_encode")
+        self.gtc[split] = (gtc, f"{op}.gtc_encode")
         if args:
             self.report.mapped[op] = f"{split}.dataset.label_encoder"
 
@@ -792,6 +802,14 @@ class _Translator:
             need_loss, keys = LABEL_ENCODERS[name]
             if need_loss != self.loss_name:
                 raise self.error(path, f"{name} does not go with Loss.name {self.loss_name}")
+            if split in self.gtc:
+                gtc, gtc_path = self.gtc[split]
+                if gtc == "SARLabelEncode":
+                    keys = [("label_sar" if k == "label_gtc" else k) for k in keys]
+                second = self.multihead_parts[1:2]
+                want = {"NRTRLabelEncode": "NRTRHead", "SARLabelEncode": "SARHead"}[gtc]
+                if second and second[0] != want:
+                    raise self.error(gtc_path, f"{gtc} does not go with Architecture.Head.head_list[1] {second[0]}")
             kp, kept = getattr(self, "keep_keys", {}).get(split, (None, None))
             if kept is not None and kept and kept != keys:
                 raise self.error(kp, f"{kept} does not match {name}, which gives {keys}")
