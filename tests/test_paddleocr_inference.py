@@ -144,15 +144,21 @@ def test_legacy_pdmodel_matches_dygraph(exported, tmp_path):
         assert got.shape == ref.shape and np.abs(got - ref).max() < 1e-4
 
 
-def test_paddleocr3_text_recognition_agrees_with_our_predictor(exported):
-    """paddleocr 3.x TextRecognition(model_dir=<our export>) == recognize_files on 20 lines of widths
-    60..2400 px (texts equal, scores within 1e-4), same batching (4 per batch, padded to the widest)."""
+@pytest.fixture
+def paddleocr_python():
+    """The side venv's python; skip without it (local dev), fail without it under CI=true."""
     if not VENV_PY.is_file():
         msg = (f"no paddleocr venv at {VENV_PY.parent.parent}: run .ci/setup_paddleocr_venv.sh "
                "(paddleocr==3.7.0 paddlex==3.7.2 paddlepaddle==3.3.1) to enable this test")
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(msg)
         pytest.skip(msg)
+    return VENV_PY
+
+
+def test_paddleocr3_text_recognition_agrees_with_our_predictor(paddleocr_python, exported):
+    """paddleocr 3.x TextRecognition(model_dir=<our export>) == recognize_files on 20 lines of widths
+    60..2400 px (texts equal, scores within 1e-4), same batching (4 per batch, padded to the widest)."""
     model, files, report, tmp = exported
     charset = CharDict(CHARS)
     ours, bad = recognize_files(model, files, charset, IMAGE_SHAPE, batch_size=4)
@@ -162,7 +168,7 @@ def test_paddleocr3_text_recognition_agrees_with_our_predictor(exported):
     assert sum(1 for t in texts if t) >= 18 and len(set(texts)) >= 15, texts  # a meaningful comparison
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(OMP_NUM_THREADS="1", PADDLE_PDX_DISABLE_MODEL_SOURCE_CHECK="True")
-    proc = subprocess.run([str(VENV_PY), str(REPO / "tests" / "scripts" / "paddleocr_rec_predict.py"),
+    proc = subprocess.run([str(paddleocr_python), str(REPO / "tests" / "scripts" / "paddleocr_rec_predict.py"),
                            report["out_dir"], report["model_name"], "4", *files],
                           capture_output=True, text=True, env=env, cwd=tmp, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
