@@ -1,7 +1,8 @@
 """Our OCR export runs in PaddleOCR's own inference and agrees with our predictor.
 
 The real paddleocr 3.x runs in a side venv (.ci/setup_paddleocr_venv.sh, called by .ci/run); without
-it the cross-package test is skipped locally and fails under CI=true.
+it the cross-package test is skipped locally and fails under CI=true. paddleocr 2.x is optional
+(`.ci/setup_paddleocr_venv.sh 2`, not run by CI): its test skips without that venv.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from paddle_recipes.tasks.ocr.transforms import decode_image, infer_widths, pad_
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_PY = Path(os.environ.get("PADDLEOCR_VENV", REPO / ".venv-paddleocr")) / "bin" / "python"
+VENV2_PY = Path(os.environ.get("PADDLEOCR2_VENV", REPO / ".venv-paddleocr2")) / "bin" / "python"
 IMAGE_SHAPE = [3, 32, 128]
 CHARS = list("0123456789abcdefghijklmnopqrstuvwxyz") + ["中", "文", "字"]
 ARCH = {"Backbone": {"name": "LCNetRec", "scale": 0.25}, "Neck": {"name": "Conv", "hidden_size": 32},
@@ -166,15 +168,37 @@ def test_paddleocr3_text_recognition_agrees_with_our_predictor(paddleocr_python,
     texts = [t for _, t, _ in ours]
     print("our texts:", texts)
     assert sum(1 for t in texts if t) >= 18 and len(set(texts)) >= 15, texts  # a meaningful comparison
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(OMP_NUM_THREADS="1", PADDLE_PDX_DISABLE_MODEL_SOURCE_CHECK="True")
-    proc = subprocess.run([str(paddleocr_python), str(REPO / "tests" / "scripts" / "paddleocr_rec_predict.py"),
-                           report["out_dir"], report["model_name"], "4", *files],
-                          capture_output=True, text=True, env=env, cwd=tmp, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = json.loads(proc.stdout.strip().splitlines()[-1])["results"]
+    theirs = _run_json(paddleocr_python, "paddleocr_rec_predict.py",
+                       [report["out_dir"], report["model_name"], 4, *files], tmp)
     assert [t for t, _ in theirs] == texts
     diffs = [abs(s - c) for (_, s), (_, _, c) in zip(theirs, ours)]
     print(f"paddleocr 3.x vs ours on {len(files)} lines: texts equal {len(files)}/{len(files)}, "
           f"max score diff {max(diffs):.2e}")
     assert max(diffs) < 1e-4
+
+
+def _run_json(python: Path, script: str, args: list, cwd: Path) -> list:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(OMP_NUM_THREADS="1", PADDLE_PDX_DISABLE_MODEL_SOURCE_CHECK="True")
+    proc = subprocess.run([str(python), str(REPO / "tests" / "scripts" / script), *map(str, args)],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])["results"]
+
+
+def test_paddleocr2_predict_rec_reads_legacy_export(exported, tmp_path):
+    """paddleocr 2.x TextRecognizer (tools/infer/predict_rec.py) on our legacy=True export == recognize_files
+    with batch 1 (2.x shares one canvas per batch of aspect-sorted lines; with 1 line per batch that is
+    PaddleX's per-image rule). The line past 3200 px is left out: 2.x has no width cap."""
+    if not VENV2_PY.is_file():
+        pytest.skip(f"no paddleocr 2.x venv at {VENV2_PY.parent.parent} (optional): "
+                    ".ci/setup_paddleocr_venv.sh 2 builds it (paddleocr==2.10.0 paddlepaddle==3.3.1)")
+    model, files, _, _ = exported
+    files = [f for f, (h, w) in zip(files, SIZES) if IMAGE_SHAPE[1] * w / h <= 3200]
+    report = export_rec_for_paddleocr(model, CHARS, IMAGE_SHAPE, tmp_path / "legacy", legacy=True)
+    ours, _ = recognize_files(model, files, CharDict(CHARS), IMAGE_SHAPE, batch_size=1)
+    shape = ",".join(str(v) for v in IMAGE_SHAPE)
+    theirs = _run_json(VENV2_PY, "paddleocr2_rec_predict.py",
+                       [report["out_dir"], Path(report["out_dir"]) / "character_dict.txt", shape, 1, *files], tmp_path)
+    assert [t for t, _ in theirs] == [t for _, t, _ in ours]
+    assert max(abs(s - c) for (_, s), (_, _, c) in zip(theirs, ours)) < 1e-4
