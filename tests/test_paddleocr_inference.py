@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import cv2
@@ -21,7 +20,8 @@ import yaml
 from paddle_recipes.export import create_predictor, predict
 from paddle_recipes.tasks.ocr.charset import CharDict
 from paddle_recipes.tasks.ocr.evaluate import recognize_files
-from paddle_recipes.tasks.ocr.export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, paddlex_rec_config
+from paddle_recipes.tasks.ocr.export_paddleocr import (SoftmaxOutput, export_rec_for_paddleocr, paddlex_rec_config,
+                                                       resolve_model_name)
 from paddle_recipes.tasks.ocr.models import build_rec_model
 from paddle_recipes.tasks.ocr.transforms import decode_image, infer_widths, pad_batch, resize_norm_infer
 
@@ -81,6 +81,7 @@ def exported(tmp_path_factory):
     files = _lines(tmp)
     model = _model(files)
     report = export_rec_for_paddleocr(model, CHARS, IMAGE_SHAPE, tmp / "inference", model_name="PP-OCRv5_server_rec")
+    assert not any(m.training for m in model.sublayers(include_self=True))  # still in eval mode
     return model, files, report, tmp
 
 
@@ -126,13 +127,19 @@ def test_bad_model_name_and_channels_are_errors():
         paddlex_rec_config(CHARS, IMAGE_SHAPE, model_name="MyRec")
     with pytest.raises(ValueError, match="C=3"):
         paddlex_rec_config(CHARS, [1, 32, 128])
+    assert resolve_model_name("") == "PP-OCRv5_server_rec"
+    assert resolve_model_name("PP-OCRv5_mobile_rec") == "PP-OCRv5_mobile_rec"
+    assert paddlex_rec_config(CHARS, IMAGE_SHAPE, "")["Global"]["model_name"] == "PP-OCRv5_server_rec"
 
 
 def test_legacy_pdmodel_matches_dygraph(exported, tmp_path):
     """legacy=True writes inference.pdmodel (paddleocr 2.x format); Paddle Inference loads it and gives
     the dygraph softmax on real lines of several widths."""
     model, files, _, _ = exported
+    model.train()  # the export runs in eval mode and hands the model back in the mode it came in
     report = export_rec_for_paddleocr(model, CHARS, IMAGE_SHAPE, tmp_path / "legacy", legacy=True)
+    assert model.training and all(m.training for m in model.sublayers())
+    model.eval()
     assert report["format"] == "pdmodel"
     assert {"inference.pdmodel", "inference.pdiparams", "inference.yml"} <= set(report["files"])
     assert "inference.json" not in report["files"]

@@ -33,8 +33,8 @@ from paddle import nn
 
 from ...export import create_predictor, export_model, predict
 
-__all__ = ["PADDLEX_REC_MODEL_NAMES", "DEFAULT_MODEL_NAME", "SoftmaxOutput", "paddlex_rec_config",
-           "export_rec_for_paddleocr"]
+__all__ = ["PADDLEX_REC_MODEL_NAMES", "DEFAULT_MODEL_NAME", "SoftmaxOutput", "resolve_model_name",
+           "paddlex_rec_config", "export_rec_for_paddleocr"]
 
 # Global.model_name values paddlex 3.7 accepts for a text-recognition model_dir (its
 # modules/text_recognition/model_list.py). paddleocr's TextRecognition(model_dir=...) raises
@@ -57,6 +57,18 @@ PADDLEX_REC_MODEL_NAMES = (
 DEFAULT_MODEL_NAME = "PP-OCRv5_server_rec"
 
 
+def resolve_model_name(name: str | None) -> str:
+    """``Global.model_name`` for the yml: "" / None -> DEFAULT_MODEL_NAME; a name paddlex knows -> itself;
+    anything else -> ValueError listing the accepted names (e.g. a PaddleOCR YAML's ``Global.model_name``
+    such as "PP-OCRv5_mobile_rec" passes through; "rec_chinese_common_v2.0" has no paddlex name: pass "")."""
+    if not name:
+        return DEFAULT_MODEL_NAME
+    if name not in PADDLEX_REC_MODEL_NAMES:
+        raise ValueError(f"model_name {name!r} is not a text-recognition model paddlex 3.x accepts; "
+                         f"use one of {list(PADDLEX_REC_MODEL_NAMES)} (or '' for {DEFAULT_MODEL_NAME!r})")
+    return name
+
+
 class SoftmaxOutput(nn.Layer):
     """Wrap a recognizer returning CTC logits [B, T, C] so that it returns softmax probabilities."""
 
@@ -75,9 +87,7 @@ def paddlex_rec_config(chars: Sequence[str], image_shape: Sequence[int], model_n
     one more class itself; that extra class is never predicted by an N+1-class model.
     image_shape: [C, H, W]; W is the minimum canvas width at inference.
     """
-    if model_name not in PADDLEX_REC_MODEL_NAMES:
-        raise ValueError(f"model_name {model_name!r} is not a text-recognition model paddlex 3.x accepts; "
-                         f"use one of {list(PADDLEX_REC_MODEL_NAMES)} (default {DEFAULT_MODEL_NAME!r})")
+    model_name = resolve_model_name(model_name)
     c, h, w = (int(v) for v in image_shape)
     if c != 3:
         raise ValueError(f"image_shape {list(image_shape)}: PaddleOCR's inference feeds 3-channel BGR images, "
@@ -105,8 +115,8 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
         ``outputs_probabilities``); exported in eval mode, its training flag is restored.
     chars: the characters of classes 1..N (``CharDict.chars``).
     image_shape: [3, H, W]; exported input spec is [None, 3, H, None].
-    model_name: ``Global.model_name`` of the yml, one of PADDLEX_REC_MODEL_NAMES; for a PaddleOCR-fidelity
-        preset name its official model (e.g. "PP-OCRv5_mobile_rec").
+    model_name: ``Global.model_name`` of the yml, one of PADDLEX_REC_MODEL_NAMES ("" = DEFAULT_MODEL_NAME);
+        for a PaddleOCR-fidelity preset name its official model (e.g. "PP-OCRv5_mobile_rec").
     legacy: write the old ``inference.pdmodel`` program (paddleocr 2.x) instead of ``inference.json``.
     check_widths: widths compared after export, as multiples of W (0 = W itself, 2 = 2W).
     Returns a report: files, format, model_name, input/output description, and per checked width the
@@ -119,6 +129,7 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
     from .charset import CharDict
 
     c, h, w = (int(v) for v in image_shape)
+    model_name = resolve_model_name(model_name)
     config = paddlex_rec_config(chars, [c, h, w], model_name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
