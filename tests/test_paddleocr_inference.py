@@ -153,6 +153,20 @@ def test_legacy_pdmodel_matches_dygraph(exported, tmp_path):
         assert got.shape == ref.shape and np.abs(got - ref).max() < 1e-4
 
 
+def test_legacy_export_of_a_bilstm_model(tmp_path):
+    """nn.LSTM keeps a never-allocated ``_dropout_state`` buffer that paddle 3.3's legacy exporter chokes on;
+    the export works on a copy, and the .pdmodel gives the dygraph softmax at W and 2W."""
+    paddle.seed(0)
+    model = build_rec_model({"Backbone": {"name": "LCNetRec", "scale": 0.25},
+                             "Neck": {"name": "BiLSTM", "hidden_size": 8}, "Head": {"name": "CTCHead"}}, len(CHARS) + 1)
+    model.eval()
+    report = export_rec_for_paddleocr(model, CHARS, IMAGE_SHAPE, tmp_path / "lstm", legacy=True)
+    assert report["format"] == "pdmodel" and "inference.pdmodel" in report["files"]
+    assert [c["output_shape"][1] for c in report["checks"]] == [32, 64]
+    assert all(c["max_abs_diff"] < 1e-4 and c["same_decoded_text"] for c in report["checks"])
+    assert not model.neck.lstm._dropout_state._is_initialized()  # the caller's model is untouched
+
+
 @pytest.fixture
 def paddleocr_python():
     """The side venv's python; skip without it (local dev), fail without it under CI=true."""

@@ -140,7 +140,9 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
     net = model if outputs_probabilities else SoftmaxOutput(model)
     net.eval()  # a fresh wrapper is in train mode; export_model would restore that onto ``model``
     try:
-        exp = export_model(net, [InputSpec([None, c, h, None], "float32", "x")], out / "inference", legacy_ir=legacy)
+        to_save = _with_initialized_buffers(net) if legacy else net
+        exp = export_model(to_save, [InputSpec([None, c, h, None], "float32", "x")], out / "inference",
+                           legacy_ir=legacy)
         (out / "inference.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
                                            encoding="utf-8")
         CharDict(list(chars), source="<export>").save(out / "character_dict.txt")
@@ -155,6 +157,25 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
             "input": {"name": "x", "shape": [None, c, h, None], "layout": "BGR, (x/255 - 0.5)/0.5"},
             "output": f"softmax probabilities [N, T, {len(chars) + 1}] (class 0 = CTC blank)",
             "checks": checks}
+
+
+def _with_initialized_buffers(net: nn.Layer) -> nn.Layer:
+    """The legacy exporter of paddle 3.3 fails ("Unknown place type: Place(undefined:0)") on buffers never
+    allocated, such as ``nn.LSTM``'s ``_dropout_state`` (used only by cuDNN dropout). Returns ``net`` itself when
+    it has none, else a deep copy where each is a 1-element uint8 zero tensor (the model is not modified)."""
+    import copy
+
+    def uninitialized(layer):
+        return [k for k, b in layer._buffers.items() if b is not None and not b._is_initialized()]
+
+    if not any(uninitialized(layer) for layer in net.sublayers(include_self=True)):
+        return net
+    clone = copy.deepcopy(net)
+    for layer in clone.sublayers(include_self=True):
+        for k in uninitialized(layer):
+            layer._buffers[k] = paddle.zeros([1], dtype="uint8")
+    clone.eval()
+    return clone
 
 
 def _check_inference(net: nn.Layer, prefix: str, charset, image_shape: Sequence[int], widths: Sequence[int],
