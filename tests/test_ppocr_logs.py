@@ -47,3 +47,23 @@ def test_log_prefix_is_paddleocr_style():
     rec = logging.LogRecord("root", logging.INFO, __file__, 1, "cur metric, acc: 1.0", None, None)
     line = fmt.format(rec)
     assert re.fullmatch(r"\[\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\] root INFO: cur metric, acc: 1\.0", line), line
+
+
+def test_eval_state_times_inference_for_fps():
+    import paddle
+
+    from paddle_recipes.tasks.ocr.charset import CharDict
+    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec
+    from paddle_recipes.tasks.ocr.metrics import RecMetric
+    from paddle_recipes.tasks.ocr.models import build_rec_model
+
+    paddle.seed(0)
+    charset = CharDict(list("abc"))
+    model = build_rec_model({"Backbone": {"name": "LCNetRec", "scale": 0.25}, "Neck": {"name": "Im2Seq"},
+                             "Head": {"name": "CTCHead"}}, charset.num_classes)
+    batches = [{"image": paddle.rand([2, 3, 32, 64]) * 2 - 1, "text": ["ab", "c"]} for _ in range(2)]
+    state = evaluate_rec(model, batches, charset)
+    assert state["total"] == 4 and state["infer_seconds"] > 0
+    cur = rec_cur_metric(RecMetric.from_state(state), num_samples=state["total"], seconds=state["infer_seconds"])
+    assert cur["fps"] == pytest.approx(4 / state["infer_seconds"])
+    assert re.fullmatch(r"cur metric, acc: [0-9.]+, norm_edit_dis: [0-9.]+, fps: [0-9.e+]+", format_cur_metric(cur))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -22,21 +23,26 @@ IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 @paddle.no_grad()
 def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = None) -> Dict[str, float]:
-    """Raw metric sums over ``loader`` (see RecMetric.state); corrupt images are counted in ``stats``."""
+    """Raw metric sums over ``loader`` (see RecMetric.state) plus ``infer_seconds``: wall time of the forward
+    passes and decoding (PaddleOCR's eval ``fps`` = total / infer_seconds; data loading not counted).
+    Corrupt images are counted in ``stats``."""
     was_training = model.training
     model.eval()
     metric = RecMetric()
+    infer_seconds = 0.0
     for batch in loader:
         if stats is not None:
             stats.add_batch(unpack_skipped(batch))
         if "image" not in batch:
             continue
+        t0 = time.perf_counter()
         logits = model(batch["image"])
         preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
+        infer_seconds += time.perf_counter() - t0
         metric.update(preds, list(batch["text"]))
     if was_training:
         model.train()
-    return metric.state()
+    return {**metric.state(), "infer_seconds": infer_seconds}
 
 
 def list_images(path: str | os.PathLike) -> List[str]:
