@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import paddle
 
+from .config import check_name
+
 logger = logging.getLogger(__name__)
 
 # Ops that overflow easily in fp16 (detection heads, losses); recipes may add more.
@@ -62,10 +64,8 @@ class AmpConfig:
     force_loss_scaling: bool = False
 
     def __post_init__(self):
-        if self.level not in ("O1", "O2"):
-            raise ValueError(f"AmpConfig.level must be 'O1' or 'O2', got {self.level!r}")
-        if self.dtype not in ("float16", "bfloat16"):
-            raise ValueError(f"AmpConfig.dtype must be 'float16' or 'bfloat16', got {self.dtype!r}")
+        check_name("AMP.level", self.level, ("O1", "O2"))
+        check_name("AMP.dtype", self.dtype, ("float16", "bfloat16"))
         from .config import check_number
 
         check_number("AMP.init_loss_scaling", self.init_loss_scaling, low=0, low_open=True)

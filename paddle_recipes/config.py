@@ -30,6 +30,16 @@ class ConfigError(ValueError):
     """A config file or override is wrong; the message names the key and the source."""
 
 
+class UnknownNameError(ConfigError):
+    """A component name (backbone, neck, head, optimizer, schedule, sampler, ...) that is not registered."""
+
+
+def check_name(key: str, name: Any, valid) -> None:
+    """Raise UnknownNameError naming `key` and listing the valid names unless `name` is one of `valid`."""
+    if name not in valid:
+        raise UnknownNameError(f"{key}: unknown name {name!r}; valid names: {', '.join(sorted(map(str, valid)))}")
+
+
 def check_number(key: str, value, *, low=None, high=None, low_open: bool = False, high_open: bool = False) -> None:
     """Raise ConfigError unless ``value`` is a finite number within [low, high] (open ends if *_open)."""
     import math

@@ -24,6 +24,7 @@ from typing import Optional
 
 import paddle
 
+from .config import check_name
 from .distributed import unwrap
 
 WARMUPS = ("threshold", "exponential", "none")
@@ -42,12 +43,11 @@ class EmaConfig:
     device: Optional[str] = None
 
     def __post_init__(self):
-        from .config import ConfigError, check_number
+        from .config import check_number
 
+        check_name("EMA.warmup", self.warmup, WARMUPS)
         check_number("EMA.decay", self.decay, low=0, high=1, low_open=True, high_open=True)
         check_number("EMA.warmup_steps", self.warmup_steps, low=0)
-        if self.warmup not in ("threshold", "exponential", "none"):
-            raise ConfigError(f"EMA.warmup must be threshold | exponential | none, got {self.warmup!r}")
 
 
 def build_ema(cfg: EmaConfig, model: paddle.nn.Layer) -> "ModelEMA | None":
@@ -102,8 +102,13 @@ class ModelEMA:
         return ema_decay(self.num_updates, self.decay, self.warmup, self.warmup_steps)
 
     @paddle.no_grad()
-    def update(self, model: paddle.nn.Layer) -> float:
-        """Fold the current weights into the shadow; returns the decay used."""
+    def update(self, model: paddle.nn.Layer, step: int | None = None) -> float:
+        """Fold the current weights into the shadow; returns the decay used.
+
+        step: the caller's count of optimizer steps taken before this one (timm's `update(model, step)`);
+        the warmup reads it, so there is no second counter to drift. None = count updates here."""
+        if step is not None:
+            self.num_updates = int(step)
         d = self.current_decay
         for name, value in unwrap(model).state_dict().items():
             shadow = self.shadow.get(name)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import paddle
 
+from .config import check_name
+
 OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
 SCHEDULES = ("constant", "cosine", "linear", "step")
 
@@ -39,14 +41,10 @@ class OptimizerConfig:
     gamma: float = 0.1
 
     def __post_init__(self):
-        from .config import ConfigError
+        from .config import ConfigError, check_number
 
-        if self.name not in OPTIMIZERS:
-            raise ValueError(f"Optimizer.name must be one of {OPTIMIZERS}, got {self.name!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"Optimizer.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        from .config import check_number
-
+        check_name("Optimizer.name", self.name, OPTIMIZERS)
+        check_name("Optimizer.schedule", self.schedule, SCHEDULES)
         check_number("Optimizer.lr", self.lr, low=0, low_open=True)
         if self.lr > 10:
             raise ConfigError(f"Optimizer.lr={self.lr!r} is absurdly large (> 10); training would diverge")

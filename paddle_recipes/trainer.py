@@ -300,7 +300,7 @@ class Trainer:
         if stepped:
             self.nonfinite_in_a_row = 0
             if self.ema is not None:
-                self.ema.update(self.model)
+                self.ema.update(self.model, self.global_step)  # the warmup reads the trainer step
         else:  # the forward passes of this window updated BN statistics with inf/nan: undo them
             self._restore_buffers()
             self.nonfinite_in_a_row += 1

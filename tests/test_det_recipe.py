@@ -4,10 +4,8 @@
 are what the trainer evaluates, resume continues, eval/predict/export CLI with inference parity,
 and clear errors for a bad config key and a malformed annotation file.
 """
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,11 +47,9 @@ def test_train_one_process_loss_decreases_and_eval_returns_map(trained):
 
 
 def _load_recipe():
-    spec = importlib.util.spec_from_file_location("det_ppyoloe_recipe", RECIPE)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
+    from paddle_recipes.recipes import det_ppyoloe
+
+    return det_ppyoloe
 
 
 def test_trainer_evaluates_with_ema_weights(trained):
@@ -66,12 +62,16 @@ def test_trainer_evaluates_with_ema_weights(trained):
     for use_ema in (True, False):
         cfg = load_config(SMOKE, [f"Global.output_dir={out}", f"Synthetic.root={data}",
                                   f"Global.use_ema_weights={use_ema}"], rec.DetConfig)
-        index, loader = rec.build_eval(cfg, DistInfo())
-        model, src = rec.load_for_inference(cfg, index.num_classes)
-        assert src.endswith("ema.pdparams" if use_ema else "model.pdparams")
-        metrics[use_ema] = rec.evaluate_detector(model, loader, index, rec.nms_kwargs(cfg))
-    logged = trained["summary"]["final_eval"]["mean_top_score"]
-    # the trainer's last eval equals an eval of the saved EMA weights, not of the raw weights
+        recipe = rec.DetPPYOLOE(cfg, DistInfo())
+        loader = recipe.eval_loader(recipe.build_dataset("eval"))
+        model, src = recipe.load_for_inference()
+        # eval/export use checkpoints/best (the best eval), as GlobalConfig documents
+        assert src.endswith(("best/ema.pdparams" if use_ema else "best/model.pdparams"))
+        metrics[use_ema] = recipe.evaluate_model(model, loader)
+    best = trained["summary"]["best_metric"]
+    assert trained["summary"]["main_metric"] == "mAP"
+    # the eval of the saved best EMA weights equals the trainer's eval that made them `best`
+    logged = next(r for r in trained["summary"]["eval_history"] if r["mAP"] == best)["mean_top_score"]
     assert metrics[True]["mean_top_score"] == pytest.approx(logged, abs=1e-6)
     assert abs(metrics[False]["mean_top_score"] - logged) > 1e-5
 
@@ -91,7 +91,7 @@ def test_resume_continues_from_checkpoint(trained):
 def test_train_two_processes(tmp_path):
     out = tmp_path / "run2"
     run_launch(RECIPE, ["-c", SMOKE, "-o", f"Global.output_dir={out}", f"Synthetic.root={tmp_path / 'data'}",
-                        "Global.epochs=3", "Train.batch_size=4", "Train.sizes=[64]"],
+                        "Global.epochs=3", "Train.loader.batch_size_per_card=4", "Train.sizes=[64]"],
                nproc=2, log_dir=tmp_path / "log2")
     # One input size: the loss level depends on the batch's size (64 vs 96), so with random sizes the
     # first-4 vs last-4 comparison below measures the size draw, not learning.
@@ -106,8 +106,9 @@ def test_eval_predict_in_process_and_export_cli(trained):
     rec = _load_recipe()
     common = ["-c", str(SMOKE), "-o", f"Global.output_dir={trained['out']}", f"Synthetic.root={trained['data']}"]
     ev = rec.main(["--mode", "eval", *common])
-    assert {"mAP", "mAP50"} <= set(ev) and ev["weights"].endswith("ema.pdparams")
-    assert ev["mean_top_score"] == pytest.approx(trained["summary"]["final_eval"]["mean_top_score"], abs=1e-6)
+    assert {"mAP", "mAP50"} <= set(ev) and ev["weights"].endswith("best/ema.pdparams")
+    best = next(r for r in trained["summary"]["eval_history"] if r["mAP"] == trained["summary"]["best_metric"])
+    assert ev["mean_top_score"] == pytest.approx(best["mean_top_score"], abs=1e-6)
 
     pred = rec.main(["--mode", "predict", *common])
     assert len(pred) == 2
@@ -115,7 +116,7 @@ def test_eval_predict_in_process_and_export_cli(trained):
         assert Path(p["output"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     rep = json.loads(run_python([RECIPE, "--mode", "export", *common]).stdout.strip().splitlines()[-1])
-    assert rep["repvgg_fused"] > 0 and rep["same_detections"]
+    assert rep["repvgg_fused"] > 0 and rep["same_detections"] and rep["weights"].endswith("best/ema.pdparams")
     assert rep["max_abs_diff_scores"] < 1e-4 and rep["max_abs_diff_boxes"] < 1e-2
     import yaml
 

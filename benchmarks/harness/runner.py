@@ -214,14 +214,11 @@ def run_row(row: Row, settings: Settings, row_dir: Path, progress: Progress | No
 def prepare_ocr_data(settings: Settings, config: str, overrides: tuple, log: Path) -> None:
     """Build the recipe's synthetic data once, before any timed row, with the recipe's own code."""
     code = (
-        "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('ocr_rec', {str(RECIPE)!r})\n"
-        "m = importlib.util.module_from_spec(spec); sys.modules['ocr_rec'] = m; spec.loader.exec_module(m)\n"
+        "from paddle_recipes.recipes.ocr_rec import OcrRec, RecConfig\n"
         "from paddle_recipes.config import load_config\n"
         "from paddle_recipes.distributed import DistInfo\n"
-        f"cfg = load_config({config!r}, {list(overrides)!r}, m.RecConfig)\n"
-        "cs = m.load_charset(cfg)\n"
-        "m.resolve_dataset(cfg, cfg.Train.dataset, 'train', cs, DistInfo())\n"
+        f"cfg = load_config({config!r}, {list(overrides)!r}, RecConfig)\n"
+        "OcrRec(cfg, DistInfo()).build_dataset('train')\n"
         "print('data ready:', cfg.Synthetic.root)\n"
     )
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import cv2
@@ -138,7 +138,7 @@ def make_shapes_dataset(root: str | os.PathLike, spec: ShapesSpec | None = None,
     spec = spec or ShapesSpec()
     root = Path(root)
     marker = root / "DONE"
-    want = json.dumps(spec.__dict__, sort_keys=True)
+    want = json.dumps({f.name: getattr(spec, f.name) for f in fields(ShapesSpec)}, sort_keys=True)
     paths = {split: {"ann_file": str(root / "annotations" / f"instances_{split}.json"),
                      "image_dir": str(root / "images" / split)} for split in ("train", "val")}
     if not overwrite and marker.exists() and marker.read_text() == want:

@@ -14,8 +14,7 @@ from pathlib import Path
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PUNCT = list("，。！？、：；“”‘’（）《》—…·-.,!?:;()%")
-REPO_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_VOCAB = REPO_ROOT / "datasets" / "nlp" / "vocab.txt"
+DEFAULT_VOCAB = Path(__file__).resolve().parents[2] / "assets" / "nlp" / "vocab.txt"  # packaged; datasets/nlp/vocab.txt links here
 
 
 def gb2312_level1() -> list[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -13,7 +14,7 @@ from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
 from .metrics import RecMetric
 from .postprocess import ctc_greedy_decode
-from .transforms import decode_image, resize_norm_pad
+from .transforms import INFER_MAX_WIDTH, decode_image, pad_batch, resize_norm_infer
 
 logger = logging.getLogger(__name__)
 
@@ -22,21 +23,26 @@ IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 @paddle.no_grad()
 def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = None) -> Dict[str, float]:
-    """Raw metric sums over ``loader`` (see RecMetric.state); corrupt images are counted in ``stats``."""
+    """Raw metric sums over ``loader`` (see RecMetric.state) plus ``infer_seconds``: wall time of the forward
+    passes and decoding (PaddleOCR's eval ``fps`` = total / infer_seconds; data loading not counted).
+    Corrupt images are counted in ``stats``."""
     was_training = model.training
     model.eval()
     metric = RecMetric()
+    infer_seconds = 0.0
     for batch in loader:
         if stats is not None:
             stats.add_batch(unpack_skipped(batch))
         if "image" not in batch:
             continue
+        t0 = time.perf_counter()
         logits = model(batch["image"])
         preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
+        infer_seconds += time.perf_counter() - t0
         metric.update(preds, list(batch["text"]))
     if was_training:
         model.train()
-    return metric.state()
+    return {**metric.state(), "infer_seconds": infer_seconds}
 
 
 def list_images(path: str | os.PathLike) -> List[str]:
@@ -51,8 +57,13 @@ def list_images(path: str | os.PathLike) -> List[str]:
 
 @paddle.no_grad()
 def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape: Sequence[int] = (3, 48, 320),
-                    batch_size: int = 16) -> Tuple[List[Tuple[str, str, float]], List[Tuple[str, str]]]:
-    """Recognize image files. Returns ([(file, text, confidence)], [(file, reason)] of unreadable files)."""
+                    batch_size: int = 16, max_width: int = INFER_MAX_WIDTH,
+                    ) -> Tuple[List[Tuple[str, str, float]], List[Tuple[str, str]]]:
+    """Recognize image files the way paddleocr 3.x ``TextRecognition`` does, so texts and scores agree
+    with our export run there: BGR decode, keep-ratio resize to height H on a canvas at least W wide
+    (wider lines keep their ratio, up to ``max_width`` px), batches of ``batch_size`` consecutive
+    readable files zero-padded to their widest image, confidence = mean max-probability of the kept
+    CTC steps. Returns ([(file, text, confidence)], [(file, reason)] of unreadable files)."""
     model.eval()
     results, bad = [], []
     pending: List[Tuple[str, np.ndarray]] = []
@@ -60,7 +71,7 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
     def flush():
         if not pending:
             return
-        x = paddle.to_tensor(np.stack([a for _, a in pending]))
+        x = paddle.to_tensor(pad_batch([a for _, a in pending]))
         for (f, _), (text, conf) in zip(pending, ctc_greedy_decode(model(x).astype("float32").numpy(), charset)):
             results.append((f, text, conf))
         pending.clear()
@@ -75,8 +86,26 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
         if img is None:
             bad.append((f, "corrupt image (cannot decode)"))
             continue
-        pending.append((f, resize_norm_pad(img, image_shape)[0]))
+        pending.append((f, resize_norm_infer(img, image_shape, max_width)))
         if len(pending) >= batch_size:
             flush()
     flush()
     return results, bad
+
+
+def predict_images(model, images: str, charset: CharDict, image_shape: Sequence[int], batch_size: int = 16,
+                   show: bool = True) -> List[Tuple[str, str, float]]:
+    """Recognize an image file or folder; prints "file<TAB>text<TAB>confidence" per image when ``show``.
+    Unreadable images are warned and counted, not fatal."""
+    if not images:
+        from .dataset import DataPathError
+
+        raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
+    results, bad = recognize_files(model, list_images(images), charset, image_shape, batch_size)
+    if show:
+        for f, text, conf in results:
+            print(f"{f}\t{text}\t{conf:.4f}")
+        for f, why in bad:
+            logger.warning("skipped %s: %s", f, why)
+        logger.info("predicted %d images, skipped %d", len(results), len(bad))
+    return results

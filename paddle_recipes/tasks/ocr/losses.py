@@ -5,7 +5,20 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from dataclasses import dataclass
+
+from ...config import check_name
 from .charset import BLANK
+
+
+@dataclass
+class LossConfig:
+    """PaddleOCR's Loss section. name: CTCLoss. zero_infinity: zero the loss of impossible alignments."""
+    name: str = "CTCLoss"
+    zero_infinity: bool = True
+
+    def __post_init__(self):
+        check_name("Loss.name", self.name, ("CTCLoss",))
 
 
 class CTCLoss(nn.Layer):

@@ -10,12 +10,15 @@ T = W / width_stride). Pick parts by name through the registries below.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
+
+from ...config import ConfigError, check_name
 
 
 def _div8(v: float, minimum: int = 8) -> int:
@@ -158,7 +161,7 @@ class LCNetRec(nn.Layer):
 class Im2Seq(nn.Layer):
     """[B, C, 1, T] -> [B, T, C]."""
 
-    def __init__(self, in_channels: int, **_):
+    def __init__(self, in_channels: int):
         super().__init__()
         self.out_channels = in_channels
 
@@ -169,7 +172,7 @@ class Im2Seq(nn.Layer):
 class BiLSTMNeck(nn.Layer):
     """im2seq + 2-layer bidirectional LSTM; output dim = 2 * hidden_size."""
 
-    def __init__(self, in_channels: int, hidden_size: int = 48, num_layers: int = 2, **_):
+    def __init__(self, in_channels: int, hidden_size: int = 48, num_layers: int = 2):
         super().__init__()
         self.im2seq = Im2Seq(in_channels)
         self.lstm = nn.LSTM(in_channels, hidden_size, num_layers=num_layers, direction="bidirect")
@@ -183,7 +186,7 @@ class BiLSTMNeck(nn.Layer):
 class ConvNeck(nn.Layer):
     """Light neck: im2seq + 1x1 reduction + depthwise 1-D context conv (kernel 5) along time."""
 
-    def __init__(self, in_channels: int, hidden_size: int = 96, **_):
+    def __init__(self, in_channels: int, hidden_size: int = 96):
         super().__init__()
         self.reduce = ConvBN(in_channels, hidden_size, 1, act="hardswish")
         self.context = nn.Conv2D(hidden_size, hidden_size, (1, 5), padding=(0, 2), groups=hidden_size)
@@ -204,7 +207,7 @@ class CTCHead(nn.Layer):
     mis-fuses a matmul + bias on reshaped 3-D inputs (wrong logits / shape errors at export).
     """
 
-    def __init__(self, in_channels: int, num_classes: int, mid_channels: int = 0, **_):
+    def __init__(self, in_channels: int, num_classes: int, mid_channels: int = 0):
         super().__init__()
         self.num_classes = num_classes
         self.mid = nn.Sequential(nn.Linear(in_channels, mid_channels), nn.Hardswish()) if mid_channels else None
@@ -218,9 +221,64 @@ class CTCHead(nn.Layer):
         return self.fc(x.reshape([-1, c])).reshape([-1, t, self.num_classes]) + self.bias
 
 
-BACKBONES = {"ResNet34vd": ResNet34vd, "LCNetRec": LCNetRec}
-NECKS = {"BiLSTM": BiLSTMNeck, "Conv": ConvNeck, "Im2Seq": Im2Seq}
-HEADS = {"CTCHead": CTCHead}
+# Registries: name -> class. Add a component with the decorators (e.g. in a new module imported by
+# paddle_recipes.tasks.ocr) and it becomes a valid `Architecture.<Section>.name`.
+BACKBONES: Dict[str, type] = {"ResNet34vd": ResNet34vd, "LCNetRec": LCNetRec}
+NECKS: Dict[str, type] = {"BiLSTM": BiLSTMNeck, "Conv": ConvNeck, "Im2Seq": Im2Seq}
+HEADS: Dict[str, type] = {"CTCHead": CTCHead}
+ALGORITHMS = {"CRNN"}    # Architecture.algorithm values this package trains (backbone -> neck -> CTC head)
+MODEL_TYPES = {"rec"}
+
+
+def _register(registry: Dict[str, type]) -> Callable[[str], Callable[[type], type]]:
+    def register(name: str):
+        def deco(cls: type) -> type:
+            registry[name] = cls
+            return cls
+        return deco
+    return register
+
+
+register_backbone, register_neck, register_head = _register(BACKBONES), _register(NECKS), _register(HEADS)
+
+
+@dataclass
+class BackboneConfig:
+    """name: a key of BACKBONES (LCNetRec: light PP-LCNet-like; ResNet34vd). scale: channel multiplier.
+    width_stride: input width / output time steps (4 -> T=80 for W=320). None = the backbone's default;
+    a value the chosen backbone does not take is an error."""
+    name: str = "LCNetRec"
+    scale: Optional[float] = None
+    width_stride: Optional[int] = None
+
+
+@dataclass
+class NeckConfig:
+    """name: a key of NECKS (Conv: light 1-D context | BiLSTM | Im2Seq). hidden_size: Conv channels or
+    BiLSTM size per direction (Im2Seq takes none). None = the neck's default."""
+    name: str = "Conv"
+    hidden_size: Optional[int] = None
+
+
+@dataclass
+class HeadConfig:
+    """name: a key of HEADS. mid_channels: hidden FC before the classifier (0 = none)."""
+    name: str = "CTCHead"
+    mid_channels: Optional[int] = None
+
+
+@dataclass
+class ArchitectureConfig:
+    """PaddleOCR's Architecture section. model_type: "rec". algorithm: "CRNN" (backbone -> neck -> CTC)."""
+    model_type: str = "rec"
+    algorithm: str = "CRNN"
+    Backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    Neck: NeckConfig = field(default_factory=NeckConfig)
+    Head: HeadConfig = field(default_factory=HeadConfig)
+
+    def __post_init__(self):
+        check_name("Architecture.model_type", self.model_type, MODEL_TYPES)
+        check_name("Architecture.algorithm", self.algorithm, ALGORITHMS)
 
 
 class RecModel(nn.Layer):
@@ -239,21 +297,26 @@ def _as_kwargs(cfg: Any) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def _pick(registry: Dict[str, type], kind: str, kwargs: Dict[str, Any]):
+def _build(registry: Dict[str, type], section: str, kwargs: Dict[str, Any], *args):
+    """registry[name](*args, **kwargs); an unknown name or an argument the class does not take is a
+    one-line ConfigError naming `Architecture.<section>`."""
     name = kwargs.pop("name", None)
-    if name not in registry:
-        raise ValueError(f"unknown {kind} {name!r}; choose one of {sorted(registry)}")
-    return registry[name], kwargs
+    check_name(f"Architecture.{section}.name", name, registry)
+    cls = registry[name]
+    params = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        bad = sorted(set(kwargs) - set(params))
+        if bad:
+            takes = [p for p in params if p not in ("self", "in_channels", "num_classes")]
+            raise ConfigError(f"Architecture.{section}: {name} does not take {bad} (it takes {takes or 'nothing'})")
+    return cls(*args, **kwargs)
 
 
 def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> RecModel:
-    """Build a recognizer from ``arch_cfg`` (dataclass or dict with Backbone / Neck / Head sections,
-    each holding ``name`` plus constructor arguments)."""
+    """Build a recognizer from ``arch_cfg`` (ArchitectureConfig or a dict with Backbone / Neck / Head
+    sections, each holding ``name`` plus constructor arguments)."""
     arch = _as_kwargs(arch_cfg)
-    b_cls, b_kw = _pick(BACKBONES, "backbone", _as_kwargs(arch.get("Backbone")))
-    backbone = b_cls(in_channels=in_channels, **b_kw)
-    n_cls, n_kw = _pick(NECKS, "neck", _as_kwargs(arch.get("Neck")))
-    neck = n_cls(backbone.out_channels, **n_kw)
-    h_cls, h_kw = _pick(HEADS, "head", _as_kwargs(arch.get("Head")))
-    head = h_cls(neck.out_channels, num_classes, **h_kw)
+    backbone = _build(BACKBONES, "Backbone", _as_kwargs(arch.get("Backbone")), in_channels)
+    neck = _build(NECKS, "Neck", _as_kwargs(arch.get("Neck")), backbone.out_channels)
+    head = _build(HEADS, "Head", _as_kwargs(arch.get("Head")), neck.out_channels, num_classes)
     return RecModel(backbone, neck, head)

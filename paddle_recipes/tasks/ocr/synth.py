@@ -19,7 +19,7 @@ import json
 import logging
 import multiprocessing as mp
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
@@ -55,6 +55,36 @@ class SynthConfig:
     def __post_init__(self):
         if not 1 <= self.min_len <= self.max_len:
             raise ValueError(f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
+
+
+@dataclass
+class SyntheticSetConfig(SynthConfig):
+    """A recipe's `Synthetic:` section: the generator settings (SynthConfig) plus where and how much.
+
+    root: output folder (generated on first use, cached by a fingerprint of the generator settings).
+    num_train / num_val: lines per split. workers: generator processes (not part of the fingerprint).
+    format: which written format the recipe reads, "lmdb" or "label_file" (both are always written).
+    """
+
+    root: str = "datasets/cache/ocr_rec"
+    num_train: int = 20000
+    num_val: int = 1000
+    workers: int = 2
+    format: str = "lmdb"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.format not in ("lmdb", "label_file"):
+            raise ValueError(f"Synthetic.format must be 'lmdb' or 'label_file', got {self.format!r}")
+
+    def split_dataset(self, split: str):
+        """The DatasetConfig that reads split "train" or "val" of the generated set (in `format`)."""
+        from .dataset import DatasetConfig
+
+        root = Path(self.root) / split
+        if self.format == "lmdb":
+            return DatasetConfig(format="lmdb", data_dir=str(root / "lmdb"))
+        return DatasetConfig(format="label_file", data_dir=str(root), label_file_list=[str(root / "label.txt")])
 
 
 def font_path() -> str:
@@ -181,7 +211,7 @@ def write_split(out_dir: str | os.PathLike, samples: Sequence[Tuple[bytes, str]]
 
 def dataset_fingerprint(chars: Sequence[str], splits: dict, cfg: SynthConfig, fmt: str = "both") -> dict:
     """What ``meta.json`` holds for a finished set: settings, split sizes, dict size and checksum."""
-    meta = {"config": asdict(cfg), "splits": {k: int(v) for k, v in splits.items()}, "format": fmt,
+    meta = {"config": {f.name: getattr(cfg, f.name) for f in fields(SynthConfig)}, "splits": {k: int(v) for k, v in splits.items()}, "format": fmt,
             "num_chars": len(chars),
             "chars_hash": int(np.frombuffer("".join(chars).encode("utf-8"), np.uint8).astype(np.uint64).sum())}
     meta["config"]["font_size"] = list(cfg.font_size)

@@ -1,4 +1,15 @@
-"""Image transforms for text-line recognition (numpy / OpenCV, no paddle)."""
+"""Image transforms for text-line recognition (numpy / OpenCV, no paddle).
+
+PaddleOCR's conventions, so a model trained here sees the tensors PaddleOCR / PaddleX feed it:
+
+* channel order BGR (PaddleOCR's ``DecodeImage img_mode: BGR``; ``cv2.imdecode`` order);
+* training / eval (``RecResizeImg``): keep-ratio resize to height H, width ``ceil(H * w / h)`` capped
+  at W, ``(x / 255 - 0.5) / 0.5``, zero-padded on the right to W (:func:`resize_norm_pad`);
+* inference (PaddleX ``OCRReisizeNormImg``, paddleocr 3.x ``TextRecognition``): the canvas grows
+  with the image: width ``max(W, int(H * w / h))`` (at most 3200, beyond which the line is squashed
+  to 3200), then every image of a batch is zero-padded to the widest one (:func:`resize_norm_infer`,
+  :func:`pad_batch`).
+"""
 from __future__ import annotations
 
 import math
@@ -9,21 +20,22 @@ import numpy as np
 
 
 def decode_image(data: bytes) -> np.ndarray | None:
-    """Encoded image bytes -> RGB uint8 HWC array, or None if the bytes are not a decodable image."""
+    """Encoded image bytes -> BGR uint8 HWC array (PaddleOCR's ``DecodeImage img_mode: BGR``),
+    or None if the bytes are not a decodable image."""
     if not data:
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
     img = cv2.imdecode(buf, cv2.IMREAD_COLOR)
     if img is None or img.size == 0:
         return None
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    return img
 
 
 def resize_norm_pad(img: np.ndarray, image_shape: Sequence[int] = (3, 48, 320)) -> Tuple[np.ndarray, float]:
     """Resize to height H keeping the aspect ratio (width capped at W), normalize, right-pad with 0.
 
     Args:
-        img: HWC uint8 (RGB) or HW gray image.
+        img: HWC uint8 (BGR, see :func:`decode_image`) or HW gray image.
         image_shape: (C, H, W) of the output, default (3, 48, 320).
     Returns:
         (chw float32 array in [-1, 1] with zero padding on the right, valid_ratio = used width / W).
@@ -40,3 +52,47 @@ def resize_norm_pad(img: np.ndarray, image_shape: Sequence[int] = (3, 48, 320)) 
     out = np.zeros((c, h, w), dtype=np.float32)
     out[:, :, :new_w] = x
     return out, new_w / float(w)
+
+
+INFER_MAX_WIDTH = 3200  # PaddleX OCRReisizeNormImg.max_imgW: wider lines are squashed to this width
+
+
+def infer_widths(h: int, w: int, image_shape: Sequence[int] = (3, 48, 320),
+                 max_width: int = INFER_MAX_WIDTH) -> Tuple[int, int]:
+    """(resized_w, canvas_w) in pixels for an ``h x w`` image under PaddleX's inference resize.
+
+    canvas_w = int(H * max(W / H, w / h)); when it exceeds ``max_width`` both are ``max_width``
+    (the line is squashed); otherwise resized_w = min(ceil(H * w / h), canvas_w).
+    """
+    _, ih, iw = (int(v) for v in image_shape)
+    ratio = w / float(max(h, 1))
+    canvas = int(ih * max(iw / float(ih), ratio))
+    if canvas > max_width:
+        return max_width, max_width
+    return min(canvas, max(1, int(math.ceil(ih * ratio)))), canvas
+
+
+def resize_norm_infer(img: np.ndarray, image_shape: Sequence[int] = (3, 48, 320),
+                      max_width: int = INFER_MAX_WIDTH) -> np.ndarray:
+    """One image as paddleocr 3.x / PaddleX feed it: CHW float32 of width ``canvas_w`` (>= W) from
+    :func:`infer_widths`, normalised like :func:`resize_norm_pad` and zero-padded on the right."""
+    c, h, _ = (int(v) for v in image_shape)
+    if img.ndim == 2:
+        img = np.repeat(img[:, :, None], 3, axis=2)
+    resized_w, canvas = infer_widths(img.shape[0], img.shape[1], image_shape, max_width)
+    resized = cv2.resize(img, (resized_w, h), interpolation=cv2.INTER_LINEAR)
+    x = resized.astype(np.float32).transpose(2, 0, 1)[:c] / 255.0
+    x = (x - 0.5) / 0.5
+    out = np.zeros((c, h, canvas), dtype=np.float32)
+    out[:, :, :resized_w] = x
+    return out
+
+
+def pad_batch(images: Sequence[np.ndarray]) -> np.ndarray:
+    """Stack CHW arrays of one height into [B, C, H, max width], zero-padding on the right
+    (PaddleX's ``ToBatch``)."""
+    width = max(int(a.shape[2]) for a in images)
+    out = np.zeros((len(images), images[0].shape[0], images[0].shape[1], width), dtype=np.float32)
+    for i, a in enumerate(images):
+        out[i, :, :, :a.shape[2]] = a
+    return out

@@ -1,0 +1,1 @@
+"""Compatibility layers: other projects' config files mapped onto ours (see paddleocr.py)."""

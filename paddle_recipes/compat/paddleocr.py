@@ -1,0 +1,873 @@
+"""PaddleOCR recognition YAMLs (``configs/rec/...``) -> the OCR recipe's config dict.
+
+    ours, report = translate_rec_config(yaml.safe_load(open(p)), source=p)
+    logger.info(report.no_effect_line())      # one line: "no effect here: Global.use_gpu, ..."
+    cfg = load_any_config(path, overrides, RecConfig)   # file + -o, PaddleOCR or ours
+
+Every key of the PaddleOCR file is accounted for: it maps onto a key of ours (``report.mapped``:
+PaddleOCR path -> our path, or "fixed: ..." when our pipeline always does what the value asks), or it
+truly has no effect here (``report.no_effect``: path -> why). A value whose meaning we would change
+(ratio_list [0.5, 0.5], a TPS Transform, another dict in PostProcess, L1 decay, ...) is a ConfigError
+naming the key; an unknown key is a ConfigError with the nearest valid key.
+
+Facts of PaddleOCR that the mapping follows (its code, read, not copied):
+- data ops get Global's keys merged over their own (``param.update(global_config)``), so an op's own
+  max_text_length / character_dict_path / use_space_char / infer_mode are overridden by Global's;
+- ``regularizer: {name: L2, factor: f}`` becomes the float ``weight_decay=f`` of paddle's optimizer:
+  coupled L2 (added to the gradient) for Adam / Momentum, decoupled decay for AdamW (which decays every
+  parameter unless ``one_dim_param_no_weight_decay`` / ``no_weight_decay_name``; AdamW without a
+  regularizer decays with 0.01); ``clip_norm`` is ``ClipGradByNorm`` (per tensor), ``clip_norm_global``
+  is ``ClipGradByGlobalNorm``;
+- LR schedules step once per iteration; ``warmup_epoch`` = round(warmup_epoch * iterations per epoch)
+  steps of linear warmup from 0, then the schedule restarts with its full-run length (``Cosine``:
+  T_max = epochs * iterations per epoch); an ``lr`` without ``name`` is a constant (warmup ignored);
+- eval runs when ``global_step > start and (global_step - start) % every == 0`` for
+  ``eval_batch_step: [start, every]``; never per epoch;
+- ``latest`` is saved every epoch, ``iter_epoch_N`` every ``save_epoch_step`` epochs;
+- ``RecMetric`` ignores spaces by default (``ignore_space: true``);
+- an empty ``character_dict_path`` means the built-in 36-char lowercase dict (labels lowercased).
+
+Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS (the lead adds
+them to the schema); ``report.proposed`` names the ones a given file uses.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import yaml
+
+from paddle_recipes.config import ConfigError, _suggest, flatten_opts, from_dict, load_config, parse_override
+
+logger = logging.getLogger(__name__)
+
+# Our schema keys the translator writes that RecConfig lacks today: path -> meaning (default).
+PROPOSED_KEYS: Dict[str, str] = {
+    "Global.eval_batch_step": "[start, every]: evaluate when step > start and (step - start) % every == 0, "
+                              "in optimizer steps (PaddleOCR's iterations; equal without accumulation) "
+                              "([] = off; default [])",
+    "Global.keep_every_epochs": "keep a permanent copy iter_epoch_N every N epochs besides the rotated "
+                                "checkpoints (0 = off; default 0)",
+    "Global.cal_metric_during_train": "decode and log training-batch accuracy (default true)",
+    "Global.calc_epoch_interval": "compute the training accuracy only in epochs divisible by this (default 1)",
+    "Global.log_smooth_window": "steps the logged loss/acc/timings are averaged over (default 0 = log_every)",
+    "Global.pretrained_model": "weights loaded before training starts, not a resume (a PaddleOCR .pdparams file "
+                               "or prefix or one of our checkpoints); tensors whose shape differs (a head for "
+                               "another dict) stay re-initialised and are listed loudly (default '')",
+    "Global.img_mode": "channel order images are decoded to: RGB | BGR | GRAY (default RGB = today's)",
+    "Global.character_dict_path=''": "an empty dict path means PaddleOCR's built-in dict "
+                                     "'0123456789abcdefghijklmnopqrstuvwxyz' with labels lowercased",
+    "Optimizer.warmup_epochs": "linear warmup length in epochs, round(warmup_epochs * steps_per_epoch) "
+                               "steps; used instead of warmup_steps when > 0 (default 0)",
+    "Optimizer.schedule_length": "after_warmup (today's: the schedule spans total - warmup steps) | full_run "
+                                 "(PaddleOCR: it restarts after warmup with the full run's length)",
+    "Optimizer.schedule=piecewise": "PaddleOCR Piecewise: Optimizer.values[i] from Optimizer.decay_epochs[i-1]",
+    "Optimizer.decay_epochs": "piecewise boundaries, in epochs (default [])",
+    "Optimizer.values": "piecewise learning rates (default [])",
+    "Optimizer.step_size_epochs": "step schedule interval in epochs (default 0 = use step_size in steps)",
+    "Optimizer.epsilon": "Adam/AdamW epsilon (default 1e-8)",
+    "Optimizer.decay_1d_params": "adamw also decays 1-D parameters (norm scales, biases) (default false)",
+    "Optimizer.no_weight_decay_name": "space-separated name fragments of parameters adamw does not decay",
+    "Optimizer.clip_norm_per_tensor": "clip each gradient tensor to this L2 norm (ClipGradByNorm; 0 = off)",
+    "Architecture.Backbone": "free-form: name (PaddleOCR class name) + that class's arguments",
+    "Architecture.Neck": "free-form: name + arguments; null = no neck (MultiHead carries its own necks)",
+    "Architecture.Head": "free-form: name + arguments, e.g. CTCHead fc_decay, MultiHead head_list",
+    "Loss.loss_config_list": "MultiLoss parts, e.g. [{CTCLoss: null}, {NRTRLoss: null}]",
+    "Metric.main_indicator": "metric that picks the best checkpoint: acc | norm_edit_dis (default acc)",
+    "Metric.ignore_space": "drop spaces before comparing prediction and label (PaddleOCR default true)",
+    "Metric.is_filter": "compare only [a-z0-9] after lowercasing (default false)",
+    "Train.dataset.aug": "PaddleOCR RecAug-style augmentation of training images (default false)",
+    "Train.dataset.concat_aug_prob": "RecConAug: probability of appending other samples to a line (0 = off)",
+    "Train.dataset.concat_aug_ext_num": "RecConAug: how many other samples may be appended (default 1)",
+    "Train.dataset.concat_aug_max_wh_ratio": "RecConAug: width/height cap of a concatenated line (default 10)",
+    "Train.dataset.label_encoder": "CTCLabelEncode | MultiLabelEncode (CTC + gtc labels for MultiHead)",
+    "Train.dataset.gtc_encode": "MultiLabelEncode's second label, e.g. NRTRLabelEncode",
+    "Eval.dataset.label_encoder": "as Train.dataset.label_encoder",
+    "Eval.dataset.gtc_encode": "as Train.dataset.gtc_encode",
+    "Train.dataset.resize_mode": "pad (keep ratio, cap width, right-pad: today's) | stretch (padding: false) "
+                                 "| free_width (eval_mode: width grows with the image, batch 1)",
+    "Eval.dataset.resize_mode": "as Train.dataset.resize_mode",
+    "Train.sampler": "MultiScaleSampler: scales [[w, h], ...], first_bs, fix_bs, divided_factor [w, h], "
+                     "is_training (+ ratio_wh, max_w); absent = fixed-shape batches",
+    "Predict.save_res_path": "also write predictions to this file ('' = stdout only)",
+    "Export.model_name": "official model name written to inference.yml (PaddleX), e.g. PP-OCRv5_mobile_rec",
+}
+
+PADDLEOCR_SECTIONS = ("Global", "Optimizer", "Architecture", "Loss", "PostProcess", "Metric", "Train", "Eval")
+OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed through as written
+OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir")
+
+# Keys found only in PaddleOCR configs: any one of them marks a file as PaddleOCR's.
+_SIGNATURE_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
+                     "use_gpu", "log_smooth_window", "cal_metric_during_train")
+
+BACKBONES = ("PPLCNetV3", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
+             "SVTRNet", "ResNet31", "ResNet45", "LCNetRec", "ResNet34vd")
+NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
+ENCODER_TYPES = ("rnn", "svtr", "reshape", "fc", "cascadernn")
+HEADS = ("CTCHead", "MultiHead", "NRTRHead")
+MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
+ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")
+LOSSES = ("CTCLoss", "MultiLoss")
+MULTILOSS_PARTS = ("CTCLoss", "NRTRLoss", "SARLoss")
+OPTIMIZERS = {"Adam": "adam", "AdamW": "adamw", "Momentum": "momentum", "SGD": "sgd"}
+LR_SCHEDULES = {"Cosine": "cosine", "Linear": "linear", "Step": "step", "Piecewise": "piecewise", "Const": "constant"}
+DATASETS = {"SimpleDataSet": "label_file", "MultiScaleDataSet": "label_file", "LMDBDataSet": "lmdb",
+            "LMDBDateSet": "lmdb"}  # LMDBDateSet: the spelling of older PaddleOCR releases
+TRANSFORMS = ("DecodeImage", "RecAug", "RecConAug", "CTCLabelEncode", "MultiLabelEncode", "RecResizeImg", "KeepKeys")
+RECAUG_ARGS = ("use_tia", "aug_prob", "tia_prob", "crop_prob", "reverse_prob", "noise_prob", "jitter_prob",
+               "blur_prob", "hsv_aug_prob")
+LABEL_ENCODERS = {"CTCLabelEncode": ("CTCLoss", ["image", "label", "length"]),
+                  "MultiLabelEncode": ("MultiLoss", ["image", "label_ctc", "label_gtc", "length", "valid_ratio"])}
+# Keys PaddleOCR merges from Global into every data op / the post-process (op values are overridden).
+GLOBAL_MERGED = ("max_text_length", "character_dict_path", "use_space_char", "infer_mode")
+DEVICE_SWITCHES = ("use_xpu", "use_npu", "use_mlu", "use_gcu", "use_tensorboard", "use_wandb")
+AMP_KEYS = {"use_amp": "enable", "amp_level": "level", "scale_loss": "init_loss_scaling",
+            "use_dynamic_loss_scaling": "use_dynamic_loss_scaling", "amp_dtype": "dtype",
+            "amp_custom_black_list": "custom_black_list", "amp_custom_white_list": "custom_white_list"}
+
+
+@dataclass
+class TranslationReport:
+    """What became of each PaddleOCR key. Paths look like ``Train.dataset.transforms[1].RecConAug.prob``.
+
+    mapped: PaddleOCR path -> our key path (or "fixed: ..." when our pipeline always behaves so).
+    no_effect: PaddleOCR path -> why it changes nothing here. derived: our key -> why we set it although
+    no key asked (PaddleOCR's behaviour differs from our default). proposed: our paths not in the schema yet.
+    """
+
+    source: str
+    mapped: Dict[str, str] = field(default_factory=dict)
+    no_effect: Dict[str, str] = field(default_factory=dict)
+    derived: Dict[str, str] = field(default_factory=dict)
+    proposed: List[str] = field(default_factory=list)
+
+    def accounts_for(self, path: str) -> bool:
+        return path in self.mapped or path in self.no_effect
+
+    def no_effect_line(self) -> str:
+        """The one log line: "no effect here: Global.use_gpu, Global.debug, ... (<source>)"."""
+        if not self.no_effect:
+            return f"no effect here: none ({self.source})"
+        return f"no effect here: {', '.join(self.no_effect)} ({self.source})"
+
+
+def is_paddleocr_config(data: Any) -> bool:
+    """True when `data` (a loaded YAML) is a PaddleOCR config: it has a PostProcess or Metric section, an
+    ``Optimizer.lr`` mapping, or a Global key only PaddleOCR uses (epoch_num, save_model_dir, ...)."""
+    if not isinstance(data, dict):
+        return False
+    if "PostProcess" in data or "Metric" in data:
+        return True
+    opt = data.get("Optimizer")
+    if isinstance(opt, dict) and isinstance(opt.get("lr"), dict):
+        return True
+    g = data.get("Global")
+    return isinstance(g, dict) and any(k in g for k in _SIGNATURE_GLOBAL)
+
+
+def _canon(name: Any, options, path: str, what: str, source: str) -> str:
+    """PaddleOCR's exact spelling of a class name; a case-only difference is accepted, anything else errors."""
+    if isinstance(name, str):
+        if name in options:
+            return name
+        lowered = {o.lower(): o for o in options}
+        if name.lower() in lowered:
+            return lowered[name.lower()]
+    raise ConfigError(f"{path}: {what} {name!r} is not supported here{_suggest(str(name), list(options))} "
+                      f"(in {source})")
+
+
+class _Translator:
+    def __init__(self, data: dict, source: str):
+        self.src = data
+        self.source = source
+        self.ours: dict = {}
+        self.report = TranslationReport(source)
+        self.encoders: Dict[str, Tuple[str, str]] = {}  # split -> (encoder name, its path)
+        self.shapes: List[Tuple[str, list]] = []  # (path, [C, H, W]) of every RecResizeImg
+        self.img_modes: List[Tuple[str, str]] = []
+        self.gtc: Dict[str, Tuple[str, str]] = {}  # split -> (MultiLabelEncode's gtc_encode, its path)
+
+    # ------------------------------------------------------------------ recording
+    def error(self, path: str, msg: str) -> ConfigError:
+        return ConfigError(f"{path}: {msg} (in {self.source})")
+
+    def put(self, dst: str, value: Any, replace: bool = False) -> None:
+        node = self.ours
+        keys = dst.split(".")
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        if not replace and keys[-1] in node and node[keys[-1]] != value:
+            raise self.error(dst, f"set twice with different values ({node[keys[-1]]!r} and {value!r})")
+        node[keys[-1]] = value
+        for i in range(len(keys), 0, -1):  # the key, or the new section it belongs to
+            prefix = ".".join(keys[:i])
+            if prefix in PROPOSED_KEYS:
+                if prefix not in self.report.proposed:
+                    self.report.proposed.append(prefix)
+                break
+
+    def map(self, src: str, value: Any, dst: str) -> None:
+        self.put(dst, value)
+        self.report.mapped[src] = dst
+
+    def fixed(self, src: str, what: str) -> None:
+        self.report.mapped[src] = f"fixed: {what}"
+
+    def none(self, src: str, why: str) -> None:
+        self.report.no_effect[src] = why
+
+    def derive(self, dst: str, value: Any, why: str) -> None:
+        self.put(dst, value)
+        self.report.derived[dst] = why
+
+    def check_keys(self, node: Any, allowed, path: str) -> dict:
+        if node is None:
+            return {}
+        if not isinstance(node, dict):
+            raise self.error(path, f"expected a mapping, got {node!r}")
+        for key in node:
+            if key not in allowed:
+                raise self.error(f"{path}.{key}", f"unknown PaddleOCR key{_suggest(str(key), list(allowed))}")
+        return node
+
+    def copy_tree(self, src: str, value: Any, dst: str) -> None:
+        """Map a free-form subtree leaf by leaf (lists of one-key mappings are walked as [i].Name)."""
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                self.copy_tree(f"{src}.{k}", v, f"{dst}.{k}")
+        elif isinstance(value, list) and any(isinstance(v, dict) for v in value):
+            for i, v in enumerate(value):
+                self.copy_tree(f"{src}[{i}]", v, f"{dst}[{i}]")
+        else:
+            self.report.mapped[src] = dst
+
+    # ------------------------------------------------------------------ sections
+    def run(self) -> Tuple[dict, TranslationReport]:
+        allowed = PADDLEOCR_SECTIONS + OUR_SECTIONS
+        for key in self.src:
+            if key not in allowed:
+                raise self.error(str(key), f"unknown top-level section{_suggest(str(key), list(allowed))}")
+        g = self.check_keys(self.src.get("Global"), self._global_keys(), "Global")
+        self.g = g
+        self.global_()
+        self.architecture()
+        self.loss()
+        self.postprocess()
+        self.metric()
+        self.optimizer()
+        for split in ("Train", "Eval"):
+            self.split(split)
+        self.consistency()
+        for sec in OUR_SECTIONS:
+            if sec in self.src:
+                for k, v in (self.src[sec] or {}).items():
+                    self.map(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
+        return self.ours, self.report
+
+    @staticmethod
+    def _global_keys():
+        return ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
+                "cal_metric_during_train", "calc_epoch_interval", "log_smooth_window", "pretrained_model",
+                "checkpoints", "save_inference_dir", "use_visualdl", "infer_img", "character_dict_path",
+                "character_type", "max_text_length", "infer_mode", "use_space_char", "distributed", "debug",
+                "use_gpu", "save_res_path", "d2s_train_image_shape", "model_name") \
+            + DEVICE_SWITCHES + tuple(AMP_KEYS) + OUR_GLOBAL_KEYS
+
+    def global_(self) -> None:
+        g = self.g
+        direct = {"epoch_num": "Global.epochs", "save_model_dir": "Global.output_dir",
+                  "print_batch_step": "Global.log_every", "use_visualdl": "Global.use_visualdl",
+                  "max_text_length": "Global.max_text_length", "use_space_char": "Global.use_space_char",
+                  "cal_metric_during_train": "Global.cal_metric_during_train",
+                  "calc_epoch_interval": "Global.calc_epoch_interval",
+                  "log_smooth_window": "Global.log_smooth_window", "model_name": "Export.model_name"}
+        for k, dst in direct.items():
+            if k in g:
+                self.map(f"Global.{k}", g[k], dst)
+        for k, dst in {"pretrained_model": "Global.pretrained_model", "checkpoints": "Global.resume",
+                       "infer_img": "Predict.images", "save_res_path": "Predict.save_res_path"}.items():
+            if k in g:  # an empty YAML value is None: "" in our typed config
+                self.map(f"Global.{k}", "" if g[k] is None else g[k], dst)
+        for k in OUR_GLOBAL_KEYS:
+            if k in g:
+                self.map(f"Global.{k}", g[k], f"Global.{k}")
+        if "eval_batch_step" in g:
+            v = g["eval_batch_step"]
+            if isinstance(v, list) and len(v) >= 2:
+                v = [int(v[0]), int(v[1])]
+            elif isinstance(v, int) and not isinstance(v, bool):
+                v = [0, v]
+            else:
+                raise self.error("Global.eval_batch_step", f"expected [start, every] or an integer, got {v!r}")
+            self.map("Global.eval_batch_step", v, "Global.eval_batch_step")
+            self.derive("Global.eval_every_epochs", 0, "PaddleOCR evaluates by eval_batch_step only")
+        if "save_epoch_step" in g:
+            self.map("Global.save_epoch_step", g["save_epoch_step"], "Global.keep_every_epochs")
+            self.derive("Global.save_every_epochs", 1, "PaddleOCR saves 'latest' every epoch")
+        if "save_inference_dir" in g:
+            if g["save_inference_dir"]:
+                self.map("Global.save_inference_dir", str(Path(g["save_inference_dir"]) / "inference"),
+                         "Export.out_prefix")
+            else:
+                self.none("Global.save_inference_dir", "empty: export goes to output_dir/inference")
+        self.dict_path = g.get("character_dict_path") or ""
+        if "character_dict_path" in g:
+            self.map("Global.character_dict_path", self.dict_path, "Global.character_dict_path")
+            if not self.dict_path:
+                self.report.proposed.append("Global.character_dict_path=''")
+        if "character_type" in g:  # PaddleOCR <= 2.1: en = built-in dict, ch = a dict file
+            want = "en" if not self.dict_path else "ch"
+            if str(g["character_type"]).lower() != want:
+                raise self.error("Global.character_type", f"{g['character_type']!r} contradicts "
+                                 f"character_dict_path {self.dict_path!r} (which means {want!r})")
+            self.none("Global.character_type", "implied by character_dict_path")
+        if "use_gpu" in g:
+            if g["use_gpu"]:
+                self.none("Global.use_gpu", "the device is chosen automatically (GPU when paddle has CUDA)")
+            else:
+                self.map("Global.use_gpu", "cpu", "Global.device")
+        for k in DEVICE_SWITCHES:
+            if k in g:
+                if g[k]:
+                    raise self.error(f"Global.{k}", "is not supported here (set it to false or remove it)")
+                self.none(f"Global.{k}", "false")
+        if "infer_mode" in g:
+            if g["infer_mode"]:
+                raise self.error("Global.infer_mode", "true (free-width resize in every split) is not supported "
+                                 "here; use RecResizeImg eval_mode for Eval")
+            self.none("Global.infer_mode", "false")
+        if "distributed" in g:
+            self.none("Global.distributed", "the world size comes from the launcher (PaddleOCR overwrites it too)")
+        if "debug" in g:
+            self.none("Global.debug", "debug switch of PaddleOCR's own code")
+        if "d2s_train_image_shape" in g:
+            self.none("Global.d2s_train_image_shape", "only used by PaddleOCR's to_static training")
+        if g.get("use_amp"):
+            self.derive("AMP.level", "O2", "PaddleOCR's default amp_level")
+            self.derive("AMP.init_loss_scaling", 1.0, "PaddleOCR's default scale_loss")
+            self.derive("AMP.use_dynamic_loss_scaling", False, "PaddleOCR's default")
+        for k, ours in AMP_KEYS.items():
+            if k in g:
+                self.ours.setdefault("AMP", {}).pop(ours, None)
+                self.report.derived.pop(f"AMP.{ours}", None)
+                self.map(f"Global.{k}", g[k], f"AMP.{ours}")
+
+    def architecture(self) -> None:
+        a = self.check_keys(self.src.get("Architecture"),
+                            ("model_type", "algorithm", "Transform", "Backbone", "Neck", "Head"), "Architecture")
+        if a.get("model_type", "rec") != "rec":
+            raise self.error("Architecture.model_type", f"{a['model_type']!r}: only 'rec' is translated")
+        if "model_type" in a:
+            self.map("Architecture.model_type", "rec", "Architecture.model_type")
+        if "algorithm" in a:
+            self.map("Architecture.algorithm", _canon(a["algorithm"], ALGORITHMS, "Architecture.algorithm",
+                                                      "algorithm", self.source), "Architecture.algorithm")
+        if "Transform" in a:
+            if a["Transform"] is not None:
+                raise self.error("Architecture.Transform", "a rectification Transform (TPS, ...) is not supported")
+            self.none("Architecture.Transform", "null: no rectification stage")
+        self.head_name = None
+        self.multihead_parts: List[str] = []
+        for part, names in (("Backbone", BACKBONES), ("Neck", NECKS), ("Head", HEADS)):
+            node = a.get(part)
+            if node is None:
+                if part in a:
+                    self.none(f"Architecture.{part}", "null")
+                continue
+            path = f"Architecture.{part}"
+            if not isinstance(node, dict) or "name" not in node:
+                raise self.error(path, "needs a name")
+            node = copy.deepcopy(node)
+            node["name"] = _canon(node["name"], names, f"{path}.name", part.lower(), self.source)
+            if part == "Neck" and node["name"] == "SequenceEncoder":
+                _canon(node.get("encoder_type"), ENCODER_TYPES, f"{path}.encoder_type", "encoder_type", self.source)
+            if part == "Head":
+                self.head_name = node["name"]
+                if node["name"] == "MultiHead":
+                    self._head_list(node, path)
+            self.put(path, node)
+            self.copy_tree(path, a[part], path)
+        if a.get("Neck") is None:  # our schema's default neck must not slip in
+            self.derive("Architecture.Neck", None, "no Neck in the PaddleOCR file")
+
+    def _head_list(self, node: dict, path: str) -> None:
+        parts = node.get("head_list")
+        if not isinstance(parts, list) or not parts:
+            raise self.error(f"{path}.head_list", "MultiHead needs a non-empty head_list")
+        for i, item in enumerate(parts):
+            if not isinstance(item, dict) or len(item) != 1:
+                raise self.error(f"{path}.head_list[{i}]", "each entry is a one-key mapping {HeadName: args}")
+            name = next(iter(item))
+            canon = _canon(name, MULTIHEAD_PARTS, f"{path}.head_list[{i}]", "head", self.source)
+            parts[i] = {canon: item[name]}
+        self.multihead_parts = [next(iter(x)) for x in parts]
+        if next(iter(parts[0])) != "CTCHead":
+            raise self.error(f"{path}.head_list[0]", "the first MultiHead part must be CTCHead (it gives the output)")
+
+    def loss(self) -> None:
+        lo = self.check_keys(self.src.get("Loss"), ("name", "loss_config_list", "use_focal_loss"), "Loss")
+        if not lo:
+            raise self.error("Loss", "is required")
+        self.loss_name = _canon(lo.get("name"), LOSSES, "Loss.name", "loss", self.source)
+        self.map("Loss.name", self.loss_name, "Loss.name")
+        if "use_focal_loss" in lo:
+            if lo["use_focal_loss"]:
+                raise self.error("Loss.use_focal_loss", "true is not supported here")
+            self.none("Loss.use_focal_loss", "false")
+        if self.loss_name == "MultiLoss":
+            parts = lo.get("loss_config_list")
+            if not isinstance(parts, list) or not parts:
+                raise self.error("Loss.loss_config_list", "MultiLoss needs a non-empty loss_config_list")
+            out = []
+            for i, item in enumerate(parts):
+                if not isinstance(item, dict) or len(item) != 1:
+                    raise self.error(f"Loss.loss_config_list[{i}]", "each entry is a one-key mapping {Loss: args}")
+                name = next(iter(item))
+                out.append({_canon(name, MULTILOSS_PARTS, f"Loss.loss_config_list[{i}]", "loss", self.source):
+                            copy.deepcopy(item[name])})
+            self.put("Loss.loss_config_list", out)
+            self.copy_tree("Loss.loss_config_list", parts, "Loss.loss_config_list")
+        elif "loss_config_list" in lo:
+            raise self.error("Loss.loss_config_list", f"only MultiLoss takes it, not {self.loss_name}")
+
+    def postprocess(self) -> None:
+        pp = self.check_keys(self.src.get("PostProcess"), ("name",) + GLOBAL_MERGED[1:3], "PostProcess")
+        if not pp:
+            return
+        _canon(pp.get("name"), ("CTCLabelDecode",), "PostProcess.name", "post-process", self.source)
+        self.fixed("PostProcess.name", "greedy CTC decode with Global.character_dict_path")
+        for k in ("character_dict_path", "use_space_char"):
+            if k in pp:
+                if (pp[k] or "") != (self.g.get(k) or ""):
+                    raise self.error(f"PostProcess.{k}", f"{pp[k]!r} differs from Global.{k} {self.g.get(k)!r}: "
+                                     "decoding must use the training dict")
+                self.none(f"PostProcess.{k}", f"equals Global.{k}")
+
+    def metric(self) -> None:
+        m = self.check_keys(self.src.get("Metric"), ("name", "main_indicator", "ignore_space", "is_filter"), "Metric")
+        if m:
+            _canon(m.get("name"), ("RecMetric",), "Metric.name", "metric", self.source)
+            self.fixed("Metric.name", "acc + norm_edit_dis (RecMetric)")
+        main = m.get("main_indicator", "acc")
+        if main not in ("acc", "norm_edit_dis"):
+            raise self.error("Metric.main_indicator", f"{main!r} is not one of ['acc', 'norm_edit_dis']")
+        if "main_indicator" in m:
+            self.map("Metric.main_indicator", main, "Metric.main_indicator")
+        if "ignore_space" in m:
+            self.map("Metric.ignore_space", bool(m["ignore_space"]), "Metric.ignore_space")
+        else:
+            self.derive("Metric.ignore_space", True, "PaddleOCR's RecMetric default")
+        if "is_filter" in m:
+            self.map("Metric.is_filter", bool(m["is_filter"]), "Metric.is_filter")
+
+    def optimizer(self) -> None:
+        o = self.check_keys(self.src.get("Optimizer"), ("name", "beta1", "beta2", "epsilon", "momentum", "lr",
+                                                        "regularizer", "clip_norm", "clip_norm_global",
+                                                        "no_weight_decay_name", "one_dim_param_no_weight_decay",
+                                                        "multi_precision", "lazy_mode"), "Optimizer")
+        if not o:
+            raise self.error("Optimizer", "is required")
+        name = OPTIMIZERS[_canon(o.get("name"), tuple(OPTIMIZERS), "Optimizer.name", "optimizer", self.source)]
+        self.map("Optimizer.name", name, "Optimizer.name")
+        for k in ("beta1", "beta2", "momentum", "epsilon"):
+            if k in o:
+                self.map(f"Optimizer.{k}", o[k], f"Optimizer.{k}")
+        self._lr(o.get("lr"), "lr" in o)
+        # weight decay: PaddleOCR passes the L2 factor as the float weight_decay of paddle's optimizer.
+        decay = 0.01 if name == "adamw" else 0.0
+        reg = o.get("regularizer")
+        if reg is not None:
+            self.check_keys(reg, ("name", "factor"), "Optimizer.regularizer")
+            if str(reg.get("name")) not in ("L2", "L2Decay"):
+                raise self.error("Optimizer.regularizer.name", f"{reg.get('name')!r}: only L2 is supported here")
+            decay = float(reg.get("factor", 0.0))
+            self.fixed("Optimizer.regularizer.name", "L2: coupled for adam/momentum/sgd, decoupled for adamw")
+            self.report.mapped["Optimizer.regularizer.factor"] = "Optimizer.weight_decay"
+        elif "regularizer" in o:
+            self.none("Optimizer.regularizer", "null")
+        self.put("Optimizer.weight_decay", decay)
+        if reg is None:
+            self.report.derived["Optimizer.weight_decay"] = "no regularizer: PaddleOCR's default for this optimizer"
+        if name == "adamw" and decay > 0:
+            one_dim_off = bool(o.get("one_dim_param_no_weight_decay", False))
+            self.derive("Optimizer.decay_1d_params", not one_dim_off, "PaddleOCR's AdamW decays 1-D params unless "
+                        "one_dim_param_no_weight_decay")
+        for k in ("one_dim_param_no_weight_decay", "no_weight_decay_name"):
+            if k in o and name != "adamw":
+                self.none(f"Optimizer.{k}", f"only read by AdamW, not {name}")
+        if "one_dim_param_no_weight_decay" in o and name == "adamw":
+            self.report.mapped["Optimizer.one_dim_param_no_weight_decay"] = "Optimizer.decay_1d_params"
+            self.put("Optimizer.decay_1d_params", not bool(o["one_dim_param_no_weight_decay"]))
+        if "no_weight_decay_name" in o and name == "adamw":
+            self.map("Optimizer.no_weight_decay_name", o["no_weight_decay_name"] or "", "Optimizer.no_weight_decay_name")
+        if "clip_norm" in o:
+            self.map("Optimizer.clip_norm", float(o["clip_norm"]), "Optimizer.clip_norm_per_tensor")
+        if "clip_norm_global" in o:
+            self.map("Optimizer.clip_norm_global", float(o["clip_norm_global"]), "Optimizer.grad_clip_norm")
+        else:
+            self.derive("Optimizer.grad_clip_norm", 0.0, "no global clip in the file")
+        if "multi_precision" in o:
+            self.none("Optimizer.multi_precision", "fp32 master weights follow AMP.master_weight")
+        if "lazy_mode" in o:
+            if o["lazy_mode"]:
+                raise self.error("Optimizer.lazy_mode", "true is not supported here")
+            self.none("Optimizer.lazy_mode", "false")
+
+    def _lr(self, lr: Any, present: bool) -> None:
+        self.derive("Optimizer.warmup_steps", 0, "PaddleOCR warms up only by lr.warmup_epoch")
+        self.derive("Optimizer.min_lr", 0.0, "PaddleOCR's schedules decay to 0")
+        if not present:
+            raise self.error("Optimizer.lr", "is required")
+        if not isinstance(lr, dict):  # a bare number is a constant in PaddleOCR too
+            self.map("Optimizer.lr", lr, "Optimizer.lr")
+            self.derive("Optimizer.schedule", "constant", "a bare learning rate")
+            return
+        allowed = ("name", "learning_rate", "warmup_epoch", "end_lr", "power", "step_size", "gamma",
+                   "decay_epochs", "values")
+        self.check_keys(lr, allowed, "Optimizer.lr")
+        if "name" not in lr:  # PaddleOCR: lr = lr_config['learning_rate'], nothing else read
+            self.map("Optimizer.lr.learning_rate", lr.get("learning_rate"), "Optimizer.lr")
+            self.derive("Optimizer.schedule", "constant", "Optimizer.lr without a name")
+            for k in lr:
+                if k != "learning_rate":
+                    self.none(f"Optimizer.lr.{k}", "PaddleOCR reads only learning_rate when lr has no name")
+            return
+        sched = LR_SCHEDULES[_canon(lr["name"], tuple(LR_SCHEDULES), "Optimizer.lr.name", "lr schedule", self.source)]
+        self.map("Optimizer.lr.name", sched, "Optimizer.schedule")
+        if sched == "piecewise":
+            if "values" not in lr or "decay_epochs" not in lr:
+                raise self.error("Optimizer.lr", "Piecewise needs decay_epochs and values")
+            self.map("Optimizer.lr.values", list(lr["values"]), "Optimizer.values")
+            self.map("Optimizer.lr.decay_epochs", list(lr["decay_epochs"]), "Optimizer.decay_epochs")
+            self.put("Optimizer.lr", float(lr["values"][0]))
+            self.report.proposed.append("Optimizer.schedule=piecewise")
+            if "learning_rate" in lr:
+                self.none("Optimizer.lr.learning_rate", "Piecewise takes its rates from values")
+        elif "learning_rate" in lr:
+            self.map("Optimizer.lr.learning_rate", lr["learning_rate"], "Optimizer.lr")
+        else:
+            raise self.error("Optimizer.lr.learning_rate", "is required")
+        per_schedule = {"linear": ("end_lr", "power"), "step": ("step_size", "gamma"),
+                        "piecewise": ("decay_epochs", "values")}
+        for k in ("end_lr", "power", "step_size", "gamma", "decay_epochs", "values"):
+            if k in lr and k not in per_schedule.get(sched, ()):
+                self.none(f"Optimizer.lr.{k}", f"not read by {lr['name']}")
+        if sched == "linear":
+            if float(lr.get("power", 1.0)) != 1.0:
+                raise self.error("Optimizer.lr.power", "only power 1.0 (linear decay) is supported here")
+            if "power" in lr:
+                self.fixed("Optimizer.lr.power", "1.0: linear schedule")
+            if "end_lr" in lr:
+                self.put("Optimizer.min_lr", float(lr["end_lr"]), replace=True)
+                self.report.derived.pop("Optimizer.min_lr", None)
+                self.report.mapped["Optimizer.lr.end_lr"] = "Optimizer.min_lr"
+        if sched == "step":
+            if "step_size" not in lr:
+                raise self.error("Optimizer.lr.step_size", "is required by Step")
+            self.map("Optimizer.lr.step_size", lr["step_size"], "Optimizer.step_size_epochs")
+            if "gamma" in lr:
+                self.map("Optimizer.lr.gamma", lr["gamma"], "Optimizer.gamma")
+        warm = lr.get("warmup_epoch", 0) or 0
+        if "warmup_epoch" in lr:
+            self.map("Optimizer.lr.warmup_epoch", warm, "Optimizer.warmup_epochs")
+        if warm and sched != "constant":
+            self.derive("Optimizer.schedule_length", "full_run", "PaddleOCR restarts the schedule after warmup "
+                        "with the full run's length")
+
+    def split(self, split: str) -> None:
+        node = self.src.get(split)
+        allowed = ("dataset", "loader", "sampler") if split == "Train" else ("dataset", "loader")
+        node = self.check_keys(node, allowed + ("accumulate_steps",), split)
+        if not node:
+            raise self.error(split, "is required")
+        if "accumulate_steps" in node:
+            if split != "Train":
+                raise self.error(f"{split}.accumulate_steps", "only Train takes it")
+            self.map("Train.accumulate_steps", node["accumulate_steps"], "Train.accumulate_steps")
+        ds = self.check_keys(node.get("dataset"), ("name", "data_dir", "label_file_list", "ratio_list", "transforms",
+                                                    "delimiter", "ds_width", "ext_op_transform_idx"), f"{split}.dataset")
+        p = f"{split}.dataset"
+        dname = _canon(ds.get("name"), tuple(DATASETS), f"{p}.name", "dataset", self.source)
+        fmt = DATASETS[dname]
+        self.map(f"{p}.name", fmt, f"{p}.format")
+        if "data_dir" in ds:
+            self.map(f"{p}.data_dir", ds["data_dir"] or "", f"{p}.data_dir")
+        if "label_file_list" in ds:
+            if fmt == "lmdb":
+                self.none(f"{p}.label_file_list", f"{dname} reads data_dir only")
+            else:
+                lfl = ds["label_file_list"]
+                self.map(f"{p}.label_file_list", [lfl] if isinstance(lfl, str) else list(lfl or []),
+                         f"{p}.label_file_list")
+        if "delimiter" in ds:
+            self.map(f"{p}.delimiter", ds["delimiter"], f"{p}.delimiter")
+        if "ratio_list" in ds:
+            r = ds["ratio_list"]
+            ratios = r if isinstance(r, list) else [r]
+            if any(float(x) != 1.0 for x in ratios):
+                raise self.error(f"{p}.ratio_list", f"{r!r}: sampling a fraction of a label file is not supported "
+                                 "here (every sample is used; set all ratios to 1.0)")
+            self.fixed(f"{p}.ratio_list", "1.0: every sample of every label file is used")
+        if "ds_width" in ds:
+            if ds["ds_width"]:
+                raise self.error(f"{p}.ds_width", "true (per-sample width buckets) is not supported here")
+            self.none(f"{p}.ds_width", "false")
+        if dname == "MultiScaleDataSet" and "sampler" not in node:
+            raise self.error(f"{split}.sampler", "MultiScaleDataSet needs a MultiScaleSampler")
+        self.transforms(split, ds.get("transforms"), ds.get("ext_op_transform_idx"), "ext_op_transform_idx" in ds)
+        bs_path = self.sampler(node.get("sampler")) if split == "Train" and "sampler" in node else None
+        self.loader(split, node.get("loader"), bs_path)
+
+    def transforms(self, split: str, ops: Any, ext_idx: Any, has_ext_idx: bool) -> None:
+        p = f"{split}.dataset.transforms"
+        if not isinstance(ops, list) or not ops:
+            raise self.error(p, "is required (a list of data ops)")
+        names = []
+        concat_at = None
+        for i, item in enumerate(ops):
+            if not isinstance(item, dict) or len(item) != 1:
+                raise self.error(f"{p}[{i}]", "each op is a one-key mapping {OpName: args}")
+            raw = next(iter(item))
+            name = _canon(raw, TRANSFORMS, f"{p}[{i}]", "transform", self.source)
+            names.append(name)
+            args = item[raw]
+            op = f"{p}[{i}].{raw}"
+            allowed = {"DecodeImage": ("img_mode", "channel_first"), "RecAug": RECAUG_ARGS,
+                       "RecConAug": ("prob", "ext_data_num", "image_shape", "max_text_length"),
+                       "CTCLabelEncode": (), "MultiLabelEncode": ("gtc_encode",),
+                       "RecResizeImg": ("image_shape", "padding", "eval_mode"), "KeepKeys": ("keep_keys",)}[name]
+            args = self.check_keys(args, allowed + GLOBAL_MERGED, op)
+            if not args:
+                self.fixed(op, f"{name} with its defaults")
+            self._merged_from_global(op, args)
+            getattr(self, f"_op_{name}")(split, op, args, i)
+            if name == "RecConAug":
+                concat_at = i
+        if split == "Train" and "RecAug" not in names:
+            self.derive("Train.dataset.aug", False, "no RecAug in Train.dataset.transforms")
+        if "RecAug" in names and split == "Eval":
+            raise self.error(f"{p}[{names.index('RecAug')}]", "augmenting Eval images is not supported")
+        if has_ext_idx:
+            ep = f"{split}.dataset.ext_op_transform_idx"
+            if concat_at is None:
+                self.none(ep, "only used to load RecConAug's extra samples; there is no RecConAug")
+            elif ext_idx != concat_at:
+                raise self.error(ep, f"{ext_idx!r}: the extra samples of RecConAug must go through exactly the "
+                                 f"ops before it ({concat_at})")
+            else:
+                self.fixed(ep, "RecConAug's extra samples are decoded like the main one")
+        enc = [n for n in names if n in LABEL_ENCODERS]
+        if len(enc) != 1:
+            raise self.error(p, f"needs exactly one label encoder of {sorted(LABEL_ENCODERS)}, found {enc}")
+
+    def _merged_from_global(self, op: str, args: dict) -> None:
+        for k in GLOBAL_MERGED:
+            if k not in args:
+                continue
+            if k in self.g:
+                if k in ("character_dict_path", "use_space_char") and (args[k] or "") != (self.g[k] or ""):
+                    raise self.error(f"{op}.{k}", f"{args[k]!r} differs from Global.{k} {self.g[k]!r}: PaddleOCR "
+                                     "overrides it with Global's; remove it or make them equal")
+                self.none(f"{op}.{k}", f"overridden by Global.{k}, as in PaddleOCR")
+            else:
+                raise self.error(f"{op}.{k}", f"set Global.{k} instead (one value for the whole run)")
+
+    def _op_DecodeImage(self, split, op, args, i):
+        mode = str(args.get("img_mode", "RGB")).upper()
+        if mode not in ("RGB", "BGR", "GRAY"):
+            raise self.error(f"{op}.img_mode", f"{args.get('img_mode')!r} is not one of RGB, BGR, GRAY")
+        self.img_modes.append((f"{op}.img_mode", mode))
+        if "img_mode" in args:
+            self.report.mapped[f"{op}.img_mode"] = "Global.img_mode"
+        if args.get("channel_first"):
+            raise self.error(f"{op}.channel_first", "true is not supported here (images stay HWC until the resize)")
+        if "channel_first" in args:
+            self.fixed(f"{op}.channel_first", "false: HWC until the resize")
+
+    def _op_RecAug(self, split, op, args, i):
+        if args:
+            raise self.error(f"{op}.{next(iter(args))}", "RecAug parameters are not supported here: the "
+                             "augmentation is on (RecAug listed) or off")
+        self.map(op, True, f"{split}.dataset.aug")
+
+    def _op_RecConAug(self, split, op, args, i):
+        if split != "Train":
+            raise self.error(op, "only Train can use RecConAug")
+        # PaddleOCR's defaults: prob 0.5, ext_data_num 1, image_shape (32, 320, 3) -> W/H cap 10
+        h, w, _ = args.get("image_shape", (32, 320, 3))
+        for key, dst, value in (("prob", "concat_aug_prob", float(args.get("prob", 0.5))),
+                                ("ext_data_num", "concat_aug_ext_num", int(args.get("ext_data_num", 1))),
+                                ("image_shape", "concat_aug_max_wh_ratio", float(w) / float(h))):
+            self.put(f"Train.dataset.{dst}", value)
+            if key in args:
+                self.report.mapped[f"{op}.{key}"] = f"Train.dataset.{dst}"
+
+    def _label_encoder(self, split, op, name):
+        self.encoders[split] = (name, op)
+        self.put(f"{split}.dataset.label_encoder", name)
+        self.report.mapped[op] = f"{split}.dataset.label_encoder"
+
+    def _op_CTCLabelEncode(self, split, op, args, i):
+        self._label_encoder(split, op, "CTCLabelEncode")
+
+    def _op_MultiLabelEncode(self, split, op, args, i):
+        self._label_encoder(split, op, "MultiLabelEncode")
+        gtc = args.get("gtc_encode")
+        if gtc is not None:
+            gtc = _canon(gtc, ("NRTRLabelEncode", "SARLabelEncode"), f"{op}.gtc_encode", "gtc_encode", self.source)
+            self.map(f"{op}.gtc_encode", gtc, f"{split}.dataset.gtc_encode")
+        else:  # PaddleOCR's MultiLabelEncode falls back to SAR labels (label_sar)
+            gtc = "SARLabelEncode"
+            self.derive(f"{split}.dataset.gtc_encode", gtc, "MultiLabelEncode without gtc_encode")
+        self.gtc[split] = (gtc, f"{op}.gtc_encode")
+        if args:
+            self.report.mapped[op] = f"{split}.dataset.label_encoder"
+
+    def _op_RecResizeImg(self, split, op, args, i):
+        if "image_shape" not in args:
+            raise self.error(f"{op}.image_shape", "is required")
+        shape = [int(v) for v in args["image_shape"]]
+        self.shapes.append((f"{op}.image_shape", shape))
+        self.report.mapped[f"{op}.image_shape"] = "Global.image_shape"
+        mode = "pad"
+        if args.get("padding", True) is False:
+            mode = "stretch"
+        if args.get("eval_mode") and self.dict_path:  # PaddleOCR: eval_mode + a dict -> free-width resize
+            mode = "free_width"
+        for k in ("padding", "eval_mode"):
+            if k in args:
+                self.report.mapped[f"{op}.{k}"] = f"{split}.dataset.resize_mode"
+        if "eval_mode" in args and args["eval_mode"] and not self.dict_path:
+            self.report.mapped.pop(f"{op}.eval_mode")
+            self.none(f"{op}.eval_mode", "without a dict file PaddleOCR resizes as usual")
+        if mode != "pad" or any(k in args for k in ("padding", "eval_mode")):
+            self.put(f"{split}.dataset.resize_mode", mode)
+
+    def _op_KeepKeys(self, split, op, args, i):
+        self.keep_keys = getattr(self, "keep_keys", {})
+        self.keep_keys[split] = (f"{op}.keep_keys", list(args.get("keep_keys") or []))
+        if "keep_keys" in args:
+            self.fixed(f"{op}.keep_keys", "the batch keys follow the label encoder")
+
+    def sampler(self, s: Any) -> Optional[str]:
+        p = "Train.sampler"
+        s = self.check_keys(s, ("name", "scales", "first_bs", "fix_bs", "divided_factor", "is_training",
+                                "ratio_wh", "max_w"), p)
+        if not s:
+            self.none(p, "null")
+            return None
+        _canon(s.get("name"), ("MultiScaleSampler",), f"{p}.name", "sampler", self.source)
+        for k, v in s.items():
+            self.map(f"{p}.{k}", copy.deepcopy(v), f"{p}.{k}")
+        if "first_bs" not in s:
+            raise self.error(f"{p}.first_bs", "is required")
+        return f"{p}.first_bs"
+
+    def loader(self, split: str, lo: Any, bs_from: Optional[str]) -> None:
+        p = f"{split}.loader"
+        lo = self.check_keys(lo, ("shuffle", "batch_size_per_card", "drop_last", "num_workers", "use_shared_memory",
+                                  "persistent_workers", "prefetch_factor"), p)
+        for k, v in lo.items():
+            if k == "batch_size_per_card" and bs_from is not None:
+                first = self.src["Train"]["sampler"]["first_bs"]
+                if v != first:
+                    self.none(f"{p}.{k}", f"MultiScaleSampler takes the batch size from first_bs ({first})")
+                    continue
+            self.map(f"{p}.{k}", v, f"{p}.{k}")
+        if bs_from is not None and "batch_size_per_card" not in self.ours.get(split, {}).get("loader", {}):
+            self.put(f"{p}.batch_size_per_card", self.src["Train"]["sampler"]["first_bs"])
+
+    def consistency(self) -> None:
+        """One image shape, one channel order, label encoders that match the loss, keep_keys that match them."""
+        if not self.shapes:
+            raise self.error("Train.dataset.transforms", "no RecResizeImg image_shape in Train or Eval: the input "
+                             "shape is unknown")
+        first_path, first = self.shapes[0]
+        for path, shape in self.shapes[1:]:
+            if shape != first:
+                raise self.error(path, f"{shape} differs from {first_path} {first}: one input shape per run")
+        self.put("Global.image_shape", first)
+        modes = {m for _, m in self.img_modes}
+        if len(modes) > 1:
+            raise self.error(self.img_modes[1][0], f"differs from {self.img_modes[0][0]}: one channel order per run")
+        self.put("Global.img_mode", modes.pop() if modes else "RGB")
+        if self.img_modes and self.img_modes[0][0] not in self.report.mapped:
+            self.report.derived["Global.img_mode"] = "DecodeImage's default img_mode"
+        for split, (name, path) in self.encoders.items():
+            need_loss, keys = LABEL_ENCODERS[name]
+            if need_loss != self.loss_name:
+                raise self.error(path, f"{name} does not go with Loss.name {self.loss_name}")
+            if split in self.gtc:
+                gtc, gtc_path = self.gtc[split]
+                if gtc == "SARLabelEncode":
+                    keys = [("label_sar" if k == "label_gtc" else k) for k in keys]
+                second = self.multihead_parts[1:2]
+                want = {"NRTRLabelEncode": "NRTRHead", "SARLabelEncode": "SARHead"}[gtc]
+                if second and second[0] != want:
+                    raise self.error(gtc_path, f"{gtc} does not go with Architecture.Head.head_list[1] {second[0]}")
+            kp, kept = getattr(self, "keep_keys", {}).get(split, (None, None))
+            if kept is not None and kept and kept != keys:
+                raise self.error(kp, f"{kept} does not match {name}, which gives {keys}")
+        want_head = {"CTCLoss": "CTCHead", "MultiLoss": "MultiHead"}[self.loss_name]
+        if self.head_name is not None and self.head_name != want_head:
+            raise self.error("Loss.name", f"{self.loss_name} does not go with Architecture.Head.name {self.head_name}")
+
+
+def translate_rec_config(data: dict, source: str = "<dict>") -> Tuple[dict, TranslationReport]:
+    """Map a PaddleOCR recognition config (a loaded YAML dict) onto the OCR recipe's config dict.
+
+    Returns (our config dict, TranslationReport). Raises ConfigError naming the key for an unknown key
+    (with the nearest valid one) and for a value whose meaning would change here.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping")
+    return _Translator(copy.deepcopy(data), source).run()
+
+
+def apply_overrides(data: dict, overrides: List[str]) -> dict:
+    """`-o Global.epoch_num=3 ...` on the raw dict (the translator then checks every key)."""
+    for text in flatten_opts(overrides or []):
+        keys, value = parse_override(text)
+        node = data
+        for k in keys[:-1]:
+            if not isinstance(node.get(k), dict):
+                node[k] = {}
+            node = node[k]
+        node[keys[-1]] = value
+    return data
+
+
+def load_any_config(path: str | Path | None, overrides: List[str] | None, schema: type,
+                    translator: Optional[Callable[[dict, str], Tuple[dict, TranslationReport]]] = translate_rec_config,
+                    log: Callable[[str], None] | None = None) -> Any:
+    """`-c PATH -o k=v ...` for our YAML or a PaddleOCR one, typed by `schema`.
+
+    A PaddleOCR file (is_paddleocr_config) gets the overrides in its own keys, goes through `translator`
+    (default translate_rec_config), and its "no effect here" line goes to `log` (default: this module's
+    logger at INFO; pass a list's append to log it after logging is set up). Our own YAML, no file, or
+    translator=None go through paddle_recipes.config.load_config unchanged.
+    """
+    if not path or translator is None:
+        return load_config(path, overrides, schema)
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+    if not is_paddleocr_config(data):
+        return load_config(path, overrides, schema)
+    opts = flatten_opts(overrides or [])
+    source = f"{p} (PaddleOCR config{', with -o overrides' if opts else ''})"
+    ours, report = translator(apply_overrides(data, opts), source)
+    (log or logger.info)(report.no_effect_line())
+    try:
+        return from_dict(schema, ours)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (translated from {source})") from None

@@ -1,0 +1,315 @@
+"""The `Recipe` base: modes train / eval / predict / export for every task, written once.
+
+A task subclasses Recipe and declares only its config schema, data, model, train step, evaluation
+and input spec::
+
+    class OcrRec(Recipe):
+        name, Config, default_config, main_metric = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml", "acc"
+        def build_dataset(self, split): ...          # "train" | "eval"
+        def build_model(self): ...
+        def train_step(self, model, batch): ...      # -> {"loss": Tensor, **scalars}
+        def evaluate_model(self, model, loader): ... # -> {metric: float}, reduced over ranks
+        def input_spec(self): ...                    # export
+        def parity_inputs(self, model): ...          # export: {input name: np.ndarray}
+        def predict_model(self, model): ...          # predict mode body
+
+    if __name__ == "__main__":
+        OcrRec.cli()                                 # -c / -o / --mode; user errors -> one line, exit 2
+
+Provided here: the weights source (Global.weights, else output_dir/checkpoints `best`, else `latest`),
+init weights for training (Global.pretrained_model / Global.weights, loaded strictly), the eval loader
+(each rank scores the shard rank::world_size), cross-rank skip merging, rank-0 data generation (one
+strategy: rank 0 builds, then writes a fingerprint file that the other ranks poll; no collective, so a
+minutes-long generation cannot time out a GLOO barrier) and the export-parity report (dygraph vs
+Paddle Inference).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+import paddle
+
+from . import distributed as dist_utils
+from .assets import resolve_path
+from .checkpoint import CheckpointError, load_weights
+from .cli import exit_on_user_error, run_recipe
+from .data import build_loader
+from .training import Run, build_training, count_params
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+READY_FILE = ".ready.json"
+
+
+@dataclass
+class PredictConfig:
+    """images: an image file or folder. batch_size: images per forward pass."""
+    images: str = ""
+    batch_size: int = 16
+
+
+@dataclass
+class ExportConfig:
+    """out_prefix: "" = output_dir/inference/model. parity_batch: samples compared dygraph vs Paddle Inference."""
+    out_prefix: str = ""
+    parity_batch: int = 4
+
+
+def prepare_on_rank0(root: str | os.PathLike, fingerprint: dict, build: Callable[[], T], info,
+                     timeout_s: float = 7200, poll_s: float = 1.0) -> T:
+    """Rank 0 runs build() (which must cache its result), then writes root/.ready.json = fingerprint;
+    the other ranks poll that file until it matches, then run build() themselves (now a cache hit)."""
+    root = Path(root)
+    ready = root / READY_FILE
+    want = json.loads(json.dumps(fingerprint, sort_keys=True, default=str))
+    if info.is_main:
+        result = build()
+        root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=root, prefix=".ready.")
+        with os.fdopen(fd, "w") as f:
+            json.dump(want, f, sort_keys=True)
+        os.replace(tmp, ready)
+        return result
+    t0 = time.time()
+    while True:
+        try:
+            if json.loads(ready.read_text()) == want:
+                break
+        except (OSError, ValueError):
+            pass
+        if time.time() - t0 > timeout_s:
+            raise TimeoutError(f"waited {timeout_s:.0f} s for rank 0 to prepare {root}")
+        time.sleep(poll_s)
+    return build()
+
+
+def merge_skips(stats: list, info, output_dir: str | os.PathLike | None = None) -> dict:
+    """Union of skipped-sample places over ranks, one log line per split; writes skipped.json (rank 0).
+
+    stats: objects with `.name` and `.places` {reason: set of places} (tasks.ocr.dataset.SkipStats).
+    Returns {split: {reason: count}}. Collective when world_size > 1: call on every rank.
+    """
+    merged = {}
+    for st in stats:
+        places = {r: sorted(p) for r, p in st.places.items()}
+        gathered: list = []
+        if info.world_size > 1:
+            paddle.distributed.all_gather_object(gathered, places)
+        else:
+            gathered = [places]
+        union = type(st)(st.name)
+        for g in gathered:
+            for reason, ps in g.items():
+                union.places.setdefault(reason, set()).update(ps)
+        merged[st.name] = union.counts()
+        if info.is_main:
+            logger.info("data summary: %s", union.summary())
+    if info.is_main and output_dir is not None:
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / "skipped.json").write_text(json.dumps(merged, indent=1))
+    return merged
+
+
+def _as_list(out) -> list[np.ndarray]:
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    return [o.numpy() if isinstance(o, paddle.Tensor) else np.asarray(o) for o in outs]
+
+
+class Recipe:
+    """Base of every task recipe. Class attributes: name, Config (dataclass schema, TrainingConfig-shaped),
+    default_config (checkout-relative path, found in the package when installed), main_metric (eval key
+    that picks `best`, higher is better), modes, user_errors (exception types the CLI prints as one line),
+    eval_autocast (evaluate under amp.autocast, for O2 fp16 weights)."""
+
+    name: str = "recipe"
+    Config: type = object
+    default_config: str | None = None
+    main_metric: str | None = None
+    modes: tuple = ("train", "eval", "predict", "export")
+    user_errors: tuple = ()
+    eval_autocast: bool = False
+    output_names: tuple = ()
+
+    def __init__(self, cfg, info):
+        self.cfg, self.info = cfg, info
+        self.log = logging.getLogger(self.name)
+
+    # ------------------------------------------------------------------ hooks a task declares
+    def check(self) -> None:
+        """Cross-section validation beyond types; raise ConfigError."""
+
+    def build_dataset(self, split: str):
+        """The dataset of split "train" or "eval"."""
+        raise NotImplementedError
+
+    def collate(self, split: str) -> Callable | None:
+        return None
+
+    def build_model(self) -> paddle.nn.Layer:
+        raise NotImplementedError
+
+    def train_step(self, model, batch) -> dict:
+        raise NotImplementedError
+
+    def evaluate_model(self, model, loader) -> dict:
+        """Metrics of `model` (unwrapped) on this rank's shard `loader`, reduced over ranks."""
+        raise NotImplementedError
+
+    def batch_size(self, batch) -> int:
+        from .trainer import default_batch_size
+
+        return default_batch_size(batch)
+
+    def skip_stats(self) -> list:
+        """SkipStats-like objects of the datasets built so far (merged over ranks by `skipped`)."""
+        return []
+
+    def skipped(self) -> dict:
+        return merge_skips(self.skip_stats(), self.info, self.cfg.Global.output_dir)
+
+    def callbacks(self) -> list:
+        return []
+
+    def describe(self, run: Run) -> str:
+        """One log line about the run (model, data sizes) before training."""
+        return f"{count_params(run.model) / 1e6:.2f}M params, {run.steps_per_epoch} steps/epoch"
+
+    def input_spec(self) -> list:
+        raise NotImplementedError
+
+    def parity_inputs(self, model) -> dict:
+        """{input name: np.ndarray} compared dygraph vs Paddle Inference in export mode."""
+        raise NotImplementedError
+
+    def deploy_model(self, model) -> tuple[paddle.nn.Layer, dict]:
+        """The model to export (e.g. re-parameterized) and report entries about that step."""
+        return model, {}
+
+    def export_extras(self, ref: list, out: list, inputs: dict, out_dir: Path) -> dict:
+        """Task-level parity checks and files next to the export (e.g. decoded text equal)."""
+        return {}
+
+    def predict_model(self, model) -> list:
+        raise NotImplementedError(f"{self.name} has no predict mode")
+
+    # ------------------------------------------------------------------ shared parts
+    def weights_source(self) -> str:
+        """Global.weights, else output_dir/checkpoints/best when present, else the latest checkpoint."""
+        g = self.cfg.Global
+        if g.weights:
+            return g.weights
+        root = Path(g.output_dir) / "checkpoints"
+        return str(root / "best") if (root / "best").exists() else str(root)
+
+    def load_for_inference(self) -> tuple[paddle.nn.Layer, str]:
+        model = self.build_model()
+        src = load_weights(model, self.weights_source(), prefer_ema=self.cfg.Global.use_ema_weights)
+        self.log.info("loaded %s", src)
+        model.eval()
+        return model, src
+
+    def load_pretrained(self, model, path: str) -> None:
+        """Init weights (PaddleOCR's Global.pretrained_model): a .pdparams file, a path prefix without
+        extension, or a checkpoint folder/root; every model weight must be present (strict)."""
+        p = Path(path)
+        if not p.exists() and Path(str(p) + ".pdparams").is_file():
+            p = Path(str(p) + ".pdparams")
+        if not p.exists():
+            raise CheckpointError(f"init weights not found: {path} (nor {path}.pdparams)")
+        src = load_weights(model, p, prefer_ema=self.cfg.Global.use_ema_weights)
+        self.log.info("init weights loaded from %s", src)
+
+    def init_weights(self, model) -> None:
+        """Train mode: Global.pretrained_model or Global.weights, when set, initialise `model`."""
+        g = self.cfg.Global
+        path = g.pretrained_model or g.weights
+        if path:
+            self.load_pretrained(model, path)
+
+    def eval_loader(self, dataset):
+        """This rank's shard (rank::world_size) of `dataset`, in order; metrics are reduced by the task."""
+        lc = self.cfg.Eval.loader
+        shard = paddle.io.Subset(dataset, list(range(self.info.rank, len(dataset), self.info.world_size)))
+        sampler = paddle.io.BatchSampler(shard, batch_size=lc.batch_size_per_card, shuffle=False, drop_last=False)
+        return build_loader(shard, sampler, lc, collate_fn=self.collate("eval"))
+
+    def prepare_data(self, root, fingerprint: dict, build: Callable[[], T]) -> T:
+        return prepare_on_rank0(root, fingerprint, build, self.info)
+
+    # ------------------------------------------------------------------ modes
+    def train(self) -> dict:
+        train_set = self.build_dataset("train")
+        eval_loader = self.eval_loader(self.build_dataset("eval"))
+        model = self.build_model()
+        self.init_weights(model)
+        run = build_training(self.cfg, model, train_set, step=self.train_step, info=self.info,
+                             eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),
+                             collate=self.collate("train"), callbacks=self.callbacks(), main_metric=self.main_metric,
+                             batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast)
+        self.log.info("%s: %s, world %d, EMA %s", self.name, self.describe(run), self.info.world_size,
+                      "on" if run.ema is not None else "off")
+        return run.fit()
+
+    def eval(self) -> dict:
+        loader = self.eval_loader(self.build_dataset("eval"))
+        model, src = self.load_for_inference()
+        metrics = dict(self.evaluate_model(model, loader))
+        metrics.update(weights=src, skipped=merge_skips(self.skip_stats(), self.info))
+        if self.info.is_main:
+            print(json.dumps(metrics, ensure_ascii=False, default=str))
+        return metrics
+
+    def predict(self) -> list:
+        model, _ = self.load_for_inference()
+        return self.predict_model(model)
+
+    def export(self) -> dict:
+        """jit.save the (EMA) model and compare Paddle Inference with dygraph on parity_inputs()."""
+        from .export import create_predictor, export_model, predict as run_predictor
+
+        model, src = self.load_for_inference()
+        inputs = self.parity_inputs(model)
+        with paddle.no_grad():
+            ref = _as_list(model(*[paddle.to_tensor(v) for v in inputs.values()]))
+        deploy, report = self.deploy_model(model)
+        prefix = self.cfg.Export.out_prefix or str(Path(self.cfg.Global.output_dir) / "inference" / "model")
+        exp = export_model(deploy, self.input_spec(), prefix)
+        pred = create_predictor(exp.prefix, device="gpu" if paddle.is_compiled_with_cuda() else "cpu", threads=2)
+        out = run_predictor(pred, inputs)
+        diffs = [float(np.abs(a - b).max()) for a, b in zip(out, ref)]
+        report = {"prefix": exp.prefix, "format": exp.format, "weights": src, **report, "max_abs_diff": max(diffs)}
+        report.update({f"max_abs_diff_{n}": d for n, d in zip(self.output_names, diffs)})
+        out_dir = Path(exp.prefix).parent
+        report.update(self.export_extras(ref, out, inputs, out_dir), **exp.sizes())
+        (out_dir / "export_report.json").write_text(json.dumps(report, indent=1, default=str))
+        if self.info.is_main:
+            print(json.dumps(report, default=str))
+        return report
+
+    # ------------------------------------------------------------------ command line
+    @classmethod
+    def main(cls, argv: list[str] | None = None) -> Any:
+        """Parse -c/-o/--mode, set up distributed + logging, run the mode; returns its result."""
+        def run_mode(mode):
+            def go(cfg, info):
+                recipe = cls(cfg, info)
+                recipe.check()
+                return getattr(recipe, mode)()
+            return go
+
+        default = resolve_path(cls.default_config) if cls.default_config else None
+        return run_recipe(cls.name, cls.Config, {m: run_mode(m) for m in cls.modes}, default_config=default,
+                          argv=argv, description=(cls.__doc__ or cls.name).strip().splitlines()[0])
+
+    @classmethod
+    def cli(cls, argv: list[str] | None = None) -> None:
+        """Console entry point: main(), with user errors printed as one line (exit 2)."""
+        exit_on_user_error(lambda: cls.main(argv), cls.name, extra_errors=cls.user_errors)

@@ -1,0 +1,121 @@
+"""Config sections of the PP-YOLOE recipe that are this task's own (the recipe embeds them directly)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ...amp import DEFAULT_FP16_BLACK_LIST, AmpConfig
+from ...config import check_name
+from ...export import TrtConfig
+from ...training import EvalLoaderConfig, TrainLoaderConfig, TrainSection
+from .model import SIZES, build_ppyoloe
+from .synth import ShapesSpec
+
+
+# fp16-overflow-prone ops of a detection head/loss kept in fp32 (on top of the core list).
+DET_FP16_BLACK_LIST = sorted(set(DEFAULT_FP16_BLACK_LIST) | {
+    "reduce_mean", "sigmoid", "softmax", "log_softmax", "elementwise_pow", "bce_loss", "matmul_v2",
+    "take_along_axis", "topk"})
+
+
+def default_amp() -> AmpConfig:
+    """O1 with the detection black list (a no-op on CPU, logged)."""
+    return AmpConfig(enable=True, level="O1", custom_black_list=list(DET_FP16_BLACK_LIST))
+
+
+@dataclass
+class ArchitectureConfig:
+    """size: tiny | s | m | l (width/depth multipliers). reg_max: highest DFL bin (grid cells)."""
+    size: str = "s"
+    reg_max: int = 16
+
+    def __post_init__(self):
+        check_name("Architecture.size", self.size, SIZES)
+
+
+@dataclass
+class LossConfig:
+    """Weights of VFL (cls) / GIoU (iou) / DFL and the TAL assigner's topk, alpha, beta."""
+    cls_weight: float = 1.0
+    iou_weight: float = 2.5
+    dfl_weight: float = 0.5
+    topk: int = 13
+    alpha: float = 1.0
+    beta: float = 6.0
+
+
+def build_model(arch: ArchitectureConfig, loss: LossConfig, num_classes: int):
+    return build_ppyoloe(arch.size, num_classes, reg_max=arch.reg_max, topk=loss.topk, alpha=loss.alpha, beta=loss.beta,
+                         loss_weights={"cls": loss.cls_weight, "iou": loss.iou_weight, "dfl": loss.dfl_weight})
+
+
+@dataclass
+class ShapesSetConfig(ShapesSpec):
+    """The built-in shapes set (ShapesSpec, pixels) and its folder; used when a split's ann_file is empty."""
+    root: str = "datasets/cache/det_shapes"
+
+
+@dataclass
+class DatasetConfig:
+    """COCO instances json + image folder ("" ann_file = synthetic split; "" image_dir = the json's folder)."""
+    ann_file: str = ""
+    image_dir: str = ""
+
+
+@dataclass
+class NmsConfig:
+    """Multi-class NMS of postprocess.postprocess_batch (boxes in input pixels)."""
+    score_threshold: float = 0.01
+    iou_threshold: float = 0.7
+    nms_top_k: int = 1000
+    keep_top_k: int = 100
+
+    def kwargs(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class DetTrain(TrainSection):
+    """loader.batch_size_per_card (per process); sizes: batch random-resize sides (multiples of 32)."""
+    loader: TrainLoaderConfig = field(default_factory=lambda: TrainLoaderConfig(batch_size_per_card=16))
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    sizes: list[int] = field(default_factory=lambda: [576, 608, 640])
+    augment: bool = True
+
+
+@dataclass
+class DetEval:
+    """size: square eval input side (px). nms: post-processing of eval, predict and export."""
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    loader: EvalLoaderConfig = field(default_factory=lambda: EvalLoaderConfig(batch_size_per_card=8))
+    size: int = 640
+    nms: NmsConfig = field(default_factory=NmsConfig)
+
+
+def default_trt() -> TrtConfig:
+    """seed 000 §4.1 defaults, input name 'image'."""
+    return TrtConfig(min_shapes={"image": [1, 3, 608, 608]}, max_shapes={"image": [8, 3, 1536, 1536]},
+                     opt_shapes={"image": [4, 3, 1024, 1024]})
+
+
+@dataclass
+class DetPredictConfig:
+    """images: file or folder ("" = the first num_samples eval images). out_dir: "" = output_dir/predict."""
+    images: str = ""
+    num_samples: int = 4
+    out_dir: str = ""
+    score_threshold: float = 0.3
+
+
+@dataclass
+class DetExportConfig:
+    """out_prefix: "" = output_dir/inference/model. parity_batch: images compared dygraph vs Paddle Inference.
+    fold_bn: fold BatchNorm into convs after the RepVGG fusion. upsample: "repeat" (runs on CPU Paddle
+    Inference/oneDNN) or "interp" (TensorRT-native nearest_interp). trt: TensorRT config written next to it."""
+    out_prefix: str = ""
+    parity_batch: int = 2
+    fold_bn: bool = True
+    upsample: str = "repeat"
+    trt: TrtConfig = field(default_factory=default_trt)
+
+    def __post_init__(self):
+        check_name("Export.upsample", self.upsample, ("repeat", "interp"))

@@ -1,0 +1,287 @@
+"""One way to build a training run: shared config sections + `build_training(...) -> Run`.
+
+    @dataclass
+    class MyConfig(TrainingConfig):          # Global, Optimizer, AMP, EMA, Train come from here
+        Model: MyModelConfig = field(default_factory=MyModelConfig)
+
+    run = build_training(cfg, model, train_set, step=train_step, info=info, eval_fn=evaluate,
+                         collate=collate_fn, main_metric="acc")
+    summary = run.fit()                       # trains, applies the final-eval rule, writes summary.json
+
+build_training owns, in this order: the distributed batch sampler and loader (or a loader you pass),
+total optimizer steps, optimizer + LR schedule (optim.build_optimizer), Amp.prepare, EMA, DDP wrapping,
+the scalar writer, the resume source (Global.resume / Global.checkpoints) and the Trainer.
+
+Final-eval rule of Run.fit(): after training, evaluate once more only when evaluation or saving is on
+(eval_every_epochs > 0 or save_every_epochs > 0) and the last evaluation is not of the final weights.
+With both 0 there is no final eval and no `best` checkpoint.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from . import distributed as dist_utils
+from .accumulate import GradAccumulator
+from .amp import Amp, AmpConfig
+from .checkpoint import resume_source
+from .config import ConfigError, check_image_shape, check_number, to_dict
+from .data import LoaderConfig, build_loader
+from .ema import EmaConfig, build_ema
+from .meters import ScalarWriter
+from .optim import OptimizerConfig, build_optimizer
+from .trainer import Callback, Trainer, default_batch_size
+
+logger = logging.getLogger(__name__)
+DEVICE_KINDS = ("cpu", "gpu", "xpu", "npu", "mlu", "dcu")
+
+
+@dataclass
+class GlobalConfig:
+    """The run settings every recipe's `Global:` section shares (recipes subclass it to add their own).
+
+    seed: base seed (each rank adds its rank). device: None = this rank's GPU if any, else CPU.
+    epochs; max_steps: stop after this many optimizer steps (0 = no cap). output_dir: logs, config,
+    checkpoints, exports, summary.json. log_every: optimizer steps between log lines.
+    eval_every_epochs / save_every_epochs: 0 disables (both 0: no final eval, no `best`). keep_last:
+    checkpoints kept. resume: checkpoint folder/root to continue from ("auto" = output_dir/checkpoints
+    when it exists). checkpoints: PaddleOCR's name for resume (an alias; set one of the two).
+    pretrained_model: init weights before training (PaddleOCR meaning): a .pdparams file, a path prefix
+    without extension, or a checkpoint folder; loaded strictly. weights: in train mode, init weights like
+    pretrained_model (must exist); in eval/predict/export, the weights to use ("" = output_dir/checkpoints:
+    `best` if present, else `latest`). use_ema_weights: prefer the EMA weights of a checkpoint.
+    use_visualdl: write scalars (JSONL, plus VisualDL when installed) to vdl_dir ("" = output_dir/vdl).
+    save_every_steps: also checkpoint every this many optimizer steps (0 = only at epoch ends).
+    max_nonfinite_steps: stop with NonFiniteError after this many optimizer steps in a row skipped for
+    inf/nan gradients (0 = never stop). Every number is checked when the config is built.
+    """
+
+    seed: int = 42
+    device: Optional[str] = None
+    epochs: int = 10
+    max_steps: int = 0
+    output_dir: str = "output/run"
+    log_every: int = 20
+    eval_every_epochs: int = 1
+    save_every_epochs: int = 1
+    keep_last: int = 2
+    resume: str = ""
+    checkpoints: str = ""
+    pretrained_model: str = ""
+    weights: str = ""
+    use_ema_weights: bool = True
+    use_visualdl: bool = False
+    vdl_dir: str = ""
+    save_every_steps: int = 0
+    max_nonfinite_steps: int = 20
+
+    def __post_init__(self):
+        check_number("Global.epochs", self.epochs, low=1)
+        for key in ("max_steps", "eval_every_epochs", "save_every_epochs", "save_every_steps", "keep_last",
+                    "max_nonfinite_steps"):
+            check_number(f"Global.{key}", getattr(self, key), low=0)
+        check_number("Global.log_every", self.log_every, low=1)
+        if not str(self.output_dir).strip():
+            raise ConfigError("Global.output_dir is empty: logs and checkpoints need a folder")
+        if hasattr(self, "image_shape"):  # recipes with an image input add Global.image_shape
+            check_image_shape("Global.image_shape", self.image_shape)
+        if self.device:
+            kind, sep, index = str(self.device).partition(":")
+            if kind not in DEVICE_KINDS or (index and not index.isdigit()) or (sep and not index):
+                raise ConfigError(f"Global.device {self.device!r} is not a device: use one of "
+                                  f"{', '.join(DEVICE_KINDS)} (optionally with ':N', e.g. gpu:1)")
+        if self.resume and self.checkpoints and self.resume != self.checkpoints:
+            raise ConfigError(f"Global.resume ({self.resume!r}) and Global.checkpoints ({self.checkpoints!r}) "
+                              "are the same setting: set one")
+        if self.pretrained_model and self.weights:
+            raise ConfigError("Global.pretrained_model and Global.weights both set init weights: set one")
+
+
+@dataclass
+class BatchLoaderConfig(LoaderConfig):
+    """LoaderConfig + batch_size_per_card: samples per batch per process."""
+    batch_size_per_card: int = 64
+
+
+@dataclass
+class TrainLoaderConfig(BatchLoaderConfig):
+    """BatchLoaderConfig + shuffle (per epoch, seeded) and drop_last (incomplete last batch)."""
+    shuffle: bool = True
+    drop_last: bool = True
+
+
+@dataclass
+class EvalLoaderConfig(BatchLoaderConfig):
+    """BatchLoaderConfig for evaluation: every sample is scored once, in order, on one rank
+    (shard rank::world_size). shuffle/drop_last exist for PaddleOCR configs and must stay false."""
+    shuffle: bool = False
+    drop_last: bool = False
+
+    def __post_init__(self):
+        if self.shuffle or self.drop_last:
+            raise ConfigError("Eval.loader.shuffle/drop_last must be false: evaluation scores every sample once")
+
+
+@dataclass
+class TrainSection:
+    """loader: the train DataLoader; accumulate_steps: micro-batches per optimizer step."""
+    loader: TrainLoaderConfig = field(default_factory=TrainLoaderConfig)
+    accumulate_steps: int = 1
+
+    def __post_init__(self):
+        if self.accumulate_steps < 1:
+            raise ConfigError(f"Train.accumulate_steps must be >= 1, got {self.accumulate_steps}")
+
+
+@dataclass
+class TrainingConfig:
+    """The sections build_training reads. Recipes subclass it (and may narrow a section's type)."""
+    Global: GlobalConfig = field(default_factory=GlobalConfig)
+    Optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    AMP: AmpConfig = field(default_factory=AmpConfig)
+    EMA: EmaConfig = field(default_factory=EmaConfig)
+    Train: TrainSection = field(default_factory=TrainSection)
+
+
+def resume_from(g: GlobalConfig, output_dir: str | None = None) -> str | None:
+    """Global.resume, or its PaddleOCR alias Global.checkpoints -> Trainer.fit(resume_from=...);
+    "auto" looks in <output_dir or Global.output_dir>/checkpoints."""
+    return resume_source(g.resume or g.checkpoints, output_dir or g.output_dir)
+
+
+def scalar_writer(g: GlobalConfig, info) -> ScalarWriter | None:
+    """The scalar writer of a run (rank 0, when Global.use_visualdl); warns once when VisualDL is missing."""
+    if not g.use_visualdl or not info.is_main:
+        return None
+    if importlib.util.find_spec("visualdl") is None:
+        logger.warning("Global.use_visualdl: visualdl is not installed (pip install 'paddle-recipes[vdl]'); "
+                       "writing JSONL scalars only")
+    return ScalarWriter(g.vdl_dir or str(Path(g.output_dir) / "vdl"))
+
+
+class _EvalTracker(Callback):
+    """Remembers every evaluation of this process (summary.json `eval_history`) and the step of the last
+    one (for the final-eval rule)."""
+
+    def __init__(self):
+        self.step: int | None = None
+        self.history: list[dict] = []
+
+    def on_eval_end(self, trainer, metrics: dict) -> None:
+        self.step = trainer.global_step
+        self.history.append({"global_step": trainer.global_step, "epoch": trainer.epoch, **metrics})
+
+
+@dataclass
+class Run:
+    """Everything build_training made. fit() trains and writes output_dir/summary.json (rank 0)."""
+    cfg: Any
+    info: Any
+    trainer: Trainer
+    amp: Amp
+    ema: Any
+    writer: ScalarWriter | None
+    resume: str | None
+    steps_per_epoch: int
+    total_steps: int
+    output_dir: Path
+    skipped: Callable[[], dict] | None = None
+    _tracker: _EvalTracker = field(default_factory=_EvalTracker)
+
+    @property
+    def model(self):
+        return self.trainer.model
+
+    def needs_final_eval(self) -> bool:
+        g, t = self.cfg.Global, self.trainer
+        enabled = bool(g.eval_every_epochs or g.save_every_epochs)
+        return t.eval_fn is not None and enabled and self._tracker.step != t.global_step
+
+    def fit(self, extra: dict | None = None) -> dict:
+        """Train, evaluate once more if the final-eval rule says so, write summary.json; returns the summary."""
+        t = self.trainer
+        t0 = time.time()
+        metrics = t.fit(resume_from=self.resume)
+        if self.needs_final_eval():
+            metrics = t.evaluate()
+        train_time = time.time() - t0
+        if self.writer is not None:
+            self.writer.close()
+        summary = {"final_eval": dict(metrics or {}), "global_step": t.global_step, "epoch": t.epoch,
+                   "train_time_s": round(train_time, 1), "world_size": self.info.world_size,
+                   "resumed_from": self.resume, "amp": self.amp.describe(), "ema": self.ema is not None,
+                   "main_metric": t.main_metric, "best_metric": t.best_metric,
+                   "skipped_steps": t.skipped_steps, "refused_saves": t.refused_saves,
+                   "skipped": self.skipped() if self.skipped is not None else {},
+                   **(extra or {}), "eval_history": self._tracker.history, "history": t.history, "config": to_dict(self.cfg)}
+        if self.info.is_main:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+            logger.info("done in %.1f s: %s", train_time, summary["final_eval"])
+        return summary
+
+
+def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn: Callable | None = None,
+                   collate: Callable | None = None, loader=None, callbacks=(), main_metric: str | None = None,
+                   batch_size_fn: Callable = default_batch_size, output_dir: str | None = None,
+                   skipped: Callable[[], dict] | None = None, eval_autocast: bool = False) -> Run:
+    """Build the loader, optimizer + LR, AMP, EMA, DDP wrapper, scalar writer, resume source and Trainer.
+
+    cfg: a TrainingConfig-shaped object (Global, Optimizer, AMP, Train.accumulate_steps; EMA optional;
+    Train.loader when train_set is given). model: the unwrapped model (init weights already loaded).
+    train_set: a paddle Dataset, batched by a DistributedBatchSampler (Train.loader); or pass `loader`
+    (anything with __len__ and __iter__, e.g. a task-sampling loader) instead. step(model, batch) ->
+    {"loss": Tensor, **scalars}. eval_fn(model) -> {metric: float} (runs with EMA weights; under
+    amp.autocast() when eval_autocast, for O2 fp16 weights). output_dir: "" = Global.output_dir.
+    skipped() -> {split: {reason: count}} for summary.json (collective: called on every rank).
+    """
+    g = cfg.Global
+    acc_steps = cfg.Train.accumulate_steps
+    if loader is None:
+        lc = cfg.Train.loader
+        sampler = dist_utils.build_batch_sampler(train_set, lc.batch_size_per_card, info, shuffle=lc.shuffle,
+                                                 drop_last=lc.drop_last)
+        loader = build_loader(train_set, sampler, lc, collate_fn=collate)
+        if len(loader) == 0:
+            raise ConfigError(f"Train: {len(train_set)} samples is less than one batch of "
+                              f"{lc.batch_size_per_card} x {info.world_size} processes")
+    steps_per_epoch = max(1, len(loader) // acc_steps)
+    total = g.max_steps or g.epochs * steps_per_epoch
+    optimizer, lr_scheduler = build_optimizer(cfg.Optimizer, model.parameters(), total_steps=total)
+    amp = Amp(cfg.AMP)
+    model, optimizer = amp.prepare(model, optimizer)
+    ema_cfg = getattr(cfg, "EMA", None)
+    ema = build_ema(ema_cfg, model) if ema_cfg is not None else None
+    model = dist_utils.wrap_model(model, info)
+    writer = scalar_writer(g, info)
+    out = Path(output_dir or g.output_dir)
+    run_eval = None
+    if eval_fn is not None:
+        def run_eval(m):
+            if eval_autocast:
+                with amp.autocast():
+                    return eval_fn(m)
+            return eval_fn(m)
+    tracker = _EvalTracker()
+    trainer = Trainer(model, optimizer, step, loader, lr_scheduler=lr_scheduler, amp=amp,
+                      accumulator=GradAccumulator(acc_steps), ema=ema, callbacks=[*callbacks, tracker],
+                      epochs=g.epochs, max_steps=g.max_steps, log_every=g.log_every, output_dir=str(out),
+                      eval_fn=run_eval, eval_every_epochs=g.eval_every_epochs, save_every_epochs=g.save_every_epochs,
+                      save_every_steps=g.save_every_steps, max_nonfinite_steps=g.max_nonfinite_steps,
+                      keep_last=g.keep_last, dist_info=info, main_metric=main_metric, config=cfg,
+                      batch_size_fn=batch_size_fn, scalar_writer=writer)
+    return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
+               steps_per_epoch=steps_per_epoch, total_steps=total, output_dir=out, skipped=skipped,
+               _tracker=tracker)
+
+
+def count_params(model) -> int:
+    """Number of parameters of a (possibly DDP-wrapped) model."""
+    return int(sum(int(np.prod(p.shape)) for p in dist_utils.unwrap(model).parameters()))

@@ -1,0 +1,457 @@
+"""PaddleOCR recognition YAMLs -> the OCR recipe's config (paddle_recipes/compat/paddleocr.py).
+
+The fixtures under tests/fixtures/paddleocr_configs/ follow PaddleOCR's files key for key (values are ours).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from paddle_recipes.compat.paddleocr import (PROPOSED_KEYS, is_paddleocr_config, load_any_config,  # noqa: E402
+                                             translate_rec_config)
+from paddle_recipes.config import ConfigError, from_dict, load_config, to_dict  # noqa: E402
+from paddle_recipes.optim import OptimizerConfig  # noqa: E402
+
+FIXTURES = REPO / "tests" / "fixtures" / "paddleocr_configs"
+NAMES = ["rec_chinese_common_train_v2.0.yml", "rec_r34_vd_none_bilstm_ctc.yml", "ch_PP-OCRv4_rec.yml",
+         "PP-OCRv5_mobile_rec.yml", "PP-OCRv5_server_rec.yml"]
+
+
+def _recipe():
+    spec = importlib.util.spec_from_file_location("ocr_rec_recipe_for_compat", REPO / "recipes" / "ocr_rec.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+REC = _recipe()
+
+
+# ----------------------------------------------------------------------------- the proposed schema keys
+# A test-local extension of RecConfig with every key in PROPOSED_KEYS (the lead adds them to the real schema).
+@dataclass
+class PGlobal(REC.GlobalConfig):
+    eval_batch_step: List[int] = field(default_factory=list)
+    keep_every_epochs: int = 0
+    cal_metric_during_train: bool = True
+    calc_epoch_interval: int = 1
+    log_smooth_window: int = 0
+    pretrained_model: str = ""
+    img_mode: str = "RGB"
+
+
+@dataclass
+class POptimizer(OptimizerConfig):
+    warmup_epochs: float = 0.0
+    schedule_length: str = "after_warmup"
+    decay_epochs: List[float] = field(default_factory=list)
+    values: List[float] = field(default_factory=list)
+    step_size_epochs: float = 0.0
+    epsilon: float = 1e-8
+    decay_1d_params: bool = False
+    no_weight_decay_name: str = ""
+    clip_norm_per_tensor: float = 0.0
+
+
+@dataclass
+class PArchitecture:
+    model_type: str = "rec"
+    algorithm: str = "CRNN"
+    Backbone: Dict[str, Any] = field(default_factory=dict)
+    Neck: Optional[Dict[str, Any]] = field(default_factory=dict)
+    Head: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PLoss(REC.LossConfig):
+    loss_config_list: List[Any] = field(default_factory=list)
+
+
+@dataclass
+class PMetric:
+    main_indicator: str = "acc"
+    ignore_space: bool = True
+    is_filter: bool = False
+
+
+@dataclass
+class PDataset(REC.DatasetConfig):
+    aug: bool = False
+    concat_aug_prob: float = 0.0
+    concat_aug_ext_num: int = 1
+    concat_aug_max_wh_ratio: float = 10.0
+    label_encoder: str = "CTCLabelEncode"
+    gtc_encode: str = ""
+    resize_mode: str = "pad"
+
+
+@dataclass
+class PTrain(REC.TrainConfig):
+    dataset: PDataset = field(default_factory=PDataset)
+    sampler: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PEval(REC.EvalConfig):
+    dataset: PDataset = field(default_factory=PDataset)
+
+
+@dataclass
+class PPredict(REC.PredictConfig):
+    save_res_path: str = ""
+
+
+@dataclass
+class PExport(REC.ExportConfig):
+    model_name: str = ""
+
+
+@dataclass
+class ProposedRecConfig(REC.RecConfig):
+    Global: PGlobal = field(default_factory=PGlobal)
+    Architecture: PArchitecture = field(default_factory=PArchitecture)
+    Loss: PLoss = field(default_factory=PLoss)
+    Optimizer: POptimizer = field(default_factory=lambda: POptimizer(name="adam"))
+    Metric: PMetric = field(default_factory=PMetric)
+    Train: PTrain = field(default_factory=PTrain)
+    Eval: PEval = field(default_factory=PEval)
+    Predict: PPredict = field(default_factory=PPredict)
+    Export: PExport = field(default_factory=PExport)
+
+
+# ----------------------------------------------------------------------------- helpers
+def load(name: str) -> dict:
+    return yaml.safe_load((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def leaf_paths(node: Any, prefix: str = "") -> List[str]:
+    """Every key path of a PaddleOCR config; lists of one-key mappings (transforms, head_list) as [i].Name."""
+    out = []
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            out += leaf_paths(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(node, list) and any(isinstance(v, dict) for v in node):
+        for i, v in enumerate(node):
+            out += leaf_paths(v, f"{prefix}[{i}]")
+    else:
+        out.append(prefix)
+    return out
+
+
+def strip_proposed(ours: dict, proposed: List[str]) -> dict:
+    """Our dict without the keys the current schema lacks (pseudo entries 'key=value' drop that key)."""
+    out = copy.deepcopy(ours)
+    for path in proposed:
+        path = path.split("=")[0]
+        if path == "Global.character_dict_path":
+            continue  # the key exists; only the meaning of '' is new
+        *parents, last = path.split(".")
+        node = out
+        for p in parents:
+            node = node.get(p, {})
+        node.pop(last, None)
+    return {k: v for k, v in out.items() if v != {}}  # a section left empty (Metric) is new as a whole
+
+
+def translate(data: dict, **kw):
+    return translate_rec_config(data, kw.get("source", "test.yml"))
+
+
+def with_change(name: str, path: str, value: Any) -> dict:
+    data = load(name)
+    node = data
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    if isinstance(node, list):
+        node[int(keys[-1])] = value
+    else:
+        node[keys[-1]] = value
+    return data
+
+
+# ----------------------------------------------------------------------------- every fixture
+@pytest.mark.parametrize("name", NAMES)
+def test_fixture_translates_and_every_key_is_accounted_for(name):
+    data = load(name)
+    assert is_paddleocr_config(data)
+    ours, report = translate(data)
+    paths = leaf_paths(data)
+    assert len(paths) >= 55
+    missing = [p for p in paths if not report.accounts_for(p)]
+    assert missing == []
+    assert set(report.mapped).isdisjoint(report.no_effect)
+    assert report.no_effect_line().startswith("no effect here: Global.")
+    assert all(p.split("=")[0] in {k.split("=")[0] for k in PROPOSED_KEYS} for p in report.proposed)
+    # the whole output is typed by the schema with the proposed keys
+    cfg = from_dict(ProposedRecConfig, ours)
+    g = data["Global"]
+    assert (cfg.Global.epochs, cfg.Global.output_dir, cfg.Global.log_every) == (
+        g["epoch_num"], g["save_model_dir"], g["print_batch_step"])
+    assert cfg.Global.eval_batch_step == g["eval_batch_step"] and cfg.Global.eval_every_epochs == 0
+    assert cfg.Global.keep_every_epochs == g["save_epoch_step"] and cfg.Global.save_every_epochs == 1
+    assert cfg.Global.img_mode == "BGR"
+    assert cfg.Optimizer.name == "adam" and cfg.Optimizer.warmup_steps == 0
+    assert cfg.Optimizer.weight_decay == pytest.approx(float(data["Optimizer"]["regularizer"]["factor"]))
+    assert cfg.Metric.ignore_space is True
+    assert cfg.Train.loader.batch_size_per_card == data["Train"]["loader"]["batch_size_per_card"]
+    assert cfg.Eval.loader.num_workers == data["Eval"]["loader"]["num_workers"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_existing_keys_load_into_the_current_schema(name):
+    ours, report = translate(load(name))
+    cfg = from_dict(REC.RecConfig, strip_proposed(ours, report.proposed))
+    data = load(name)
+    assert cfg.Global.epochs == data["Global"]["epoch_num"]
+    assert cfg.Global.max_text_length == data["Global"]["max_text_length"]
+    assert cfg.Optimizer.lr == pytest.approx(data["Optimizer"]["lr"]["learning_rate"])
+    assert cfg.Train.dataset.data_dir == data["Train"]["dataset"]["data_dir"]
+
+
+def test_v2_chinese_common_translates_to_this_dict():
+    ours, report = translate(load("rec_chinese_common_train_v2.0.yml"))
+    ds = lambda split: {"format": "label_file", "data_dir": "./data/", "label_file_list": [f"./data/{split}.txt"],
+                        "label_encoder": "CTCLabelEncode"}
+    assert ours == {
+        "Global": {"epochs": 300, "output_dir": "./output/ch_common_v2", "log_every": 20, "use_visualdl": False,
+                   "max_text_length": 25, "use_space_char": True, "cal_metric_during_train": True,
+                   "log_smooth_window": 20, "pretrained_model": "", "resume": "", "eval_batch_step": [0, 1000],
+                   "eval_every_epochs": 0, "keep_every_epochs": 5, "save_every_epochs": 1,
+                   "character_dict_path": "dicts/keys_v1.txt", "image_shape": [3, 32, 320], "img_mode": "BGR"},
+        "Predict": {"images": "doc/word.jpg", "save_res_path": "./output/ch_common_v2/predicts.txt"},
+        "Architecture": {"model_type": "rec", "algorithm": "CRNN", "Backbone": {"name": "ResNet", "layers": 34},
+                         "Neck": {"name": "SequenceEncoder", "encoder_type": "rnn", "hidden_size": 128},
+                         "Head": {"name": "CTCHead", "fc_decay": 0.00005}},
+        "Loss": {"name": "CTCLoss"},
+        "Metric": {"main_indicator": "acc", "ignore_space": True},
+        "Optimizer": {"name": "adam", "beta1": 0.9, "beta2": 0.999, "warmup_steps": 0, "min_lr": 0.0,
+                      "schedule": "cosine", "lr": 0.002, "weight_decay": 0.00005, "grad_clip_norm": 0.0},
+        "Train": {"dataset": {**ds("train"), "aug": True},
+                  "loader": {"shuffle": True, "batch_size_per_card": 128, "drop_last": True, "num_workers": 4}},
+        "Eval": {"dataset": ds("val"),
+                 "loader": {"shuffle": False, "drop_last": False, "batch_size_per_card": 128, "num_workers": 4}},
+    }
+    assert report.mapped["Train.dataset.transforms[1].RecAug"] == "Train.dataset.aug"
+    assert report.mapped["Optimizer.regularizer.factor"] == "Optimizer.weight_decay"
+    assert list(report.no_effect) == ["Global.save_inference_dir", "Global.use_gpu", "Global.infer_mode",
+                                      "Architecture.Transform"]
+
+
+def test_v4_multihead_multiscale_and_warmup():
+    ours, report = translate(load("ch_PP-OCRv4_rec.yml"))
+    head = ours["Architecture"]["Head"]
+    assert head["name"] == "MultiHead" and [next(iter(h)) for h in head["head_list"]] == ["CTCHead", "NRTRHead"]
+    assert head["head_list"][0]["CTCHead"]["Head"]["fc_decay"] == 0.00001
+    assert head["head_list"][1]["NRTRHead"]["max_text_length"] == 25  # the YAML anchor resolved
+    assert ours["Architecture"]["Neck"] is None and "Architecture.Neck" in report.derived
+    assert ours["Loss"] == {"name": "MultiLoss", "loss_config_list": [{"CTCLoss": None}, {"NRTRLoss": None}]}
+    opt = ours["Optimizer"]
+    assert (opt["schedule"], opt["lr"], opt["warmup_epochs"], opt["warmup_steps"], opt["schedule_length"]) == (
+        "cosine", 0.0008, 3, 0, "full_run")
+    assert ours["Train"]["sampler"] == {"name": "MultiScaleSampler", "scales": [[320, 32], [320, 48], [320, 64]],
+                                        "first_bs": 96, "fix_bs": False, "divided_factor": [8, 16],
+                                        "is_training": True}
+    assert ours["Train"]["dataset"]["concat_aug_prob"] == 0.4
+    assert ours["Train"]["dataset"]["concat_aug_ext_num"] == 2
+    assert ours["Train"]["dataset"]["concat_aug_max_wh_ratio"] == pytest.approx(320 / 48)
+    assert ours["Train"]["dataset"]["gtc_encode"] == "NRTRLabelEncode"
+    assert ours["Global"]["image_shape"] == [3, 48, 320]  # from Eval's RecResizeImg; Train is multi-scale
+    assert ours["Eval"]["dataset"]["resize_mode"] == "free_width"  # eval_mode: true with a dict file
+    # the op's own max_text_length 100 is overridden by Global's 25 in PaddleOCR: reported, not used
+    assert "Eval.dataset.transforms[1].MultiLabelEncode.max_text_length" in report.no_effect
+    assert ours["Global"]["max_text_length"] == 25
+
+
+def test_v5_names_and_server_interval():
+    mobile, _ = translate(load("PP-OCRv5_mobile_rec.yml"))
+    server, rep = translate(load("PP-OCRv5_server_rec.yml"))
+    assert mobile["Export"]["model_name"] == "PP-OCRv5_mobile_rec"
+    assert mobile["Architecture"]["Backbone"] == {"name": "PPLCNetV3", "scale": 0.95}
+    assert server["Architecture"]["Backbone"] == {"name": "PPHGNetV2_B4", "text_rec": True}
+    assert server["Global"]["calc_epoch_interval"] == 2
+    assert "concat_aug_prob" not in server["Train"]["dataset"]
+    assert "Train.dataset.ext_op_transform_idx" in rep.no_effect  # no RecConAug: nothing uses it
+
+
+# ----------------------------------------------------------------------------- -o and the loader hook
+def test_overrides_use_paddleocr_keys(tmp_path):
+    lines = []
+    cfg = load_any_config(FIXTURES / "PP-OCRv5_mobile_rec.yml",
+                          [["Global.epoch_num=3", "Global.save_model_dir=" + str(tmp_path / "out")],
+                           ["Train.dataset.data_dir=/data/rec", "Optimizer.lr.learning_rate=0.01",
+                            "Train.loader.num_workers=0"]], ProposedRecConfig, log=lines.append)
+    assert cfg.Global.epochs == 3 and cfg.Global.output_dir == str(tmp_path / "out")
+    assert cfg.Train.dataset.data_dir == "/data/rec" and cfg.Optimizer.lr == 0.01
+    assert cfg.Train.loader.num_workers == 0
+    assert len(lines) == 1 and lines[0].startswith("no effect here: Global.save_inference_dir, Global.use_gpu")
+    assert "with -o overrides" in lines[0] and "\n" not in lines[0]
+
+
+def test_overrides_of_our_own_keys_pass_through():
+    cfg = load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml",
+                          ["Global.max_steps=5", "AMP.enable=true", "EMA.enable=true", "Train.accumulate_steps=2"],
+                          ProposedRecConfig, log=lambda _: None)
+    assert (cfg.Global.max_steps, cfg.AMP.enable, cfg.EMA.enable, cfg.Train.accumulate_steps) == (5, True, True, 2)
+    with pytest.raises(ConfigError, match="Global.epochs.*did you mean 'epoch_num'"):
+        load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml", ["Global.epochs=5"], ProposedRecConfig)
+
+
+def test_override_with_a_wrong_key_suggests_the_paddleocr_key():
+    with pytest.raises(ConfigError, match=r"Global\.epoch_nums.*did you mean 'epoch_num'"):
+        load_any_config(FIXTURES / "ch_PP-OCRv4_rec.yml", ["Global.epoch_nums=3"], ProposedRecConfig)
+    with pytest.raises(ConfigError, match=r"Train\.loader\.batch_size.*did you mean 'batch_size_per_card'"):
+        load_any_config(FIXTURES / "ch_PP-OCRv4_rec.yml", ["Train.loader.batch_size=8"], ProposedRecConfig)
+
+
+def test_unknown_key_in_the_file_suggests():
+    data = load("rec_chinese_common_train_v2.0.yml")
+    data["Global"]["print_batch_stp"] = 10
+    with pytest.raises(ConfigError, match=r"Global\.print_batch_stp: unknown PaddleOCR key; did you mean "
+                                          r"'print_batch_step'.*test\.yml"):
+        translate(data)
+    data = load("rec_chinese_common_train_v2.0.yml")
+    data["Train"]["dataset"]["transforms"][3]["RecResizeImg"]["imag_shape"] = [3, 32, 320]
+    with pytest.raises(ConfigError, match=r"transforms\[3\]\.RecResizeImg\.imag_shape.*'image_shape'"):
+        translate(data)
+    with pytest.raises(ConfigError, match=r"Architecture\.Backbone\.name.*'ResNetX'.*did you mean 'ResNet'"):
+        translate(with_change("rec_chinese_common_train_v2.0.yml", "Architecture.Backbone.name", "ResNetX"))
+
+
+def test_class_names_ignore_case_only():
+    ours, report = translate(with_change("rec_chinese_common_train_v2.0.yml", "Optimizer.name", "adam"))
+    assert ours["Optimizer"]["name"] == "adam"
+    ours, _ = translate(with_change("rec_chinese_common_train_v2.0.yml", "Architecture.Neck.name", "sequenceencoder"))
+    assert ours["Architecture"]["Neck"]["name"] == "SequenceEncoder"
+    ours, _ = translate(with_change("rec_r34_vd_none_bilstm_ctc.yml", "Train.dataset.name", "LMDBDateSet"))
+    assert ours["Train"]["dataset"]["format"] == "lmdb"  # older PaddleOCR's spelling
+
+
+# ----------------------------------------------------------------------------- meaning-changing values
+@pytest.mark.parametrize("name,path,value,match", [
+    ("rec_chinese_common_train_v2.0.yml", "Train.dataset.ratio_list", [0.5, 0.5], r"Train\.dataset\.ratio_list"),
+    ("rec_chinese_common_train_v2.0.yml", "PostProcess.character_dict_path", "other_dict.txt",
+     r"PostProcess\.character_dict_path: 'other_dict.txt' differs from Global"),
+    ("rec_chinese_common_train_v2.0.yml", "Architecture.Transform", {"name": "TPS", "num_fiducial": 20},
+     r"Architecture\.Transform: a rectification Transform"),
+    ("rec_chinese_common_train_v2.0.yml", "Optimizer.regularizer", {"name": "L1", "factor": 1e-4},
+     r"Optimizer\.regularizer\.name: 'L1'"),
+    ("rec_chinese_common_train_v2.0.yml", "Loss.name", "MultiLoss", r"Loss\.loss_config_list"),
+    ("rec_chinese_common_train_v2.0.yml", "PostProcess.name", "AttnLabelDecode", r"PostProcess\.name"),
+    ("rec_chinese_common_train_v2.0.yml", "Eval.dataset.transforms.2.RecResizeImg.image_shape", [3, 48, 320],
+     r"Eval\.dataset\.transforms\[2\]\.RecResizeImg\.image_shape: \[3, 48, 320\] differs"),
+    ("rec_chinese_common_train_v2.0.yml", "Eval.dataset.transforms.0.DecodeImage.img_mode", "RGB",
+     r"Eval\.dataset\.transforms\[0\]\.DecodeImage\.img_mode: differs"),
+    ("rec_chinese_common_train_v2.0.yml", "Train.dataset.transforms.1", {"RecAug": {"aug_prob": 0.2}},
+     r"RecAug\.aug_prob: RecAug parameters are not supported"),
+    ("rec_chinese_common_train_v2.0.yml", "Train.dataset.transforms.4.KeepKeys.keep_keys", ["image", "label"],
+     r"KeepKeys\.keep_keys"),
+    ("ch_PP-OCRv4_rec.yml", "Train.dataset.ext_op_transform_idx", 2, r"Train\.dataset\.ext_op_transform_idx"),
+    ("ch_PP-OCRv4_rec.yml", "Train.dataset.ds_width", True, r"Train\.dataset\.ds_width"),
+    ("ch_PP-OCRv4_rec.yml", "Architecture.Head.name", "CTCHead", r"Loss\.name: MultiLoss does not go with"),
+    ("ch_PP-OCRv4_rec.yml", "Optimizer.lr.name", "OneCycle", r"Optimizer\.lr\.name: lr schedule 'OneCycle'"),
+    ("ch_PP-OCRv4_rec.yml", "Global.infer_mode", True, r"Global\.infer_mode"),
+    ("ch_PP-OCRv4_rec.yml", "Train.dataset.transforms.3.MultiLabelEncode.gtc_encode", "SARLabelEncode",
+     r"MultiLabelEncode\.gtc_encode: SARLabelEncode does not go with Architecture\.Head\.head_list\[1\] NRTRHead"),
+    ("ch_PP-OCRv4_rec.yml", "Eval.dataset.transforms.1.MultiLabelEncode.character_dict_path", "x.txt",
+     r"MultiLabelEncode\.character_dict_path: 'x.txt' differs from Global"),
+])
+def test_meaning_changing_value_is_an_error_naming_the_key(name, path, value, match):
+    with pytest.raises(ConfigError, match=match):
+        translate(with_change(name, path, value))
+
+
+def test_ratio_list_of_ones_is_accepted():
+    ours, report = translate(with_change("rec_chinese_common_train_v2.0.yml", "Train.dataset.ratio_list", [1.0]))
+    assert report.mapped["Train.dataset.ratio_list"].startswith("fixed:")
+
+
+# ----------------------------------------------------------------------------- optimizer semantics
+def _opt(**changes):
+    data = load("rec_chinese_common_train_v2.0.yml")
+    data["Optimizer"].update(changes)
+    data["Optimizer"] = {k: v for k, v in data["Optimizer"].items() if v is not None}
+    ours, report = translate(data)
+    return ours["Optimizer"], report
+
+
+def test_adamw_keeps_paddleocr_decay_semantics():
+    opt, _ = _opt(name="AdamW", regularizer=None)  # no regularizer: PaddleOCR's AdamW decays with 0.01
+    assert (opt["name"], opt["weight_decay"], opt["decay_1d_params"]) == ("adamw", 0.01, True)
+    opt, _ = _opt(name="AdamW", regularizer={"name": "L2", "factor": 0.05}, one_dim_param_no_weight_decay=True)
+    assert (opt["weight_decay"], opt["decay_1d_params"]) == (0.05, False)
+
+
+def test_clip_norm_is_per_tensor_and_clip_norm_global_is_global():
+    opt, _ = _opt(clip_norm=5)
+    assert opt["clip_norm_per_tensor"] == 5.0 and opt["grad_clip_norm"] == 0.0
+    opt, _ = _opt(clip_norm_global=3)
+    assert opt["grad_clip_norm"] == 3.0 and "clip_norm_per_tensor" not in opt
+
+
+def test_lr_schedules():
+    opt, report = _opt(lr={"learning_rate": 0.001, "warmup_epoch": 2})  # no name: a constant, warmup unread
+    assert (opt["schedule"], opt["lr"]) == ("constant", 0.001) and "warmup_epochs" not in opt
+    assert "Optimizer.lr.warmup_epoch" in report.no_effect
+    opt, report = _opt(lr={"name": "Cosine", "learning_rate": 0.001, "decay_epochs": [10], "gamma": 0.5})
+    assert {"Optimizer.lr.decay_epochs", "Optimizer.lr.gamma"} <= set(report.no_effect)  # Cosine reads neither
+    opt, _ = _opt(lr={"name": "Piecewise", "decay_epochs": [10, 20], "values": [0.01, 0.001, 0.0001]})
+    assert (opt["schedule"], opt["lr"], opt["decay_epochs"], opt["values"]) == (
+        "piecewise", 0.01, [10, 20], [0.01, 0.001, 0.0001])
+    opt, _ = _opt(lr={"name": "Linear", "learning_rate": 0.01, "end_lr": 0.0001})
+    assert (opt["schedule"], opt["min_lr"]) == ("linear", 0.0001)
+    opt, _ = _opt(lr={"name": "Step", "learning_rate": 0.01, "step_size": 5, "gamma": 0.5})
+    assert (opt["schedule"], opt["step_size_epochs"], opt["gamma"]) == ("step", 5, 0.5)
+
+
+def test_global_device_and_int_eval_step():
+    data = load("rec_chinese_common_train_v2.0.yml")
+    data["Global"].update(use_gpu=False, eval_batch_step=500, use_amp=True)
+    ours, report = translate(data)
+    assert ours["Global"]["device"] == "cpu" and "Global.use_gpu" not in report.no_effect
+    assert ours["Global"]["eval_batch_step"] == [0, 500]
+    assert ours["AMP"] == {"enable": True, "level": "O2", "init_loss_scaling": 1.0, "use_dynamic_loss_scaling": False}
+
+
+# ----------------------------------------------------------------------------- our own YAML is untouched
+@pytest.mark.parametrize("cfg", sorted((REPO / "recipes" / "configs").glob("ocr_rec*.yml")))
+def test_our_yaml_passes_through_unchanged(cfg):
+    assert not is_paddleocr_config(yaml.safe_load(cfg.read_text(encoding="utf-8")))
+    opts = ["Global.epochs=2", "Train.loader.num_workers=0"]
+    assert to_dict(load_any_config(cfg, opts, REC.RecConfig)) == to_dict(load_config(cfg, opts, REC.RecConfig))
+    with pytest.raises(ConfigError, match="Global.epoch_num.*did you mean 'epochs'"):
+        load_any_config(cfg, ["Global.epoch_num=2"], REC.RecConfig)  # our file keeps our keys
+
+
+def test_no_config_of_ours_looks_like_paddleocr():
+    for cfg in sorted((REPO / "recipes" / "configs").glob("*.yml")):
+        assert not is_paddleocr_config(yaml.safe_load(cfg.read_text(encoding="utf-8"))), cfg
+
+
+def test_defaults_without_a_file_are_ours():
+    assert to_dict(load_any_config(None, [], REC.RecConfig)) == to_dict(REC.RecConfig())
+
+
+def test_proposed_keys_are_in_the_test_schema():
+    """Every key the translator may write exists in ProposedRecConfig (what the lead will add)."""
+    for path in PROPOSED_KEYS:
+        path = path.split("=")[0]
+        tp: Any = ProposedRecConfig
+        for part in path.split("."):
+            fields = {f.name: f for f in dataclasses.fields(tp)}
+            assert part in fields, path
+            tp = fields[part].default_factory if fields[part].default_factory is not dataclasses.MISSING else None
+            tp = type(tp()) if callable(tp) else None
+        assert path.split(".")[0] in {f.name for f in dataclasses.fields(ProposedRecConfig)}
