@@ -424,8 +424,9 @@ class Trainer:
             if self.save_every_epochs and (finished_epoch + 1) % self.save_every_epochs == 0:
                 self.save()
             barrier()
-        if self._saved_step != self.global_step and self.global_step > 0:
-            self.save()  # `latest` always names the newest training state (also with save_every_epochs 0)
+        checkpointing = self.save_every_epochs or self.save_every_steps or self._saved_step is not None
+        if checkpointing and self._saved_step != self.global_step and self.global_step > 0:
+            self.save()  # `latest` names the newest training state (not an older `best`, not the last epoch end)
         if self.skipped_steps:
             logger.warning("%d optimizer steps were skipped for inf/nan gradients", self.skipped_steps)
         self._call("on_fit_end")
