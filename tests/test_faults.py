@@ -16,7 +16,7 @@ import pytest
 from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp, AmpConfig
 from paddle_recipes.checkpoint import load_checkpoint
-from paddle_recipes.cli import GlobalConfig
+from paddle_recipes.training import GlobalConfig
 from paddle_recipes.config import ConfigError, from_dict, load_config
 from paddle_recipes.data import DataError, LoaderConfig, build_loader
 from paddle_recipes.ema import EmaConfig, ModelEMA
