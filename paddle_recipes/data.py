@@ -137,7 +137,7 @@ class GuardedDataset:
         return getattr(self.dataset, name)
 
     def __getitem__(self, idx):
-        if isinstance(idx, (tuple, list)):
+        if isinstance(idx, (tuple, list)) and len(idx) == 2:  # (epoch, index); other key shapes pass through
             _SAMPLE.key = (int(idx[0]), int(idx[1]))
             if self.unwrap_keys:
                 idx = int(idx[1])
