@@ -15,6 +15,7 @@ import numpy as np
 import paddle
 import pytest
 
+from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss
 from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
@@ -97,6 +98,10 @@ def test_outputs_equal_paddleocr(preset):
     np.testing.assert_allclose(gtc[:, :, :64], ref["train_gtc_slice_0_64"], atol=1e-4, rtol=1e-4)
     np.testing.assert_allclose((gtc.astype("float64") ** 2).sum(-1), ref["train_gtc_sumsq"], rtol=1e-4)
     assert gtc.argmax(-1).tolist() == ref["train_gtc_argmax"]
+    if "train_loss" in ref:  # PaddleOCR's MultiLoss (CTCLoss + NRTRLoss with label smoothing) on the same outputs
+        loss = MultiLoss()(out, targets[0], targets[2], targets[1])
+        for key in ("CTCLoss", "NRTRLoss", "loss"):
+            np.testing.assert_allclose(float(loss[key]), ref["train_loss"][key], rtol=1e-4)
 
 
 def test_unknown_architecture_keys_are_rejected():
