@@ -7,6 +7,7 @@ PaddleOCR's code (scratch run, not part of the repo):
                          ``det_value`` below (eval: CTC logits + softmax; train with dropout off:
                          CTC logits and NRTR logits for fixed labels).
 """
+import functools
 import json
 import zlib
 from pathlib import Path
@@ -19,7 +20,7 @@ from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss
 from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
-PRESETS = ["PP-OCRv4_mobile_rec", "PP-OCRv5_mobile_rec", "rec_r34_vd_none_bilstm_ctc"]
+PRESETS = ["PP-OCRv4_mobile_rec", "PP-OCRv5_mobile_rec", "PP-OCRv5_server_rec", "rec_r34_vd_none_bilstm_ctc"]
 
 
 def det_value(name, shape):
@@ -40,6 +41,7 @@ def load_manifest(preset):
     return json.loads((FIXTURES / f"{preset}.json").read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=None)  # one model per preset for both tests (names/shapes don't change)
 def build(preset):
     m = load_manifest(preset)
     return m, build_ppocr_rec_model(m["architecture"], m["num_classes_ctc"])
@@ -110,3 +112,13 @@ def test_unknown_architecture_keys_are_rejected():
                                "Head": {"name": "CTCHead"}}, 10)
     with pytest.raises(ValueError, match="unknown 'NoSuchNet'"):
         build_ppocr_rec_model({"Backbone": {"name": "NoSuchNet"}, "Head": {"name": "CTCHead"}}, 10)
+
+
+def test_build_rec_model_dispatches_to_paddleocr_networks():
+    from paddle_recipes.tasks.ocr.models import RecModel, build_rec_model
+    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_CRNN_R34_ARCH, PPOCRRecModel
+
+    arch = {**PPOCR_CRNN_R34_ARCH, "Backbone": {"name": "resnet", "layers": 34}}  # case-insensitive
+    assert isinstance(build_rec_model(arch, 37), PPOCRRecModel)
+    own = build_rec_model({"Backbone": {"name": "LCNetRec"}, "Neck": {"name": "Conv"}, "Head": {"name": "CTCHead"}}, 37)
+    assert isinstance(own, RecModel)

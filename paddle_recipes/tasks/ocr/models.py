@@ -7,6 +7,12 @@ T = W / width_stride). Pick parts by name through the registries below.
   strides tuned for text lines (height shrinks to 1, width by ``width_stride``).
 * ``LCNetRec``: a light PP-LCNet-style net of depthwise-separable blocks
   (hardswish, optional squeeze-excite), several times cheaper than ResNet34vd.
+
+``ResNet34vd`` / ``LCNetRec`` and the ``BiLSTM`` / ``Conv`` necks and ``CTCHead`` of this module are
+OUR OWN DESIGNS, not PaddleOCR's networks: PaddleOCR weights do not load into them. PaddleOCR's own
+recognizers (PP-OCRv4/v5 mobile: ``PPLCNetV3`` + ``MultiHead``; the CRNN ``rec_r34_vd_none_bilstm_ctc``:
+``ResNet`` + ``SequenceEncoder`` + ``CTCHead``) live in ``ppocr_models.py``; ``build_rec_model``
+dispatches to them when ``Backbone.name`` is one of ``PPOCR_BACKBONES`` (case-insensitive).
 """
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
+
+from . import ppocr_models
 
 
 def _div8(v: float, minimum: int = 8) -> int:
@@ -218,9 +226,15 @@ class CTCHead(nn.Layer):
         return self.fc(x.reshape([-1, c])).reshape([-1, t, self.num_classes]) + self.bias
 
 
+# Own designs (names kept for existing configs/checkpoints).
 BACKBONES = {"ResNet34vd": ResNet34vd, "LCNetRec": LCNetRec}
 NECKS = {"BiLSTM": BiLSTMNeck, "Conv": ConvNeck, "Im2Seq": Im2Seq}
 HEADS = {"CTCHead": CTCHead}
+# PaddleOCR's networks (ppocr_models.py): lower-case name -> class; their Neck/Head names
+# (SequenceEncoder, CTCHead, MultiHead) are resolved in PaddleOCR's meaning there.
+PPOCR_BACKBONES = ppocr_models.PPOCR_BACKBONES
+PPOCR_NECKS = ppocr_models.PPOCR_NECKS
+PPOCR_HEADS = ppocr_models.PPOCR_HEADS
 
 
 class RecModel(nn.Layer):
@@ -246,9 +260,12 @@ def _pick(registry: Dict[str, type], kind: str, kwargs: Dict[str, Any]):
     return registry[name], kwargs
 
 
-def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> RecModel:
+def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> nn.Layer:
     """Build a recognizer from ``arch_cfg`` (dataclass or dict with Backbone / Neck / Head sections,
-    each holding ``name`` plus constructor arguments)."""
+    each holding ``name`` plus constructor arguments). A PaddleOCR backbone name (PPLCNetV3, ResNet)
+    builds PaddleOCR's network (``ppocr_models.PPOCRRecModel``, PaddleOCR's parameter names)."""
+    if ppocr_models.is_ppocr_arch(arch_cfg):
+        return ppocr_models.build_ppocr_rec_model(arch_cfg, num_classes, in_channels)
     arch = _as_kwargs(arch_cfg)
     b_cls, b_kw = _pick(BACKBONES, "backbone", _as_kwargs(arch.get("Backbone")))
     backbone = b_cls(in_channels=in_channels, **b_kw)

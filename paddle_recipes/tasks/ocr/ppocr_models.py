@@ -3,7 +3,7 @@
 ``build_ppocr_rec_model(arch, num_classes)`` takes the same section PaddleOCR's configs hold
 (a dict, or a dataclass with ``Backbone`` / ``Neck`` / ``Head``)::
 
-    Backbone: {name: PPLCNetV3, scale: 0.95}          # or {name: ResNet, layers: 34}
+    Backbone: {name: PPLCNetV3, scale: 0.95}   # or {name: PPHGNetV2_B4, text_rec: true} | {name: ResNet, layers: 34}
     Neck:     {name: SequenceEncoder, encoder_type: rnn, hidden_size: 256}   # optional
     Head:     {name: CTCHead, fc_decay: 0.0}          # or MultiHead with head_list
 
@@ -20,10 +20,10 @@ from typing import Any, Dict, List
 
 import paddle.nn as nn
 
-from .ppocr_backbones import PPLCNetV3, ResNet
+from .ppocr_backbones import PPHGNetV2_B4, PPLCNetV3, ResNet
 from .ppocr_heads import CTCHead, MultiHead, SequenceEncoder
 
-PPOCR_BACKBONES = {"pplcnetv3": PPLCNetV3, "resnet": ResNet}
+PPOCR_BACKBONES = {"pplcnetv3": PPLCNetV3, "pphgnetv2_b4": PPHGNetV2_B4, "resnet": ResNet}
 PPOCR_NECKS = {"sequenceencoder": SequenceEncoder}
 PPOCR_HEADS = {"ctchead": CTCHead, "multihead": MultiHead}
 NRTR_EXTRA_CLASSES = 3  # PaddleOCR: NRTRLabelDecode count = CTCLabelDecode count + 3
@@ -100,7 +100,7 @@ def _construct(registry: Dict[str, type], where: str, kwargs: Dict[str, Any], **
 
 
 def is_ppocr_arch(arch_cfg: Any) -> bool:
-    """True when the Backbone name is one of PaddleOCR's (PPLCNetV3, ResNet)."""
+    """True when the Backbone name is one of PaddleOCR's (PPLCNetV3, PPHGNetV2_B4, ResNet)."""
     arch = asdict(arch_cfg) if is_dataclass(arch_cfg) else dict(arch_cfg or {})
     backbone = arch.get("Backbone") or {}
     backbone = asdict(backbone) if is_dataclass(backbone) else backbone
@@ -137,6 +137,8 @@ PPOCR_MOBILE_REC_ARCH = {
                      "Head": {"fc_decay": 0.00001}}},
         {"NRTRHead": {"nrtr_dim": 384, "max_text_length": 25}}]},
 }
+PPOCR_SERVER_REC_ARCH = {**PPOCR_MOBILE_REC_ARCH, "algorithm": "SVTR_HGNet",
+                         "Backbone": {"name": "PPHGNetV2_B4", "text_rec": True}}
 PPOCR_CRNN_R34_ARCH = {
     "model_type": "rec", "algorithm": "CRNN",
     "Backbone": {"name": "ResNet", "layers": 34},
