@@ -122,3 +122,21 @@ def test_build_rec_model_dispatches_to_paddleocr_networks():
     assert isinstance(build_rec_model(arch, 37), PPOCRRecModel)
     own = build_rec_model({"Backbone": {"name": "LCNetRec"}, "Neck": {"name": "Conv"}, "Head": {"name": "CTCHead"}}, 37)
     assert isinstance(own, RecModel)
+
+
+@pytest.mark.parametrize("preset", ["PP-OCRv4_mobile_rec", "rec_r34_vd_none_bilstm_ctc"])
+def test_paddleocr_yaml_architecture_parses_into_dataclasses(preset):
+    """PaddleOCR's own Architecture section (from its YAML) -> our dataclasses -> the manifest's network."""
+    from paddle_recipes.config import ConfigError, from_dict
+    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.tasks.ocr.ppocr_config import PPOCRArchitectureConfig
+
+    m = load_manifest(preset)
+    cfg = from_dict(PPOCRArchitectureConfig, m["architecture"], "Architecture")
+    model = build_rec_model(cfg, m["num_classes_ctc"])
+    assert {k: list(v.shape) for k, v in model.state_dict().items()} == m["tensors"]
+    with pytest.raises(ConfigError, match="unknown key 'Architecture.Backbone.scal'"):
+        from_dict(PPOCRArchitectureConfig, {"Backbone": {"name": "PPLCNetV3", "scal": 1}}, "Architecture")
+    with pytest.raises(ValueError, match=r"Architecture.Backbone \(ResNet\): unknown keys \['scale'\]"):
+        build_rec_model(from_dict(PPOCRArchitectureConfig, {**m["architecture"], "Backbone": {
+            "name": "ResNet", "layers": 34, "scale": 0.5}}, "Architecture"), 10)

@@ -110,6 +110,11 @@ def is_ppocr_arch(arch_cfg: Any) -> bool:
 def build_ppocr_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> PPOCRRecModel:
     """Build a PaddleOCR recognizer from an ``Architecture`` section (see module docstring)."""
     arch = asdict(arch_cfg) if is_dataclass(arch_cfg) else dict(arch_cfg or {})
+    unknown = sorted(set(arch) - {"model_type", "algorithm", "Transform", "Backbone", "Neck", "Head"})
+    if unknown:
+        raise ValueError(f"Architecture: unknown keys {unknown}")
+    if arch.get("Transform"):
+        raise ValueError("Architecture.Transform: rectification transforms (TPS, ...) are not supported")
     b_kw = _section(arch.get("Backbone"), "Backbone")
     backbone = _construct(PPOCR_BACKBONES, "Backbone", b_kw, in_channels=in_channels)
     channels = backbone.out_channels
