@@ -186,6 +186,16 @@ def test_multiscale_plan_determinism_and_resume():
         def get_scaled(self, index, h, w):
             return index, h, w, float(np.random.rand())
 
+    class Images:
+        def __len__(self):
+            return 50
+
+        def get_scaled(self, index, h, w):
+            return np.full([3, h, w], index, "float32")
+
+    loader = paddle.io.DataLoader(MultiScaleDataset(Images()), batch_sampler=MultiScaleBatchSampler(50, first_bs=4))
+    assert {tuple(b.shape) for b in loader} == {(4, 3, 32, 320), (2, 3, 48, 320), (2, 3, 64, 320)}
+
     ds = MultiScaleDataset(Sized(), seed=1)
     assert ds[(3, 5, 48, 320)] == ds[(3, 5, 48, 320)] and ds[(3, 5, 48, 320)][:3] == (5, 48, 320)
     assert ds[(3, 5, 48, 320)][3] != ds[(4, 5, 48, 320)][3]
