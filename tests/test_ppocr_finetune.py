@@ -199,3 +199,17 @@ def test_multiscale_plan_determinism_and_resume():
     ds = MultiScaleDataset(Sized(), seed=1)
     assert ds[(3, 5, 48, 320)] == ds[(3, 5, 48, 320)] and ds[(3, 5, 48, 320)][:3] == (5, 48, 320)
     assert ds[(3, 5, 48, 320)][3] != ds[(4, 5, 48, 320)][3]
+
+
+def test_paddleocr_v5_dict_flag_entries_keep_their_class(tmp_path):
+    """ppocrv5_dict.txt has 10 two-code-point flag lines; PaddleOCR counts them as classes (18,385 in all)."""
+    from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
+
+    (tmp_path / "d.txt").write_text("中\n🇩🇪\n🇨🇳\nA\n", encoding="utf-8")
+    d = CharDict.from_file(tmp_path / "d.txt", use_space_char=True)
+    assert d.num_classes == 6 and d.decode_ids([2, 1]) == "🇩🇪中"
+    assert d.check("中A", 25).ids == [1, 4]
+    assert d.check("🇩🇪", 25).reason == "unknown_char"  # per-code-point encoding, as PaddleOCR's
+    (tmp_path / "bad.txt").write_text("中\nab\n", encoding="utf-8")
+    with pytest.raises(CharDictError, match=r"bad.txt:2: expected one character per line, got 'ab'"):
+        CharDict.from_file(tmp_path / "bad.txt")
