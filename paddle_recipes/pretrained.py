@@ -82,12 +82,14 @@ def _shape_list(mapping: Dict[str, Tuple[list, list]], k: int = 8) -> str:
 
 def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
                     reinit_prefixes: Sequence[str] | None = None, allow_shape_mismatch: bool = False,
-                    strict: bool = True, prefer_ema: bool = True,
+                    strict: bool = True, prefer_ema: bool = True, source_prefix: str = "",
                     logger: logging.Logger | None = None) -> LoadReport:
     """Load matching tensors of ``path`` into ``model``; see the module docstring. Returns a LoadReport.
 
     ``reinit_prefixes``: state_dict key prefixes allowed to differ in shape (None -> the model's
-    ``class_dependent_params()`` if it has one, else none). Raises CheckpointError (one line).
+    ``class_dependent_params()`` if it has one, else none). ``source_prefix``: read only the file's
+    tensors under this prefix, stripped (e.g. "Student." for a PaddleOCR distillation checkpoint).
+    Raises CheckpointError (one line).
     """
     from .distributed import unwrap
 
@@ -103,7 +105,11 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
     if not isinstance(weights, dict):
         raise CheckpointError(f"{file} does not hold a state_dict (got {type(weights).__name__})")
 
-    report = LoadReport(source=str(file))
+    if source_prefix:
+        weights = {k[len(source_prefix):]: v for k, v in weights.items() if k.startswith(source_prefix)}
+        if not weights:
+            raise CheckpointError(f"{file} has no tensors under the prefix {source_prefix!r}")
+    report = LoadReport(source=str(file) + (f" [{source_prefix}]" if source_prefix else ""))
     own = target.state_dict()
     mismatched: Dict[str, Tuple[list, list]] = {}
     to_load = {}
@@ -125,8 +131,11 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
                               "not a class-dependent output layer - wrong architecture? "
                               "allow_shape_mismatch keeps their initial values)")
     if strict and report.missing:
+        tops = sorted({k.split(".", 1)[0] + "." for k in weights if "." in k} - {k.split(".", 1)[0] + "." for k in own})
+        hint = (f"; the file's tensors sit under {tops} (a distillation checkpoint? use source_prefix)"
+                if tops and not to_load else "")
         raise CheckpointError(f"{file} lacks {_names(report.missing)} (architecture/config mismatch? "
-                              "strict=False keeps their initial values)")
+                              f"strict=False keeps their initial values){hint}")
     if strict and report.unexpected:
         raise CheckpointError(f"{file} holds tensors the model lacks: {_names(report.unexpected)} "
                               "(architecture/config mismatch? strict=False ignores them)")

@@ -143,6 +143,14 @@ def test_checkpoint_folder_and_strict_load_weights(tmp_path):
     rep = load_pretrained(other, tmp_path / "ckpt")  # a checkpoint root with 'latest'
     assert len(rep.loaded) == 229 and rep.source.endswith("model.pdparams")
     assert other.class_dependent_params() == ["head.fc."]
+    # a PaddleOCR distillation checkpoint: tensors under Student. / Teacher.
+    sd = crnn.state_dict()
+    paddle.save({**{"Student." + k: v for k, v in sd.items()}, **{"Teacher." + k: v for k, v in sd.items()}},
+                str(tmp_path / "distill.pdparams"))
+    with pytest.raises(CheckpointError, match=r"sit under \['Student\.', 'Teacher\.'\].*source_prefix"):
+        load_pretrained(other, tmp_path / "distill.pdparams")
+    rep = load_pretrained(other, tmp_path / "distill.pdparams", source_prefix="Student.")
+    assert len(rep.loaded) == 229 and not rep.unexpected
     # evaluation loading (load_weights) no longer "loads" a checkpoint of another dict size
     with pytest.raises(CheckpointError, match=r"shape mismatch for head\.fc\.weight \[512, 37\]->\[512, 12\]"):
         load_weights(build_ppocr_rec_model(PPOCR_CRNN_R34_ARCH, 12), tmp_path / "ckpt")
