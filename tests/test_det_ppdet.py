@@ -183,3 +183,131 @@ def test_outputs_equal_paddledet_own_model(plus_state):
     order = np.concatenate([np.arange(sum(sizes[:i]), sum(sizes[:i + 1])) for i in (2, 1, 0)])
     np.testing.assert_allclose(boxes[order], ref_boxes, atol=1e-3)
     np.testing.assert_allclose(sc[order], ref_scores, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- ppdet YAML configs
+PPDET_CFG = FIXTURES / "ppdet_configs" / "ppyoloe"
+
+
+def det_schema_with_new_keys():
+    """recipes/det_ppyoloe.py DetConfig plus the keys this importer emits (for the lead to add)."""
+    import dataclasses
+    import importlib.util
+
+    from paddle_recipes.optim import OptimizerConfig
+    from paddle_recipes.tasks.det.normalize import NormalizeConfig
+
+    import sys
+
+    spec = importlib.util.spec_from_file_location("det_recipe_under_test",
+                                                  Path(__file__).parents[1] / "recipes" / "det_ppyoloe.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+
+    def extend(name, base, field_name, tp, factory):
+        return dataclasses.make_dataclass(name, [(field_name, tp, dataclasses.field(default_factory=factory))],
+                                          bases=(base,))
+
+    arch = extend("Arch", mod.ArchitectureConfig, "normalize", NormalizeConfig, NormalizeConfig)
+    glob = extend("Glob", mod.GlobalConfig, "pretrained_model", str, str)
+    opt = extend("Opt", OptimizerConfig, "warmup_epochs", float, float)
+    return dataclasses.make_dataclass("Det", [("Global", glob, dataclasses.field(default_factory=glob)),
+                                              ("Architecture", arch, dataclasses.field(default_factory=arch)),
+                                              ("Optimizer", opt, dataclasses.field(default_factory=opt))],
+                                      bases=(mod.DetConfig,))
+
+
+def test_ppdet_yaml_base_merge_semantics(tmp_path):
+    from paddle_recipes.compat.ppdet import load_ppdet_yaml
+
+    cfg, origin = load_ppdet_yaml(PPDET_CFG / "ppyoloe_plus_crn_s_80e_coco.yml")
+    assert "_BASE_" not in cfg
+    assert (cfg["log_iter"], cfg["snapshot_epoch"]) == (100, 5)  # the file beats runtime.yml's 20 / 1
+    assert origin["log_iter"].endswith("ppyoloe_plus_crn_s_80e_coco.yml")
+    assert origin["TrainReader"].endswith("ppyoloe_plus_reader.yml")
+    assert cfg["EvalReader"]["sample_transforms"][1]["Resize"]["target_size"] == [640, 640]  # YAML aliases
+    # nested dicts merge key by key, lists replace; a later base beats an earlier one
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "mine.yml").write_text(
+        f"_BASE_: ['{PPDET_CFG / 'ppyoloe_plus_crn_s_80e_coco.yml'}', '../late.yml']\n"
+        "PPYOLOEHead:\n  nms: {keep_top_k: 100}\nTrainReader:\n  batch_transforms: []\n")
+    (tmp_path / "late.yml").write_text("epoch: 12\nlog_iter: 7\n")
+    cfg, _ = load_ppdet_yaml(tmp_path / "sub" / "mine.yml")
+    assert cfg["PPYOLOEHead"]["nms"] == {"name": "MultiClassNMS", "nms_top_k": 1000, "keep_top_k": 100,
+                                         "score_threshold": 0.01, "nms_threshold": 0.7}
+    assert cfg["PPYOLOEHead"]["fpn_strides"] == [32, 16, 8]
+    assert cfg["TrainReader"]["batch_transforms"] == [] and cfg["TrainReader"]["batch_size"] == 8
+    assert (cfg["epoch"], cfg["log_iter"]) == (12, 7)
+
+
+def test_ppdet_yaml_translates_to_a_valid_det_config(caplog):
+    from paddle_recipes.compat.ppdet import import_ppdet_config, is_ppdet_config
+    from paddle_recipes.config import from_dict
+
+    assert is_ppdet_config(PPDET_CFG / "ppyoloe_plus_crn_s_80e_coco.yml")
+    assert not is_ppdet_config(Path(__file__).parents[1] / "recipes" / "configs" / "det_ppyoloe_s.yml")
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.compat.ppdet"):
+        imp = import_ppdet_config(PPDET_CFG / "ppyoloe_plus_crn_s_80e_coco.yml")
+    assert sum("no effect here" in r.getMessage() for r in caplog.records) == 1
+    assert sum("approximated" in r.getMessage() for r in caplog.records) == 1
+    cfg = from_dict(det_schema_with_new_keys(), imp.config)
+    assert imp.family == "ppyoloe_plus"
+    assert (cfg.Architecture.size, cfg.Architecture.reg_max) == ("s", 16)
+    assert (cfg.Architecture.normalize.mean, cfg.Architecture.normalize.std) == ([0.0] * 3, [1.0] * 3)
+    assert cfg.Architecture.normalize.is_scale is True
+    assert (cfg.Global.epochs, cfg.Global.log_every, cfg.Global.save_every_epochs) == (80, 100, 5)
+    assert cfg.Global.output_dir == "output/ppyoloe_plus_crn_s_80e_coco"
+    assert cfg.Global.pretrained_model.endswith("ppyoloe_crn_s_obj365_pretrained.pdparams")
+    assert (cfg.Optimizer.name, cfg.Optimizer.lr, cfg.Optimizer.momentum, cfg.Optimizer.weight_decay) == \
+        ("momentum", 0.001, 0.9, 0.0005)
+    assert (cfg.Optimizer.schedule, cfg.Optimizer.warmup_epochs) == ("cosine", 5.0)
+    assert (cfg.Train.batch_size, cfg.Train.sizes[0], cfg.Train.sizes[-1], len(cfg.Train.sizes)) == (8, 320, 768, 15)
+    assert (cfg.Eval.size, cfg.Eval.batch_size, cfg.Eval.nms.keep_top_k, cfg.Eval.nms.iou_threshold) == (640, 2, 300, 0.7)
+    assert cfg.Train.dataset.ann_file == "dataset/coco/annotations/instances_train2017.json"
+    assert cfg.Eval.dataset.image_dir == "dataset/coco/val2017"
+    assert (cfg.EMA.enable, cfg.EMA.decay) == (True, 0.9998)
+    assert (cfg.Loss.topk, cfg.Loss.iou_weight) == (13, 2.5)
+    assert "num_classes" in imp.no_effect and "norm_type" in imp.no_effect
+    assert "PPYOLOEHead.static_assigner_epoch" in imp.approximated
+    plain = import_ppdet_config(PPDET_CFG / "ppyoloe_crn_s_300e_coco.yml")
+    assert plain.family == "ppyoloe"
+    assert plain.config["Architecture"]["normalize"] == {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225],
+                                                         "is_scale": True}
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("TrainReader:\n  fuse_normalize: true\n", r"TrainReader\.fuse_normalize: not understood"),
+    ("EvalReader:\n  sample_transforms:\n  - Resize: {target_size: [640, 640], keep_ratio: true}\n",
+     r"EvalReader\.Resize\.keep_ratio"),
+    ("architecture: PicoDet\n", r"architecture: 'PicoDet' is not supported"),
+    ("metric: VOC\n", r"metric: 'VOC'"),
+    ("width_mult: 0.6\n", r"width 0.6 / depth 0.33 is none of the PP-YOLOE sizes"),
+    ("TrainReader:\n  batch_transforms:\n  - NormalizeImage: {mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5]}\n",
+     r"readers normalise differently"),
+])
+def test_ppdet_yaml_meaning_changes_are_errors(tmp_path, extra, message):
+    from paddle_recipes.compat.ppdet import import_ppdet_config
+    from paddle_recipes.config import ConfigError
+
+    path = tmp_path / "cfg.yml"
+    path.write_text(f"_BASE_: ['{PPDET_CFG / 'ppyoloe_plus_crn_s_80e_coco.yml'}']\n" + extra)
+    with pytest.raises(ConfigError, match=message) as e:
+        import_ppdet_config(path)
+    assert "cfg.yml" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_ppdet_yaml_bad_includes_name_the_file(tmp_path):
+    from paddle_recipes.compat.ppdet import load_ppdet_yaml
+    from paddle_recipes.config import ConfigError
+
+    (tmp_path / "a.yml").write_text("_BASE_: ['missing.yml']\n")
+    with pytest.raises(ConfigError, match=r"a\.yml: _BASE_ file 'missing.yml' not found"):
+        load_ppdet_yaml(tmp_path / "a.yml")
+    (tmp_path / "b.yml").write_text("_BASE_: ['c.yml']\n")
+    (tmp_path / "c.yml").write_text("_BASE_: ['b.yml']\n")
+    with pytest.raises(ConfigError, match="include cycle"):
+        load_ppdet_yaml(tmp_path / "b.yml")
+    (tmp_path / "d.yml").write_text("epoch: [1,\n")
+    with pytest.raises(ConfigError, match=r"d\.yml: line \d+"):
+        load_ppdet_yaml(tmp_path / "d.yml")
