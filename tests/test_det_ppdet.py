@@ -311,3 +311,84 @@ def test_ppdet_yaml_bad_includes_name_the_file(tmp_path):
     (tmp_path / "d.yml").write_text("epoch: [1,\n")
     with pytest.raises(ConfigError, match=r"d\.yml: line \d+"):
         load_ppdet_yaml(tmp_path / "d.yml")
+
+
+# ----------------------------------------------------------------------------- normalisation + deploy layout
+def test_detcollate_normalisation_presets():
+    from paddle_recipes.tasks.det.coco import DetCollate
+    from paddle_recipes.tasks.det.normalize import NORMALIZE_PRESETS, collate_kwargs
+
+    img = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    sample = {"image": img, "gt_bbox": np.zeros((0, 4), np.float32), "gt_class": np.zeros(0, np.int64),
+              "im_id": 0, "orig_size": (64, 64)}
+    default = DetCollate([64])([sample])["image"][0]
+    imagenet = DetCollate([64], **collate_kwargs(NORMALIZE_PRESETS["imagenet"]))([sample])["image"][0]
+    plus = DetCollate([64], **collate_kwargs(NORMALIZE_PRESETS["ppyoloe_plus"]))([sample])["image"][0]
+    np.testing.assert_array_equal(default, imagenet)  # the default is unchanged
+    np.testing.assert_allclose(plus, img.transpose(2, 0, 1) / 255.0, rtol=1e-6)
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
+    np.testing.assert_allclose(default, (img.transpose(2, 0, 1) / 255.0 - mean) / np.array(
+        [0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1), rtol=1e-5, atol=1e-5)
+
+
+def _model_with_varied_scores(num_classes=3):
+    paddle.seed(0)
+    model = build_ppyoloe("tiny", num_classes, reg_max=8)
+    rng = np.random.default_rng(0)
+    with paddle.no_grad():
+        for conv in list(model.head.pred_cls) + list(model.head.pred_reg):
+            conv.weight.set_value(rng.normal(0, 0.05, conv.weight.shape).astype("float32"))
+            conv.bias.set_value(rng.normal(-1.0, 0.5, conv.bias.shape).astype("float32"))
+    model.eval()
+    return model
+
+
+def test_ppdet_deploy_layout_and_inference_parity(tmp_path):
+    import yaml
+
+    from paddle_recipes.export import create_predictor
+    from paddle_recipes.tasks.det.deploy import export_ppdet_deploy, preprocess_like_deploy
+    from paddle_recipes.tasks.det.normalize import NORMALIZE_PRESETS
+    from paddle_recipes.tasks.det.postprocess import postprocess_batch
+
+    model = _model_with_varied_scores()
+    nms = {"score_threshold": 0.05, "nms_top_k": 1000, "keep_top_k": 50, "iou_threshold": 0.6}
+    norm = NORMALIZE_PRESETS["ppyoloe_plus"]
+    out = export_ppdet_deploy(model, tmp_path / "deploy", ["rect", "ellipse", "triangle"], input_size=96,
+                              norm=norm, nms=nms)
+    assert sorted(p.name for p in (tmp_path / "deploy").iterdir()) == ["infer_cfg.yml", "model.json", "model.pdiparams"]
+    cfg = yaml.safe_load(Path(out["infer_cfg"]).read_text())
+    # the keys and values ppdet's deploy PredictConfig reads (arch must contain a SUPPORT_MODELS name)
+    assert list(cfg)[:8] == ["mode", "draw_threshold", "metric", "use_dynamic_shape", "arch", "min_subgraph_size",
+                             "Preprocess", "label_list"]
+    assert (cfg["mode"], cfg["arch"], cfg["min_subgraph_size"], cfg["metric"]) == ("paddle", "YOLO", 3, "COCO")
+    assert cfg["Preprocess"] == [
+        {"type": "Resize", "interp": 1, "keep_ratio": False, "target_size": [96, 96]},
+        {"type": "NormalizeImage", "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0], "is_scale": True, "norm_type": "none"},
+        {"type": "Permute"}]
+    assert cfg["label_list"] == ["rect", "ellipse", "triangle"]
+
+    rng = np.random.default_rng(3)
+    images = [rng.integers(0, 256, (120, 80, 3), dtype=np.uint8), rng.integers(0, 256, (70, 150, 3), dtype=np.uint8)]
+    prep = [preprocess_like_deploy(im, cfg) for im in images]
+    batch = np.stack([p[0] for p in prep])
+    scale = np.stack([p[1] for p in prep])
+    np.testing.assert_allclose(scale[0], [96 / 120, 96 / 80])
+    pred = create_predictor(Path(out["model_file"]).with_suffix(""), threads=1)
+    assert pred.get_input_names() == ["image", "scale_factor"]
+    for name, arr in (("image", batch), ("scale_factor", scale)):
+        h = pred.get_input_handle(name)
+        h.reshape(list(arr.shape))
+        h.copy_from_cpu(arr)
+    pred.run()
+    bbox, bbox_num = [pred.get_output_handle(n).copy_to_cpu() for n in pred.get_output_names()]
+    with paddle.no_grad():
+        boxes, scores = model(paddle.to_tensor(batch))
+    ref = postprocess_batch(boxes.numpy(), scores.numpy(), scale, **nms)
+    assert bbox.shape[1] == 6 and bbox_num.tolist() == [len(r) for r in ref] and min(bbox_num) > 0
+    start = 0
+    for r, n in zip(ref, bbox_num):
+        got = bbox[start:start + n]
+        start += n
+        order_g, order_r = np.lexsort((got[:, 0], -got[:, 1])), np.lexsort((r[:, 0], -r[:, 1]))
+        np.testing.assert_allclose(got[order_g], r[order_r], atol=2e-3)

@@ -1,0 +1,145 @@
+"""Export a PP-YOLOE in PaddleDetection's deploy layout (what ppdet's ``tools/export_model.py`` writes).
+
+    <out_dir>/model.json + model.pdiparams   (PIR; ``legacy_ir=True``: model.pdmodel)
+    <out_dir>/infer_cfg.yml                  mode, draw_threshold, metric, use_dynamic_shape, arch: YOLO,
+                                             min_subgraph_size, Preprocess, label_list (+ NMS, informational)
+
+The graph follows ppdet's deploy convention, so ppdet's ``deploy/python/infer.py`` ``Detector`` (and
+tools built on that layout) can run it:
+
+- inputs ``image`` [N, 3, H, W] float32 (preprocessed as ``Preprocess`` says) and ``scale_factor``
+  [N, 2] = (resized_h / orig_h, resized_w / orig_w);
+- outputs ``bbox`` [K, 6] = (class, score, x1, y1, x2, y2) in original-image pixels, all images
+  concatenated, and ``bbox_num`` [N] int32 (boxes per image). NMS (Paddle's ``multiclass_nms3``)
+  runs inside the graph, on boxes divided by the scale factor, as ppdet's PP-YOLOE post-process does.
+
+The preprocessing written is the one this package trains and evaluates with: a square bilinear
+resize (``interp: 1``) to ``Eval.size`` without keeping the ratio, ``NormalizeImage`` from the
+model's ``NormalizeConfig``, ``Permute``.
+
+    export_ppdet_deploy(model, out_dir, label_list, input_size=640, norm=NormalizeConfig(), nms={...})
+"""
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import paddle
+import paddle.nn as nn
+
+from .normalize import NormalizeConfig, deploy_normalize_op
+
+ARCH = "YOLO"             # ppdet's infer_cfg arch for its YOLOv3-architecture models (PP-YOLOE included)
+MIN_SUBGRAPH_SIZE = 3     # ppdet's TensorRT min_subgraph_size for YOLO
+DEFAULT_NMS = {"score_threshold": 0.01, "nms_top_k": 1000, "keep_top_k": 300, "iou_threshold": 0.7}
+
+
+class PpdetDeployModel(nn.Layer):
+    """``(image, scale_factor) -> (bbox [K, 6], bbox_num [N])`` around our ``PPYOLOE``; see module doc.
+
+    nms: score_threshold, nms_top_k (candidates per class), keep_top_k (per image), iou_threshold.
+    """
+
+    def __init__(self, model: nn.Layer, nms: dict | None = None):
+        super().__init__()
+        self.model = model
+        n = {**DEFAULT_NMS, **(nms or {})}
+        self.score_threshold = float(n["score_threshold"])
+        self.nms_top_k = int(n["nms_top_k"])
+        self.keep_top_k = int(n["keep_top_k"])
+        self.iou_threshold = float(n["iou_threshold"])
+
+    def forward(self, image, scale_factor):
+        boxes, scores = self.model(image)  # [N, L, 4] input pixels, [N, L, C]
+        sy, sx = scale_factor[:, 0:1], scale_factor[:, 1:2]
+        boxes = boxes / paddle.concat([sx, sy, sx, sy], axis=-1).unsqueeze(1)
+        bbox, _, bbox_num = paddle._C_ops.multiclass_nms3(
+            boxes, scores.transpose([0, 2, 1]), None, self.score_threshold, self.nms_top_k, self.keep_top_k,
+            self.iou_threshold, True, 1.0, -1)  # normalized=True: areas without +1, as our host NMS
+        return bbox, bbox_num
+
+
+def infer_cfg(label_list, input_size: int, norm: NormalizeConfig, nms: dict | None = None,
+              draw_threshold: float = 0.5, metric: str = "COCO") -> dict:
+    """The ``infer_cfg.yml`` content (key order as ppdet writes it)."""
+    n = {**DEFAULT_NMS, **(nms or {})}
+    return {
+        "mode": "paddle",
+        "draw_threshold": float(draw_threshold),
+        "metric": metric,
+        "use_dynamic_shape": False,  # the Resize fixes the input side, as in ppdet's PP-YOLOE exports
+        "arch": ARCH,
+        "min_subgraph_size": MIN_SUBGRAPH_SIZE,
+        "Preprocess": [
+            {"type": "Resize", "interp": 1, "keep_ratio": False, "target_size": [int(input_size), int(input_size)]},
+            deploy_normalize_op(norm),
+            {"type": "Permute"},
+        ],
+        "label_list": [str(n_) for n_ in label_list],
+        "NMS": {"name": "MultiClassNMS", "keep_top_k": int(n["keep_top_k"]), "nms_threshold": float(n["iou_threshold"]),
+                "nms_top_k": int(n["nms_top_k"]), "score_threshold": float(n["score_threshold"])},
+    }
+
+
+def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list, *, input_size: int = 640,
+                        norm: NormalizeConfig | None = None, nms: dict | None = None, draw_threshold: float = 0.5,
+                        upsample: str = "repeat", fold_bn: bool = True, legacy_ir: bool = False) -> dict:
+    """Write ``out_dir/model.*`` + ``infer_cfg.yml`` for ``model`` (our PPYOLOE; not modified).
+
+    A deep copy is re-parameterised (RepVGG fused), optionally BN-folded, and its upsample switched to
+    ``upsample`` ("repeat" runs on CPU Paddle Inference, "interp" is TensorRT-native; identical results).
+    Returns {"model_file", "params_file", "infer_cfg", "format"}.
+    """
+    import yaml
+
+    from paddle.static import InputSpec
+
+    from paddle_recipes.distributed import unwrap
+    from paddle_recipes.export import export_model, fuse_conv_bn
+
+    norm = norm or NormalizeConfig()
+    deploy = copy.deepcopy(unwrap(model))
+    deploy.eval()
+    deploy.reparameterize()
+    deploy.neck.upsample.mode = upsample
+    if fold_bn:
+        deploy = fuse_conv_bn(deploy)
+    wrapped = PpdetDeployModel(deploy, nms)
+    out_dir = Path(out_dir)
+    spec = [InputSpec([None, 3, None, None], "float32", "image"), InputSpec([None, 2], "float32", "scale_factor")]
+    exp = export_model(wrapped, spec, out_dir / "model", legacy_ir=legacy_ir)
+    cfg = infer_cfg(label_list, input_size, norm, nms, draw_threshold)
+    (out_dir / "infer_cfg.yml").write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return {"model_file": exp.model_file, "params_file": exp.params_file, "infer_cfg": str(out_dir / "infer_cfg.yml"),
+            "format": exp.format}
+
+
+def preprocess_like_deploy(image_rgb, cfg: dict):
+    """Apply an ``infer_cfg.yml`` ``Preprocess`` list (Resize / NormalizeImage / Permute) to one RGB
+    uint8 image, as ppdet's deploy ``preprocess`` does; returns (image [3, H, W] float32, scale_factor [2])."""
+    import cv2
+    import numpy as np
+
+    im = image_rgb
+    scale = np.ones(2, np.float32)
+    for op in cfg["Preprocess"]:
+        kind = op["type"]
+        if kind == "Resize":
+            if op.get("keep_ratio"):
+                raise ValueError("keep_ratio Resize is not produced by this exporter")
+            th, tw = op["target_size"]
+            h, w = im.shape[:2]
+            scale = np.array([th / h, tw / w], np.float32)
+            im = cv2.resize(im, None, None, fx=tw / w, fy=th / h, interpolation=int(op.get("interp", 1)))
+        elif kind == "NormalizeImage":
+            im = im.astype(np.float32)
+            if op.get("is_scale", True):
+                im = im / 255.0
+            if op.get("norm_type", "mean_std") == "mean_std":
+                im = (im - np.array(op["mean"], np.float32)) / np.array(op["std"], np.float32)
+        elif kind == "Permute":
+            im = im.transpose(2, 0, 1)
+        else:
+            raise ValueError(f"unknown Preprocess op {kind!r}")
+    return np.ascontiguousarray(im, dtype=np.float32), scale
