@@ -209,10 +209,13 @@ def _few(names, n=3) -> str:
 
 
 def load_ppdet_weights(model, path: str | os.PathLike | Mapping, *, num_classes_ok: bool = True,
-                       prior_prob: float = 0.01, logger: logging.Logger | None = None) -> PpdetLoadReport:
+                       prior_prob: float = 0.01, logger: logging.Logger | None = None,
+                       source: str | None = None) -> PpdetLoadReport:
     """Load a ppdet PP-YOLOE / PP-YOLOE+ checkpoint into ``model`` (our ``PPYOLOE``, any DDP wrap).
 
-    path: ``x.pdparams``, its prefix ``x``, or an already loaded state dict.
+    path: ``x.pdparams``, its prefix ``x``, or an already loaded state dict (read a file once when
+        routing: ``state = paddle.load(f); if is_ppdet_checkpoint(state): load_ppdet_weights(m, state, source=f)``).
+    source: the name used in messages for a state dict (default "<state dict>").
     num_classes_ok: a checkpoint with another class count loads with ``head.pred_cls.*``
         re-initialised (weight 0, bias for a ``prior_prob`` score) and one log line; False: error.
     Raises CheckpointError (one line: counts and the first names) for any other mismatch.
@@ -222,7 +225,7 @@ def load_ppdet_weights(model, path: str | os.PathLike | Mapping, *, num_classes_
     logger = logger or _log
     target = unwrap(model)
     if isinstance(path, Mapping):
-        state, source = dict(path), "<state dict>"
+        state, source = dict(path), source or "<state dict>"
     else:
         source = str(_resolve(path))
         state = _read_state(source)
