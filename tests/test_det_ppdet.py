@@ -184,6 +184,16 @@ def test_outputs_equal_paddledet_own_model(plus_state):
     order = np.concatenate([np.arange(sum(sizes[:i]), sum(sizes[:i + 1])) for i in (2, 1, 0)])
     np.testing.assert_allclose(boxes[order], ref_boxes, atol=1e-3)
     np.testing.assert_allclose(sc[order], ref_scores, atol=1e-5)
+    # the way out: our weights under ppdet's names load into ppdet's model (alpha = 1) with the same outputs
+    from paddle_recipes.tasks.det.ppdet_weights import to_ppdet_state
+
+    out_state = to_ppdet_state(ours)
+    assert set(out_state) == set(ref.state_dict())
+    ref.set_state_dict({k: paddle.to_tensor(v) for k, v in out_state.items()})
+    with paddle.no_grad():
+        scores, dist, anchors, strides = ref.yolo_head(ref.neck(ref.backbone({"image": x})))
+    np.testing.assert_allclose((batch_distance2bbox(anchors, dist) * strides).numpy()[0], ref_boxes, atol=1e-3)
+    np.testing.assert_allclose(scores.transpose([0, 2, 1]).numpy()[0], ref_scores, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- ppdet YAML configs
@@ -395,3 +405,26 @@ def test_ppdet_deploy_layout_and_inference_parity(tmp_path):
         start += n
         order_g, order_r = np.lexsort((got[:, 0], -got[:, 1])), np.lexsort((r[:, 0], -r[:, 1]))
         np.testing.assert_allclose(got[order_g], r[order_r], atol=2e-3)
+
+
+def test_the_way_out_round_trips_to_ppdet_names(tmp_path):
+    from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights, to_ppdet_state
+
+    paddle.seed(3)
+    model = build_ppyoloe("s", 80)
+    with paddle.no_grad():  # non-trivial BN statistics so a wrong pairing would show
+        for name, t in model.state_dict().items():
+            if name.endswith(("_variance", "bn.weight")):
+                t.set_value(np.random.default_rng(len(name)).uniform(0.5, 1.5, t.shape).astype("float32"))
+    for family, path in (("ppyoloe_plus", MANIFEST_PLUS_S), ("ppyoloe", MANIFEST_S)):
+        state = to_ppdet_state(model, family)
+        assert {k: list(v.shape) for k, v in state.items()} == manifest(path)  # exactly ppdet's names and shapes
+    file = save_ppdet_weights(model, tmp_path / "mine")
+    back = build_ppyoloe("s", 80)
+    assert load_ppdet_weights(back, file).loaded == 422
+    model.eval()
+    back.eval()
+    x = paddle.to_tensor(np.random.default_rng(4).uniform(0, 1, (1, 3, 64, 64)), dtype="float32")
+    with paddle.no_grad():
+        for a, b in zip(model(x), back(x)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())

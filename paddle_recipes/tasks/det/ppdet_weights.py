@@ -10,6 +10,10 @@ The two networks are the same up to names. ``RENAME_RULES`` declares every diffe
 
     report = load_ppdet_weights(model, "ppyoloe_plus_crn_s_80e_coco.pdparams")
     is_ppdet_checkpoint(path_or_state)   # routes ``Global.pretrained_model`` here
+    save_ppdet_weights(model, "mine.pdparams")   # the way out: ppdet's names, loadable by ppdet
+
+``EXPORT_RULES`` is the inverse table (ours -> ppdet), kept consistent with ``RENAME_RULES`` by a
+round-trip test over every name.
 
 A checkpoint for another class count loads with the class convs (``head.pred_cls.*``)
 re-initialised, said in one log line (``num_classes_ok=False`` makes it an error). Every other
@@ -95,15 +99,44 @@ RENAME_RULES: tuple[RenameRule, ...] = (
 )
 
 
-def map_name(name: str, spp_index: int) -> str:
-    """Our parameter name for ppdet's ``name`` (all rules applied in order)."""
-    for rule in RENAME_RULES:
+def _to_ppdet_spp_block(m, spp_index):
+    j = int(m[1])
+    k = "spp" if j == spp_index else (j if j < spp_index else j - 1)
+    return f"neck.fpn_stages.0.convs.{k}."
+
+
+EXPORT_RULES: tuple[RenameRule, ...] = (
+    RenameRule(r"^head\.(stem_cls|stem_reg|pred_cls|pred_reg)\.(\d+)\.",
+               lambda m, _: f"yolo_head.{m[1]}.{_HEAD_LEVELS - 1 - int(m[2])}.", "head level order"),
+    RenameRule(r"^head\.", "yolo_head.", "head attribute"),
+    RenameRule(r"^neck\.pan_(stages|routes)\.(\d+)\.", _pan, "PAN order (its own inverse)"),
+    RenameRule(r"^neck\.fpn_stages\.0\.blocks\.(\d+)\.", _to_ppdet_spp_block, "SPP inside the deepest FPN stage"),
+    RenameRule(r"^neck\.(fpn_stages|pan_stages)\.(\d+)\.blocks\.", r"neck.\1.\2.convs.", "blocks vs convs (neck)"),
+    RenameRule(r"^neck\.(fpn_stages|pan_stages)\.(\d+)\.", r"neck.\1.\2.0.", "stage_num wrapper index"),
+    RenameRule(r"\.(blocks|convs)\.(\d+)\.conv2\.conv([13])\.",
+               lambda m, _: f".{m[1]}.{m[2]}.conv2.{'conv1' if m[3] == '3' else 'conv2'}.", "RepVgg branches"),
+    RenameRule(r"^backbone\.stem\.([012])\.", lambda m, _: f"backbone.stem.conv{int(m[1]) + 1}.", "stem"),
+)
+
+
+def _apply(rules, name: str, spp_index: int) -> str:
+    for rule in rules:
         repl = rule.replace
         if callable(repl):
             name = re.sub(rule.pattern, lambda m, f=repl: f(m, spp_index), name, count=1)
         else:
             name = re.sub(rule.pattern, repl, name, count=1)
     return name
+
+
+def ppdet_name(name: str, spp_index: int) -> str:
+    """ppdet's parameter name for our ``name`` (``EXPORT_RULES``; inverse of :func:`map_name`)."""
+    return _apply(EXPORT_RULES, name, spp_index)
+
+
+def map_name(name: str, spp_index: int) -> str:
+    """Our parameter name for ppdet's ``name`` (all rules applied in order)."""
+    return _apply(RENAME_RULES, name, spp_index)
 
 
 def spp_index_of(model) -> int:
@@ -273,3 +306,38 @@ def load_ppdet_weights(model, path: str | os.PathLike | Mapping, *, num_classes_
         logger.warning("class head re-initialised: checkpoint has %d classes, model %d (%s)",
                        ckpt_classes, model_classes, ", ".join(reinit))
     return report
+
+
+def to_ppdet_state(model, family: str = "ppyoloe_plus") -> dict:
+    """Our model's weights under ppdet's names (numpy arrays), ready for ppdet's ``set_state_dict``.
+
+    family "ppyoloe_plus" adds ``alpha = 1`` to every backbone RepVgg block (ppdet's PP-YOLOE+
+    backbone has that parameter; the scale already lives in our 1x1 BN); "ppyoloe" adds none.
+    ``yolo_head.proj_conv.weight`` is written as ppdet expects (0..reg_max, [1, reg_max + 1, 1, 1]).
+    Re-parameterised (fused) models cannot be exported: ppdet's training form has both branches.
+    """
+    from paddle_recipes.distributed import unwrap
+
+    if family not in ("ppyoloe_plus", "ppyoloe"):
+        raise ValueError(f"family must be 'ppyoloe_plus' or 'ppyoloe', got {family!r}")
+    target = unwrap(model)
+    spp = spp_index_of(target)
+    out = {}
+    for name, value in target.state_dict().items():
+        if ".fused." in name:
+            raise ValueError(f"{name}: the model is re-parameterised; export the training-form weights")
+        out[ppdet_name(name, spp)] = value.numpy()
+        if family == "ppyoloe_plus" and re.match(r"^backbone\.stages\.\d+\.blocks\.\d+\.conv2\.conv3\.conv\.weight$",
+                                                 name):
+            out[ppdet_name(name, spp).rsplit(".conv1.conv.weight", 1)[0] + ".alpha"] = np.ones([1], np.float32)
+    r = target.head.reg_max
+    out[PROJ_KEY] = np.linspace(0, r, r + 1, dtype=np.float32).reshape(1, r + 1, 1, 1)
+    return out
+
+
+def save_ppdet_weights(model, path: str | os.PathLike, family: str = "ppyoloe_plus") -> str:
+    """Write :func:`to_ppdet_state` to ``path`` (``.pdparams`` appended when missing); returns the path."""
+    path = str(path) if str(path).endswith(".pdparams") else str(path) + ".pdparams"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    paddle.save({k: paddle.to_tensor(v) for k, v in to_ppdet_state(model, family).items()}, path)
+    return path
