@@ -92,6 +92,7 @@ def test_load_file_and_prefix_sets_values_and_folds_alpha(ckpt_file, plus_state)
     assert is_ppdet_checkpoint(ckpt_file)
     model = build_ppyoloe("s", 80)
     assert not is_ppdet_checkpoint(model.state_dict())
+    assert not is_ppdet_checkpoint(ckpt_file.parent)  # a folder (e.g. our checkpoints root) is not one
     report = load_ppdet_weights(model, str(ckpt_file)[: -len(".pdparams")])  # prefix form
     assert (report.loaded, report.folded_alpha, report.reinitialised) == (422, 6, [])
     assert report.dropped == ["yolo_head.proj_conv.weight"]

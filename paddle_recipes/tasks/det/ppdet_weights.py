@@ -148,7 +148,14 @@ def spp_index_of(model) -> int:
 
 
 def is_ppdet_checkpoint(source: str | os.PathLike | Mapping) -> bool:
-    """True for a ppdet PP-YOLOE(+) state dict (by its names), given a state dict or a path/prefix."""
+    """True for a ppdet PP-YOLOE(+) state dict (by its names), given a state dict or a path/prefix.
+
+    A path that is not a ``.pdparams`` file (e.g. a checkpoint folder of this package) gives False.
+    """
+    if not isinstance(source, Mapping):
+        p = Path(source)
+        if not (p.is_file() or Path(str(p) + ".pdparams").is_file()):
+            return False
     state = source if isinstance(source, Mapping) else _read_state(source)
     keys = set(state)
     return any(k.startswith("yolo_head.") for k in keys) and any(k.startswith("backbone.stem.conv1.") for k in keys)
@@ -219,9 +226,8 @@ class PpdetLoadReport:
     model_classes: int = 0
 
     def line(self) -> str:
-        s = (f"ppdet weights {self.source}: {self.loaded} tensors loaded, {self.folded_alpha} RepVgg alpha folded, "
-             f"{len(self.dropped)} dropped ({', '.join(self.dropped) or '-'})")
-        return s
+        return (f"ppdet weights {self.source}: {self.loaded} tensors loaded, {self.folded_alpha} RepVgg alpha folded, "
+                f"{len(self.dropped)} dropped ({', '.join(self.dropped) or '-'})")
 
 
 def _width_hint(state: Mapping) -> str:
