@@ -429,3 +429,20 @@ def test_the_way_out_round_trips_to_ppdet_names(tmp_path):
     with paddle.no_grad():
         for a, b in zip(model(x), back(x)):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_paddlex_layout_names(tmp_path):
+    import yaml
+
+    from paddle_recipes.tasks.det.deploy import export_ppdet_deploy
+
+    model = _model_with_varied_scores()
+    with pytest.raises(ValueError, match="needs model_name"):
+        export_ppdet_deploy(model, tmp_path / "x", ["a", "b", "c"], input_size=64, layout="paddlex")
+    out = export_ppdet_deploy(model, tmp_path / "px", ["a", "b", "c"], input_size=64, layout="paddlex",
+                              model_name="PP-YOLOE_plus-S")
+    assert sorted(p.name for p in (tmp_path / "px").iterdir()) == ["inference.json", "inference.pdiparams",
+                                                                    "inference.yml"]
+    cfg = yaml.safe_load(Path(out["infer_cfg"]).read_text())
+    assert cfg["Global"] == {"model_name": "PP-YOLOE_plus-S"} and cfg["arch"] == "YOLO"
+    assert [op["type"] for op in cfg["Preprocess"]] == ["Resize", "NormalizeImage", "Permute"]

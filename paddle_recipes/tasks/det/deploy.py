@@ -13,6 +13,12 @@ tools built on that layout) can run it:
   concatenated, and ``bbox_num`` [N] int32 (boxes per image). NMS (Paddle's ``multiclass_nms3``)
   runs inside the graph, on boxes divided by the scale factor, as ppdet's PP-YOLOE post-process does.
 
+``layout="paddlex"`` writes the same graph and config as ``inference.json``/``inference.pdiparams``
+and ``inference.yml`` with ``Global.model_name`` (e.g. "PP-YOLOE_plus-S"): the names PaddleX's
+object-detection predictor loads (it reads the same ``Preprocess``/``label_list``/``draw_threshold``
+keys and feeds ``image``, ``scale_factor`` in that order), and ppdet's Detector with
+``use_fd_format=True``. Not run against PaddleX here (not installed).
+
 The preprocessing written is the one this package trains and evaluates with: a square bilinear
 resize (``interp: 1``) to ``Eval.size`` without keeping the ratio, ``NormalizeImage`` from the
 model's ``NormalizeConfig``, ``Permute``.
@@ -84,8 +90,12 @@ def infer_cfg(label_list, input_size: int, norm: NormalizeConfig, nms: dict | No
 
 def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list, *, input_size: int = 640,
                         norm: NormalizeConfig | None = None, nms: dict | None = None, draw_threshold: float = 0.5,
-                        upsample: str = "repeat", fold_bn: bool = True, legacy_ir: bool = False) -> dict:
+                        upsample: str = "repeat", fold_bn: bool = True, legacy_ir: bool = False,
+                        layout: str = "ppdet", model_name: str = "") -> dict:
     """Write ``out_dir/model.*`` + ``infer_cfg.yml`` for ``model`` (our PPYOLOE; not modified).
+
+    layout "paddlex": ``inference.*`` + ``inference.yml`` with ``Global.model_name = model_name``
+    (required, a PaddleX model name such as "PP-YOLOE_plus-S").
 
     A deep copy is re-parameterised (RepVGG fused), optionally BN-folded, and its upsample switched to
     ``upsample`` ("repeat" runs on CPU Paddle Inference, "interp" is TensorRT-native; identical results).
@@ -98,6 +108,11 @@ def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list,
     from paddle_recipes.distributed import unwrap
     from paddle_recipes.export import export_model, fuse_conv_bn
 
+    if layout not in ("ppdet", "paddlex"):
+        raise ValueError(f"layout must be 'ppdet' or 'paddlex', got {layout!r}")
+    if layout == "paddlex" and not model_name:
+        raise ValueError("layout 'paddlex' needs model_name (PaddleX's name, e.g. 'PP-YOLOE_plus-S')")
+    prefix, cfg_name = ("model", "infer_cfg.yml") if layout == "ppdet" else ("inference", "inference.yml")
     norm = norm or NormalizeConfig()
     deploy = copy.deepcopy(unwrap(model))
     deploy.eval()
@@ -108,10 +123,12 @@ def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list,
     wrapped = PpdetDeployModel(deploy, nms)
     out_dir = Path(out_dir)
     spec = [InputSpec([None, 3, None, None], "float32", "image"), InputSpec([None, 2], "float32", "scale_factor")]
-    exp = export_model(wrapped, spec, out_dir / "model", legacy_ir=legacy_ir)
+    exp = export_model(wrapped, spec, out_dir / prefix, legacy_ir=legacy_ir)
     cfg = infer_cfg(label_list, input_size, norm, nms, draw_threshold)
-    (out_dir / "infer_cfg.yml").write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    return {"model_file": exp.model_file, "params_file": exp.params_file, "infer_cfg": str(out_dir / "infer_cfg.yml"),
+    if layout == "paddlex":
+        cfg = {"Global": {"model_name": model_name}, **cfg}
+    (out_dir / cfg_name).write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return {"model_file": exp.model_file, "params_file": exp.params_file, "infer_cfg": str(out_dir / cfg_name),
             "format": exp.format}
 
 
