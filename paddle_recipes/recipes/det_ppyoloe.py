@@ -23,7 +23,7 @@ from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, DetDataError, build_train_augment, load_coco
 from paddle_recipes.tasks.det.config import (ArchitectureConfig, DetEval, DetExportConfig, DetPredictConfig, DetTrain,
                                              LossConfig, ShapesSetConfig, build_model, default_amp)
-from paddle_recipes.tasks.det.deploy import draw_predictions, list_images, same_detections, write_deploy_files
+from paddle_recipes.tasks.det.predict_export import draw_predictions, list_images, same_detections, write_deploy_files
 from paddle_recipes.tasks.det.evaluate import evaluate_detector
 from paddle_recipes.tasks.det.synth import make_shapes_dataset
 from paddle_recipes.training import GlobalConfig, TrainingConfig
