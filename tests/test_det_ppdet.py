@@ -201,35 +201,6 @@ def test_outputs_equal_paddledet_own_model(plus_state):
 PPDET_CFG = FIXTURES / "ppdet_configs" / "ppyoloe"
 
 
-def det_schema_with_new_keys():
-    """recipes/det_ppyoloe.py DetConfig plus the keys this importer emits (for the lead to add)."""
-    import dataclasses
-    import importlib.util
-
-    from paddle_recipes.optim import OptimizerConfig
-    from paddle_recipes.tasks.det.normalize import NormalizeConfig
-
-    import sys
-
-    spec = importlib.util.spec_from_file_location("det_recipe_under_test",
-                                                  Path(__file__).parents[1] / "recipes" / "det_ppyoloe.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-
-    def extend(name, base, field_name, tp, factory):
-        return dataclasses.make_dataclass(name, [(field_name, tp, dataclasses.field(default_factory=factory))],
-                                          bases=(base,))
-
-    arch = extend("Arch", mod.ArchitectureConfig, "normalize", NormalizeConfig, NormalizeConfig)
-    glob = extend("Glob", mod.GlobalConfig, "pretrained_model", str, str)
-    opt = extend("Opt", OptimizerConfig, "warmup_epochs", float, float)
-    return dataclasses.make_dataclass("Det", [("Global", glob, dataclasses.field(default_factory=glob)),
-                                              ("Architecture", arch, dataclasses.field(default_factory=arch)),
-                                              ("Optimizer", opt, dataclasses.field(default_factory=opt))],
-                                      bases=(mod.DetConfig,))
-
-
 def test_ppdet_yaml_base_merge_semantics(tmp_path):
     from paddle_recipes.compat.ppdet import load_ppdet_yaml
 
@@ -256,6 +227,7 @@ def test_ppdet_yaml_base_merge_semantics(tmp_path):
 def test_ppdet_yaml_translates_to_a_valid_det_config(caplog):
     from paddle_recipes.compat.ppdet import import_ppdet_config, is_ppdet_config
     from paddle_recipes.config import from_dict
+    from paddle_recipes.tasks.det.config import DetConfig
 
     assert is_ppdet_config(PPDET_CFG / "ppyoloe_plus_crn_s_80e_coco.yml")
     assert not is_ppdet_config(Path(__file__).parents[1] / "recipes" / "configs" / "det_ppyoloe_s.yml")
@@ -263,7 +235,7 @@ def test_ppdet_yaml_translates_to_a_valid_det_config(caplog):
         imp = import_ppdet_config(PPDET_CFG / "ppyoloe_plus_crn_s_80e_coco.yml")
     assert sum("no effect here" in r.getMessage() for r in caplog.records) == 1
     assert sum("approximated" in r.getMessage() for r in caplog.records) == 1
-    cfg = from_dict(det_schema_with_new_keys(), imp.config)
+    cfg = from_dict(DetConfig, imp.config)
     assert imp.family == "ppyoloe_plus"
     assert (cfg.Architecture.size, cfg.Architecture.reg_max) == ("s", 16)
     assert (cfg.Architecture.normalize.mean, cfg.Architecture.normalize.std) == ([0.0] * 3, [1.0] * 3)
@@ -274,8 +246,8 @@ def test_ppdet_yaml_translates_to_a_valid_det_config(caplog):
     assert (cfg.Optimizer.name, cfg.Optimizer.lr, cfg.Optimizer.momentum, cfg.Optimizer.weight_decay) == \
         ("momentum", 0.001, 0.9, 0.0005)
     assert (cfg.Optimizer.schedule, cfg.Optimizer.warmup_epochs) == ("cosine", 5.0)
-    assert (cfg.Train.batch_size, cfg.Train.sizes[0], cfg.Train.sizes[-1], len(cfg.Train.sizes)) == (8, 320, 768, 15)
-    assert (cfg.Eval.size, cfg.Eval.batch_size) == (640, 2)
+    assert (cfg.Train.loader.batch_size_per_card, cfg.Train.sizes[0], cfg.Train.sizes[-1], len(cfg.Train.sizes)) == (8, 320, 768, 15)
+    assert (cfg.Eval.size, cfg.Eval.loader.batch_size_per_card) == (640, 2)
     assert (cfg.Eval.nms.keep_top_k, cfg.Eval.nms.iou_threshold) == (300, 0.7)
     assert cfg.Train.dataset.ann_file == "dataset/coco/annotations/instances_train2017.json"
     assert cfg.Eval.dataset.image_dir == "dataset/coco/val2017"

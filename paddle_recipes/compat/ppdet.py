@@ -116,14 +116,20 @@ class PpdetImport:
     approximated: dict = field(default_factory=dict)
     family: str = ""  # "ppyoloe_plus" | "ppyoloe"
 
+    def notes(self) -> list[str]:
+        """The report as at most two lines: keys with no effect here, keys approximated."""
+        out = []
+        if self.no_effect:
+            out.append(f"{self.source}: no effect here: " + "; ".join(f"{k} ({v})" for k, v in self.no_effect.items()))
+        if self.approximated:
+            out.append(f"{self.source}: approximated: " +
+                       "; ".join(f"{k} ({v})" for k, v in self.approximated.items()))
+        return out
+
     def log(self, logger: logging.Logger | None = None) -> None:
         logger = logger or _log
-        if self.no_effect:
-            logger.info("%s: no effect here: %s", self.source,
-                        "; ".join(f"{k} ({v})" for k, v in self.no_effect.items()))
-        if self.approximated:
-            logger.warning("%s: approximated: %s", self.source,
-                           "; ".join(f"{k} ({v})" for k, v in self.approximated.items()))
+        for line in self.notes():
+            (logger.warning if ": approximated: " in line else logger.info)("%s", line)
 
 
 class _Translator:
@@ -479,7 +485,7 @@ class _Translator:
             if bt:
                 self.fail(f"TrainReader.batch_transforms.{sorted(bt)[0]}", "not supported here")
             if "batch_size" in tr:
-                self.set("Train.batch_size", int(tr.pop("batch_size")))
+                self.set("Train.loader.batch_size_per_card", int(tr.pop("batch_size")))
             for k, want in (("shuffle", True), ("drop_last", True)):
                 v = tr.pop(k, want)
                 self.expect(f"TrainReader.{k}", v, [want], "training always shuffles and drops the last partial batch")
@@ -516,7 +522,7 @@ class _Translator:
                 self.fail(f"{reader}.sample_transforms.{sorted(st)[0]}", "not supported here")
             bs = r.pop("batch_size", None)
             if reader == "EvalReader" and bs is not None:
-                self.set("Eval.batch_size", int(bs))
+                self.set("Eval.loader.batch_size_per_card", int(bs))
             elif bs is not None:
                 self.none("TestReader.batch_size", f"{bs}: predict runs image by image")
             inputs_def = r.pop("inputs_def", None)
@@ -557,3 +563,13 @@ def import_ppdet_config(path: str | os.PathLike, logger: logging.Logger | None =
     imp = translate_ppdet_config(cfg, origin, str(path), Path(path).stem)
     imp.log(logger)
     return imp
+
+
+def ppdet_config_translator(raw: dict, path: Path) -> tuple[dict, list[str]] | None:
+    """``Recipe.config_translators`` entry of the det recipe: a ppdet YAML given to ``-c`` (recognised by
+    ``is_ppdet_config`` on its raw mapping) -> (our config dict, report lines); None for any other file."""
+    if not is_ppdet_config(raw):
+        return None
+    cfg, origin = load_ppdet_yaml(path)
+    imp = translate_ppdet_config(cfg, origin, str(path), Path(path).stem)
+    return imp.config, imp.notes()

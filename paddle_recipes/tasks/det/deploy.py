@@ -132,6 +132,47 @@ def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list,
             "format": exp.format}
 
 
+def export_ppdet_checked(model: nn.Layer, out_dir: str | os.PathLike, label_list, images, scale_factors, *,
+                         nms: dict, tol: float = 1e-2, threads: int = 2, **export_kwargs) -> dict:
+    """``export_ppdet_deploy`` + the parity report of the det recipe's ``--mode export`` (ppdet/paddlex layout).
+
+    images [N, 3, H, W] float32 (already preprocessed), scale_factors [N, 2]. Paddle Inference runs the
+    exported graph on them; its ``bbox``/``bbox_num`` are compared with the dygraph model's outputs
+    post-processed on the host (``postprocess_batch`` with the same ``nms``): same box count per image and
+    every (class, score, x1, y1, x2, y2) row within ``tol`` (pixels / score). Writes
+    ``out_dir/export_report.json`` and returns the report (``same_detections``: the verdict).
+    """
+    import json
+
+    import numpy as np
+
+    from paddle_recipes.export import create_predictor, predict
+
+    from .postprocess import postprocess_batch
+
+    model.eval()
+    with paddle.no_grad():
+        boxes, scores = model(paddle.to_tensor(images))
+    ref = postprocess_batch(boxes.numpy(), scores.numpy(), scale_factors, **nms)
+    files = export_ppdet_deploy(model, out_dir, label_list, nms=nms, **export_kwargs)
+    device = "gpu" if paddle.is_compiled_with_cuda() else "cpu"
+    pred = create_predictor(Path(files["model_file"]).with_suffix(""), device=device, threads=threads)
+    bbox, bbox_num = predict(pred, {"image": np.asarray(images, np.float32),
+                                    "scale_factor": np.asarray(scale_factors, np.float32)})
+    same = bbox_num.tolist() == [len(r) for r in ref]
+    diff, start = 0.0, 0
+    for r, n in zip(ref, bbox_num.tolist() if same else []):
+        got, start = bbox[start:start + n], start + n
+        if n:  # same rows in another order after NMS ties: sort by (score desc, class)
+            got, r = got[np.lexsort((got[:, 0], -got[:, 1]))], r[np.lexsort((r[:, 0], -r[:, 1]))]
+            diff = max(diff, float(np.abs(got - r).max()))
+    report = {**files, "layout": export_kwargs.get("layout", "ppdet"), "parity_images": len(images),
+              "bbox_num": bbox_num.tolist(), "host_bbox_num": [len(r) for r in ref],
+              "max_abs_diff_bbox": diff, "same_detections": bool(same and diff < tol)}
+    (Path(out_dir) / "export_report.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
 def preprocess_like_deploy(image_rgb, cfg: dict):
     """Apply an ``infer_cfg.yml`` ``Preprocess`` list (Resize / NormalizeImage / Permute) to one RGB
     uint8 image, as ppdet's deploy ``preprocess`` does; returns (image [3, H, W] float32, scale_factor [2])."""

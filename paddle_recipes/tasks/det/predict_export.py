@@ -9,6 +9,7 @@ import numpy as np
 import paddle
 
 from .coco import DetCollate
+from .normalize import NormalizeConfig, collate_kwargs
 from .postprocess import postprocess_batch
 from .visualize import draw_detections
 
@@ -33,9 +34,10 @@ def load_rgb(path: str) -> np.ndarray:
 
 
 def draw_predictions(model, files: list[str], size: int, nms: dict, class_names, out_dir: Path,
-                     score_threshold: float) -> list[dict]:
-    """Detect each image at `size` px and draw boxes >= score_threshold into out_dir/<stem>_det.png."""
-    collate = DetCollate([size])
+                     score_threshold: float, norm: NormalizeConfig | None = None) -> list[dict]:
+    """Detect each image at `size` px (normalised by `norm`, default ImageNet) and draw boxes >=
+    score_threshold into out_dir/<stem>_det.png."""
+    collate = DetCollate([size], **collate_kwargs(norm or NormalizeConfig()))
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for i, f in enumerate(files):
@@ -59,18 +61,20 @@ def same_detections(ref: list, out: list, scale_factors: np.ndarray, nms: dict, 
     return all(x.shape == y.shape and (x.size == 0 or np.abs(x - y).max() < tol) for x, y in zip(a, b))
 
 
-def write_deploy_files(out_dir: Path, trt, arch: str, index, input_size: int, nms: dict) -> str:
+def write_deploy_files(out_dir: Path, trt, arch: str, index, input_size: int, nms: dict,
+                       norm: NormalizeConfig | None = None) -> str:
     """trt_config.yml + infer_cfg.yml (labels, preprocessing, NMS) next to the export; returns the TRT path."""
     import yaml
 
     from ...export import trt_config_to_yaml
 
+    norm = norm or NormalizeConfig()
     trt_config_to_yaml(trt, out_dir / "trt_config.yml")
     infer_cfg = {"arch": arch, "label_list": index.cat_names, "category_ids": index.cat_ids,
                  "input_size": input_size, "input_name": "image",
                  "outputs": ["boxes [B, L, 4] xyxy input pixels", "scores [B, L, C] sigmoid"],
-                 "preprocess": {"resize": "square, no keep-ratio", "mean": [0.485, 0.456, 0.406],
-                                "std": [0.229, 0.224, 0.225], "to_rgb": True},
+                 "preprocess": {"resize": "square, no keep-ratio", "mean": [float(v) for v in norm.mean],
+                                "std": [float(v) for v in norm.std], "is_scale": bool(norm.is_scale), "to_rgb": True},
                  "nms": nms, "trt_config": "trt_config.yml"}
     (out_dir / "infer_cfg.yml").write_text(yaml.safe_dump(infer_cfg, sort_keys=False))
     return str(out_dir / "trt_config.yml")
