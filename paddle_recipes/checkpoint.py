@@ -448,5 +448,11 @@ def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bo
     missing = set(target.state_dict()) - set(weights)
     if missing:
         raise CheckpointError(f"{source} lacks weights for {sorted(missing)[:5]} (model/config mismatch?)")
+    own = target.state_dict()
+    bad = [f"{k} {list(np.shape(weights[k]))}->{list(v.shape)}" for k, v in own.items()
+           if list(np.shape(weights[k])) != list(v.shape)]
+    if bad:  # paddle would only warn "Skip loading" and keep random values
+        raise CheckpointError(f"{source}: shape mismatch for {', '.join(bad[:3])} ({len(bad)} in all; "
+                              "another dictionary or architecture? use Global.pretrained_model to fine-tune)")
     target.set_state_dict(weights)
     return source

@@ -7,6 +7,7 @@ Index 0 is reserved for the CTC blank, so character ``i`` of the file
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, List, Sequence
 
@@ -26,6 +27,29 @@ class EncodeResult:
     detail: str = ""
 
 
+def is_single_symbol(entry: str) -> bool:
+    """One character, or one symbol written with several code points: a flag (two regional
+    indicators) or a base followed by combining marks, variation selectors, skin-tone modifiers or
+    zero-width-joined parts. PaddleOCR's ``ppocrv5_dict.txt`` has 10 flag entries (lines 17744-17753);
+    they keep their class id (so the class count matches PaddleOCR's), decode to the symbol, and like
+    in PaddleOCR, whose encoder walks code points, labels never encode to them."""
+    if len(entry) == 1:
+        return True
+    if len(entry) == 2 and all(0x1F1E6 <= ord(ch) <= 0x1F1FF for ch in entry):
+        return True
+    if not entry or unicodedata.combining(entry[0]):
+        return False
+    after_zwj = False
+    for ch in entry[1:]:
+        cp = ord(ch)
+        extender = (unicodedata.combining(ch) or 0xFE00 <= cp <= 0xFE0F or 0x1F3FB <= cp <= 0x1F3FF
+                    or cp == 0x200D)
+        if not (extender or after_zwj):
+            return False
+        after_zwj = cp == 0x200D
+    return not after_zwj
+
+
 class CharDict:
     """Map characters <-> CTC class ids (blank = 0).
 
@@ -40,7 +64,7 @@ class CharDict:
             chars.append(" ")
         seen = {}
         for i, c in enumerate(chars):
-            if len(c) != 1:
+            if not is_single_symbol(c):
                 raise CharDictError(f"{source}: entry {i + 1} is {c!r}; expected exactly one character")
             if c in seen:
                 raise CharDictError(f"{source}: character {c!r} appears twice (entries {seen[c] + 1} and {i + 1})")
@@ -63,7 +87,7 @@ class CharDict:
                 c = line.rstrip("\r\n")
                 if c == "":
                     continue
-                if len(c) != 1:
+                if not is_single_symbol(c):
                     raise CharDictError(f"{path}:{lineno}: expected one character per line, got {c!r}")
                 chars.append(c)
         return cls(chars, use_space_char=use_space_char, source=path)

@@ -7,6 +7,12 @@ T = W / width_stride). Pick parts by name through the registries below.
   strides tuned for text lines (height shrinks to 1, width by ``width_stride``).
 * ``LCNetRec``: a light PP-LCNet-style net of depthwise-separable blocks
   (hardswish, optional squeeze-excite), several times cheaper than ResNet34vd.
+
+``ResNet34vd`` / ``LCNetRec`` and the ``BiLSTM`` / ``Conv`` necks and ``CTCHead`` of this module are
+OUR OWN DESIGNS, not PaddleOCR's networks: PaddleOCR weights do not load into them. PaddleOCR's own
+recognizers (PP-OCRv4/v5 mobile: ``PPLCNetV3`` + ``MultiHead``; the CRNN ``rec_r34_vd_none_bilstm_ctc``:
+``ResNet`` + ``SequenceEncoder`` + ``CTCHead``) live in ``ppocr_models.py``; ``build_rec_model``
+dispatches to them when ``Backbone.name`` is one of ``PPOCR_BACKBONES`` (case-insensitive).
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
+from . import ppocr_models
 
 
 def _div8(v: float, minimum: int = 8) -> int:
@@ -279,6 +286,11 @@ class ArchitectureConfig:
     def __post_init__(self):
         check_name("Architecture.model_type", self.model_type, MODEL_TYPES)
         check_name("Architecture.algorithm", self.algorithm, ALGORITHMS)
+# PaddleOCR's networks (ppocr_models.py): lower-case name -> class; their Neck/Head names
+# (SequenceEncoder, CTCHead, MultiHead) are resolved in PaddleOCR's meaning there.
+PPOCR_BACKBONES = ppocr_models.PPOCR_BACKBONES
+PPOCR_NECKS = ppocr_models.PPOCR_NECKS
+PPOCR_HEADS = ppocr_models.PPOCR_HEADS
 
 
 class RecModel(nn.Layer):
@@ -312,9 +324,12 @@ def _build(registry: Dict[str, type], section: str, kwargs: Dict[str, Any], *arg
     return cls(*args, **kwargs)
 
 
-def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> RecModel:
-    """Build a recognizer from ``arch_cfg`` (ArchitectureConfig or a dict with Backbone / Neck / Head
-    sections, each holding ``name`` plus constructor arguments)."""
+def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> nn.Layer:
+    """Build a recognizer from ``arch_cfg`` (dataclass or dict with Backbone / Neck / Head sections,
+    each holding ``name`` plus constructor arguments). A PaddleOCR backbone name (PPLCNetV3, ResNet)
+    builds PaddleOCR's network (``ppocr_models.PPOCRRecModel``, PaddleOCR's parameter names)."""
+    if ppocr_models.is_ppocr_arch(arch_cfg):
+        return ppocr_models.build_ppocr_rec_model(arch_cfg, num_classes, in_channels)
     arch = _as_kwargs(arch_cfg)
     backbone = _build(BACKBONES, "Backbone", _as_kwargs(arch.get("Backbone")), in_channels)
     neck = _build(NECKS, "Neck", _as_kwargs(arch.get("Neck")), backbone.out_channels)
