@@ -292,13 +292,13 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
             raise ConfigError(f"{p}: top level must be a mapping")
         if not data:
             raise ConfigError(f"{p}: the config file is empty")
-        names = [f.name for f in dataclasses.fields(schema)]
-        if "Global" in names and "Global" not in data:
-            raise ConfigError(f"{p}: no 'Global' section (required; sections here: {sorted(map(str, data))})")
         source = str(p)
         data, found = translate_config(data, p, translators)
         if notes is not None:
             notes.extend(found)
+        names = [f.name for f in dataclasses.fields(schema)]
+        if "Global" in names and "Global" not in data and all(k in names for k in data):  # unknown keys: from_dict says
+            raise ConfigError(f"{p}: no 'Global' section (required; sections here: {sorted(map(str, data))})")
     for text in flatten_opts(overrides or []):
         keys, value = parse_override(text)
         _check_override_path(schema, keys, text)
