@@ -257,3 +257,8 @@ def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> Re
     h_cls, h_kw = _pick(HEADS, "head", _as_kwargs(arch.get("Head")))
     head = h_cls(neck.out_channels, num_classes, **h_kw)
     return RecModel(backbone, neck, head)
+
+
+from .dense_backbone import DenseConvRec  # noqa: E402  (after ConvBN, which it uses)
+
+BACKBONES["DenseConvRec"] = DenseConvRec
