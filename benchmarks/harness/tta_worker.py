@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     from paddle_recipes.data import LoaderConfig, build_loader
     from paddle_recipes.ema import EmaConfig, build_ema
     from paddle_recipes.optim import OptimizerConfig, build_optimizer
-    from paddle_recipes.speedups.flops import count_flops
+    from paddle_recipes.speedups.flops import count_flops, matmul_peak_gflops
     from paddle_recipes.speedups.train_metric import ctc_train_step
     from paddle_recipes.tasks.ocr.charset import CharDict
     from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate
@@ -205,11 +205,12 @@ def main(argv=None) -> int:
     trainer.fit()
     wall = time.perf_counter() - t_wall
     last = ev.points[-1]
+    peak = matmul_peak_gflops()  # this process, same threads, after training (warm)
     out = {"args": vars(args), "methods": methods, "world_size": info.world_size,
            "threads": os.environ.get("OMP_NUM_THREADS"), "steps_per_epoch": steps_per_epoch,
            "warmup_steps": warmup, "total_steps_budget": total, "flops_fwd_per_sample": flops["total"],
            "flops_by_type": flops["by_type"], "points": ev.points, "wall_s": round(wall, 2),
-           "train_s": last["train_s"], "eval_s": last["eval_s"], "decodes": step_fn.decodes,
+           "train_s": last["train_s"], "eval_s": last["eval_s"], "decodes": step_fn.decodes, "peak_gflops": round(peak, 2),
            "achieved_gflops": round(3 * flops["total"] * last["samples"] / max(last["train_s"], 1e-9) / 1e9, 3)}
     if info.is_main:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
