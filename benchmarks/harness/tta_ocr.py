@@ -57,15 +57,16 @@ METHOD_ROWS = [
     TtaRow("warmup", "warmup 5 epochs -> 100 steps, peak lr 3e-3", {"warmup_steps": 100, "lr": 3e-3}),
     TtaRow("batch32", "batch 128 -> 32 (4x more updates per sample), lr 1e-3", {"batch": 32}),
     TtaRow("blank_bias", "CTC blank-bias init (blank prob 0.8)", {"methods": {"blank_bias": "0.8"}}),
-    TtaRow("curriculum", "short-line warm-start (<= 3 chars, first 2400 lines)", {"methods": {"curriculum": "19:3"}}),
+    TtaRow("curriculum", "short-line warm-start (<= 3 chars, first 9600 lines)", {"methods": {"curriculum": "75:3"}}),
     TtaRow("metric_every", "train accuracy every 50 steps, not every step", {"methods": {"metric_every": "50"}}),
     TtaRow("dense", "DenseConvRec backbone (dense 3x3, same FLOPs, no depthwise)",
            {"methods": {"backbone": "DenseConvRec", "scale": "1.0"}}),
 ]
-ALL_ROW = TtaRow("all", "all methods together", {
+# "all" = the methods that won in steps (the curriculum did not: 94% at step 400 with it vs 95% without, and it
+# delays the first held-out gains; it keeps its own row).
+ALL_ROW = TtaRow("all", "all winning methods together (warmup+lr, batch 32, blank bias, metric every 50, dense)", {
     "warmup_steps": 100, "lr": 3e-3, "batch": 32,
-    "methods": {"blank_bias": "0.8", "curriculum": "75:3", "metric_every": "50", "backbone": "DenseConvRec",
-                "scale": "1.0"}})
+    "methods": {"blank_bias": "0.8", "metric_every": "50", "backbone": "DenseConvRec", "scale": "1.0"}})
 
 
 def suite_rows(only: list[str] | None = None) -> list[TtaRow]:
