@@ -42,6 +42,20 @@ def test_summary_medians_ratios_and_misses():
     assert fast["utilisation"] == pytest.approx(0.02)
     T.add_ratios([base, fast], (0.9, 0.95))
     assert fast["speedup_to_90"] == pytest.approx(20 / 4.5) and base["speedup_to_90"] == 1.0
+    assert fast["speedup_to_90_at_least"] is None
+
+
+def test_lower_bound_when_the_baseline_misses_the_target():
+    rows = T.suite_rows(["baseline", "all"])
+    base = T.summarize_row(rows[0], [run(pts([0, 0.5, 0.8]), train_s=100.0)], (0.9,), None)
+    fast = T.summarize_row(rows[1], [run(pts([0, 0.95], sec=4))], (0.9,), None)
+    T.add_ratios([base, fast], (0.9,))
+    assert fast["speedup_to_90"] is None and fast["speedup_to_90_at_least"] == pytest.approx(25.0)
+    assert base["utilisation"] is None
+    md = T.to_markdown({"targets": [0.9, 0.95], "machine": {}, "command": "c", "data": "d", "eval_every_samples": 1,
+                        "eval_n": 1, "repeats": 1, "threads": 1, "parallel": 1, "peak_gflops": None, "load": {},
+                        "rows": [base, fast]})
+    assert ">= x25.00 (baseline missed it)" in md
 
 
 def test_rows_are_baseline_methods_and_all():
