@@ -120,12 +120,32 @@ def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> thre
     return _WATCHDOG
 
 
+def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cores: int | None = None) -> int | None:
+    """On CPU, give each of the node's ranks cores // local_world_size math threads, unless OMP_NUM_THREADS /
+    MKL_NUM_THREADS is already set (then nothing changes). Returns the threads set, or None. Logged.
+
+    Without it every rank's OpenMP pool sizes itself to all cores, and N ranks oversubscribe the CPU.
+    """
+    from .device_defaults import _env_threads, apply_threads, usable_cores
+
+    env = os.environ if env is None else env
+    if _env_threads(env) is not None:
+        return None
+    cores = cores or usable_cores()
+    threads = max(1, cores // max(1, local_world_size))
+    apply_threads(threads, env=env)
+    logger.info("CPU threads per rank: %d (%d cores // %d ranks on this node; set OMP_NUM_THREADS to override)",
+                threads, cores, local_world_size)
+    return threads
+
+
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
     """Initialise the process group (if launched with >1 process), pick the device, seed.
 
     seed: base seed; each rank uses seed + rank when seed_per_rank (different augmentation
     streams), model init is broadcast from rank 0 by DataParallel anyway. None: don't seed.
     device: "cpu", "gpu", "gpu:1"... default: this rank's GPU if any, else CPU.
+    On CPU with >1 process, OMP/MKL threads per rank default to cores // local ranks (set_cpu_threads_per_rank).
     """
     world = _env_int("PADDLE_TRAINERS_NUM", 1)
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))
@@ -136,6 +156,8 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     elif device == "gpu":
         device = f"gpu:{local_rank}"
     paddle.set_device(device)
+    if world > 1 and str(device).startswith("cpu"):
+        set_cpu_threads_per_rank(_env_int("PADDLE_LOCAL_SIZE", max(1, world // _env_int("PADDLE_NNODES", 1))))
     if world > 1 and not dist.is_initialized():
         dist.init_parallel_env()
     rank = dist.get_rank() if world > 1 else 0

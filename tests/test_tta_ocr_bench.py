@@ -1,0 +1,104 @@
+"""benchmarks/tta_ocr.py: time-to-accuracy analysis (pure functions) and the --quick pipeline (schema only).
+
+No timing is asserted: the quick run's figures are meaningless; only structure and bookkeeping are checked.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT, run_python
+
+sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.harness import tta_ocr as T  # noqa: E402
+from benchmarks.harness.tta_worker import parse_methods  # noqa: E402
+
+
+def run(points, train_s=10.0):
+    return {"result": {"points": points, "train_s": train_s, "eval_s": 1.0, "flops_fwd_per_sample": 1e6,
+                       "achieved_gflops": 2.0}, "loadavg_before": [0.1]}
+
+
+def pts(accs, step=10, batch=32, sec=5.0):
+    return [{"step": i * step, "samples": i * step * batch, "train_s": i * sec, "acc": a} for i, a in enumerate(accs)]
+
+
+def test_time_to_first_point_at_target():
+    p = pts([0.0, 0.5, 0.91, 0.89, 0.96])
+    assert T.time_to(p, 0.9) == 10.0 and T.time_to(p, 0.9, "step") == 20 and T.time_to(p, 0.9, "samples") == 640
+    assert T.time_to(p, 0.95) == 20.0 and T.time_to(p, 0.99) is None
+
+
+def test_summary_medians_ratios_and_misses():
+    rows = T.suite_rows(["baseline", "all"])
+    base = T.summarize_row(rows[0], [run(pts([0, 0.9, 0.95], sec=s)) for s in (10, 30, 20)], (0.9, 0.95), 100.0)
+    fast = T.summarize_row(rows[1], [run(pts([0, 0.95], sec=s)) for s in (4, 5)] + [{"result": None}], (0.9, 0.95),
+                           100.0)
+    assert base["time_s_to_90"] == 20.0 and base["time_s_to_95"] == 40.0 and base["reached_95"] == 3
+    assert fast["failed"] == 1 and fast["time_s_to_90"] == 4.5 and fast["reached_95"] == 2
+    assert fast["utilisation"] == pytest.approx(0.02)
+    T.add_ratios([base, fast], (0.9, 0.95))
+    assert fast["speedup_to_90"] == pytest.approx(20 / 4.5) and base["speedup_to_90"] == 1.0
+    assert fast["speedup_to_90_at_least"] is None
+
+
+def test_lower_bound_when_the_baseline_misses_the_target():
+    rows = T.suite_rows(["baseline", "all"])
+    base = T.summarize_row(rows[0], [run(pts([0, 0.5, 0.8]), train_s=100.0)], (0.9,), None)
+    fast = T.summarize_row(rows[1], [run(pts([0, 0.95], sec=4))], (0.9,), None)
+    T.add_ratios([base, fast], (0.9,))
+    assert fast["speedup_to_90"] is None and fast["speedup_to_90_at_least"] == pytest.approx(25.0)
+    assert base["utilisation"] is None
+    md = T.to_markdown({"targets": [0.9, 0.95], "machine": {}, "command": "c", "data": "d", "eval_every_samples": 1,
+                        "eval_n": 1, "repeats": 1, "threads": 1, "parallel": 1, "peak_gflops": None, "load": {},
+                        "rows": [base, fast]})
+    assert ">= x25.00 (baseline missed it)" in md
+
+
+def test_rows_are_baseline_methods_and_all():
+    rows = T.suite_rows()
+    names = [r.name for r in rows]
+    assert names[0] == "baseline" and names[-1] == "all" and len(set(names)) == len(names)
+    b = rows[0].worker_args()
+    assert (b["optimizer"], b["lr"], b["warmup_epochs"], b["batch"], b["weight_decay"]) == ("adam", 1e-3, 5, 128, 3e-5)
+    for r in rows[1:-1]:  # each method row changes something vs the baseline
+        assert r.worker_args() != b, r.name
+    with pytest.raises(SystemExit, match="unknown"):
+        T.suite_rows(["nope"])
+
+
+def test_worker_command_carries_methods_and_eval_cadence(tmp_path):
+    row = next(r for r in T.suite_rows() if r.name == "all")
+    cmd = T.worker_command(row, "data", tmp_path / "o.json", epochs=3, eval_every_samples=3200, eval_n=100,
+                           stop_at=0.95, seed=43)
+    m = parse_methods(cmd[cmd.index("--methods") + 1])
+    assert m["blank_bias"] == "0.8" and m["backbone"] == "DenseConvRec" and m["metric_every"] == "50"
+    assert cmd[cmd.index("--eval-every") + 1] == str(3200 // row.worker_args()["batch"])
+    assert "--warmup-epochs" not in cmd and cmd[cmd.index("--warmup-steps") + 1] == "100"
+    with pytest.raises(SystemExit, match="unknown method"):
+        parse_methods("fast=1")
+
+
+def test_quick_pipeline_writes_report_and_plots(tmp_path):
+    out = tmp_path / "tta"
+    run_python(["benchmarks/tta_ocr.py", "--quick", "--rows", "baseline,all", "--out", out,
+                "--work-dir", tmp_path / "work"], timeout=300)
+    rep = json.loads((out / "report.json").read_text())
+    assert [r["name"] for r in rep["rows"]] == ["baseline", "all"] and rep["quick"] is True
+    for r in rep["rows"]:
+        assert r["failed"] == 0 and r["repeats"] == 1
+        for k in ("time_s_to_90", "steps_to_95", "samples_to_90", "speedup_to_95", "achieved_gflops", "utilisation",
+                  "flops_fwd_per_sample", "eval_s"):
+            assert k in r
+        pts_ = rep["runs"][r["name"]][0]["result"]["points"]
+        assert pts_[0]["step"] == 0 and pts_[-1]["step"] == 4
+        assert all(a["train_s"] <= b["train_s"] and a["samples"] < b["samples"] for a, b in zip(pts_, pts_[1:]))
+    assert rep["runs"]["all"][0]["result"]["methods"]["backbone"] == "DenseConvRec"
+    assert rep["runs"]["baseline"][0]["result"]["decodes"] == 4  # metric every step, as PaddleOCR
+    assert rep["runs"]["all"][0]["result"]["decodes"] == 0        # every 50 steps: none in 4
+    for png in ("acc_vs_time.png", "acc_vs_steps.png", "acc_vs_samples.png"):
+        assert (out / png).stat().st_size > 0
+    assert "| baseline |" in (out / "report.md").read_text()
