@@ -10,7 +10,7 @@ Layout of `save_checkpoint(root, state, tag="step_000100")`::
 
 A checkpoint is written into a temporary folder and renamed into place, then `latest` is
 replaced atomically (os.replace), so a crash mid-save never leaves a half checkpoint behind
-`latest`. `keep_last` older ones are kept.
+`latest`. `keep_last` older ones are kept, besides `best` and the permanent `iter_epoch_N` folders.
 
 Faults: re-saving a tag swaps the folders atomically (renameat2 RENAME_EXCHANGE; elsewhere a
 two-rename fallback that resolve_checkpoint can recover from); a state with an inf/nan tensor is
@@ -42,6 +42,7 @@ LATEST = "latest"
 LOCK_FILE = ".lock"
 
 logger = logging.getLogger(__name__)
+KEEP_PREFIX = "iter_epoch_"  # permanent checkpoints (Global.keep_every_epochs): never pruned
 
 
 class CheckpointError(RuntimeError):
@@ -241,7 +242,8 @@ def _prune(root: Path, keep_last: int, protect: str, keep_latest: bool = False) 
         return 0
     keep = {protect, "best"} | ({_latest_tag(root)} if keep_latest else set())
     dirs = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                   and (p / STATE_FILE).exists() and p.name != "best"), key=lambda p: p.stat().st_mtime)
+                   and (p / STATE_FILE).exists() and p.name != "best" and not p.name.startswith(KEEP_PREFIX)),
+                  key=lambda p: p.stat().st_mtime)
     removed = 0
     for p in dirs[:-keep_last]:
         if p.name not in keep:

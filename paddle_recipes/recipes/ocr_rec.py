@@ -13,21 +13,17 @@ import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import numpy as np
-import paddle
-
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.data import LabelFileError, LmdbFormatError
 from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.recipe import ExportConfig, PredictConfig, Recipe
+from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
 from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, RecDataset, collate
-from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, predict_images
+from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, predict_images, reduced_rec_metrics
 from paddle_recipes.tasks.ocr.losses import LossConfig
-from paddle_recipes.tasks.ocr.metrics import RecMetric
 from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model
-from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
+from paddle_recipes.tasks.ocr.ppocr_io import PaddleOCRExport, RecExportConfig, RecPredictConfig, cur_metric
 from paddle_recipes.tasks.ocr.step import CtcTrainStep
 from paddle_recipes.tasks.ocr.synth import SyntheticSetConfig, build_dataset, dataset_fingerprint
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
@@ -66,15 +62,15 @@ class RecConfig(TrainingConfig):
     Synthetic: SyntheticSetConfig = field(default_factory=SyntheticSetConfig)
     Train: RecTrain = field(default_factory=RecTrain)
     Eval: RecEval = field(default_factory=RecEval)
-    Predict: PredictConfig = field(default_factory=PredictConfig)
-    Export: ExportConfig = field(default_factory=ExportConfig)
+    Predict: RecPredictConfig = field(default_factory=RecPredictConfig)
+    Export: RecExportConfig = field(default_factory=RecExportConfig)
 
 
-class OcrRec(Recipe):
+class OcrRec(PaddleOCRExport, Recipe):
     """CRNN/CTC Chinese text-line recognition recipe"""
     name, Config, default_config, main_metric = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml", "acc"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
-    output_names = ("logits",)
+    cur_metric = staticmethod(cur_metric)  # eval lines: cur metric, acc: .., norm_edit_dis: .., fps: ..
 
     def check(self) -> None:
         if not self.info.is_main:  # rank 0 warns once per bad file:line
@@ -111,14 +107,14 @@ class OcrRec(Recipe):
 
     @cached_property
     def train_step(self):
-        return CtcTrainStep(self.charset, self.train_stats, zero_infinity=self.cfg.Loss.zero_infinity)
+        return CtcTrainStep(self.charset, self.train_stats, zero_infinity=self.cfg.Loss.zero_infinity,
+                            cal_metric=self.cfg.Global.cal_metric_during_train)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])
 
     def evaluate_model(self, model, loader) -> dict:
-        state = evaluate_rec(model, loader, self.charset, self.eval_stats)
-        return RecMetric.from_state({k: dist_utils.all_reduce_sum(float(v)) for k, v in state.items()})
+        return reduced_rec_metrics(evaluate_rec(model, loader, self.charset, self.eval_stats), dist_utils.all_reduce_sum)
 
     def describe(self, run) -> str:
         a = self.cfg.Architecture
@@ -127,20 +123,8 @@ class OcrRec(Recipe):
 
     def predict_model(self, model) -> list:
         p = self.cfg.Predict
-        return predict_images(model, p.images, self.charset, self.cfg.Global.image_shape, p.batch_size, self.info.is_main)
-
-    def input_spec(self):
-        return [paddle.static.InputSpec([None, *self.cfg.Global.image_shape], "float32", "x")]
-
-    def parity_inputs(self, model) -> dict:
-        n = max(1, self.cfg.Export.parity_batch)
-        return {"x": np.random.default_rng(0).uniform(-1, 1, (n, *self.cfg.Global.image_shape)).astype("float32")}
-
-    def export_extras(self, ref, out, inputs, out_dir) -> dict:
-        self.charset.save(out_dir / "char_dict.txt")
-        texts = [[t for t, _ in ctc_greedy_decode(o, self.charset)] for o in (ref[0], out[0])]
-        return {"input": [None, *self.cfg.Global.image_shape], "same_decoded_text": texts[0] == texts[1],
-                "output": "logits [B, T, num_classes] (softmax + greedy CTC decode outside)"}
+        return predict_images(model, p.images, self.charset, self.cfg.Global.image_shape, p.batch_size, self.info.is_main,
+                              p.save_res_path if self.info.is_main else "")
 
 
 main, cli = OcrRec.main, OcrRec.cli

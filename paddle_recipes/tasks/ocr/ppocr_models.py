@@ -51,6 +51,11 @@ class PPOCRRecModel(nn.Layer):
     def ctc_head(self) -> CTCHead:
         return self.head.ctc_head if isinstance(self.head, MultiHead) else self.head
 
+    @property
+    def outputs_probabilities(self) -> bool:
+        """True when eval mode returns softmax probabilities (the default; read by the export and predict)."""
+        return not self.ctc_head.return_logits
+
     def set_eval_output(self, kind: str) -> None:
         """'probs' (default, PaddleOCR's export output) or 'logits' (for a loss in eval mode)."""
         if kind not in ("probs", "logits"):
