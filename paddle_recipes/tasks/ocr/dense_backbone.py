@@ -13,9 +13,10 @@ from typing import Sequence
 
 import paddle.nn as nn
 
-from .models import ConvBN, _div8, _width_plan
+from .models import ConvBN, _div8, _width_plan, register_backbone
 
 
+@register_backbone("DenseConvRec")
 class DenseConvRec(nn.Layer):
     """Stages of dense 3x3 ConvBN-ReLU; the first conv of each stage downsamples (H by 2, W per width_stride).
 

@@ -336,7 +336,3 @@ def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> nn
     head = _build(HEADS, "Head", _as_kwargs(arch.get("Head")), neck.out_channels, num_classes)
     return RecModel(backbone, neck, head)
 
-
-from .dense_backbone import DenseConvRec  # noqa: E402  (after ConvBN, which it uses)
-
-BACKBONES["DenseConvRec"] = DenseConvRec
