@@ -288,3 +288,32 @@ def test_width_normalisation_is_an_explicit_option(tmp_path):
     cfg.normalize_width = "halfwidth"
     norm = RecDataset(cfg, charset, (3, 32, 64), max_text_length=8)
     assert [it[2] for it in norm.items] == ["天AB", "AB1,", "天AB"] and norm.stats.total == 0
+
+
+def test_evaluate_rec_per_tag_reports_each_font(tmp_path):
+    """evaluate_rec_per_tag over a tagged dataset: a fake model that always reads '天地' scores on the
+    lines whose label is '天地', per font."""
+    import paddle
+
+    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec_per_tag
+
+    charset = CharDict(list("天地人"))
+    ds = RecDataset(_label_dir(tmp_path, ["天地", "人", "天地", "地"]), charset, (3, 32, 64), max_text_length=4)
+    ds.attach_tags(["f1", "f1", "f2", "f2"])
+
+    class ReadsTianDi(paddle.nn.Layer):
+        def forward(self, x):
+            logits = np.full((x.shape[0], 4, charset.num_classes), -5.0, np.float32)
+            for t, c in enumerate([1, 0, 2, 0]):  # 天 _ 地 _
+                logits[:, t, c] = 5.0
+            return paddle.to_tensor(logits)
+
+    loader = [collate([ds[0], ds[1]]), collate([ds[2], ds[3]])]
+    for b in loader:
+        b["image"] = paddle.to_tensor(b["image"])
+    r = PerTagRecMetric.from_state(evaluate_rec_per_tag(ReadsTianDi(), loader, charset, ["f1", "f2", "f3"]))
+    assert r["acc"] == 0.5 and r["per_tag"]["f1"]["acc"] == 0.5 and r["per_tag"]["f2"]["n"] == 2
+    assert "f3" not in r["per_tag"] and r["mean_tag_acc"] == 0.5
+    del loader[0]["tag"]
+    with pytest.raises(ValueError, match="attach_tags"):
+        evaluate_rec_per_tag(ReadsTianDi(), loader, charset, ["f1", "f2"])
