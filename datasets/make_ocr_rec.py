@@ -3,10 +3,11 @@
     python datasets/make_ocr_rec.py                                  # settings of recipes/configs/ocr_rec.yml
     python datasets/make_ocr_rec.py -c recipes/configs/ocr_rec_baseline.yml
     python datasets/make_ocr_rec.py --out datasets/cache/my_rec --dict datasets/ocr_rec/ch_common_3000.txt \\
-        --num-train 20000 --num-val 1000 --min-len 2 --max-len 10 --height 48 --seed 0 --format both
+        --num-train 20000 --num-val 1000 --num-heldout 1000 --min-len 2 --max-len 10 --height 48 --seed 0
 
-Writes <out>/{train,val}/label.txt + images/ and <out>/{train,val}/lmdb (PaddleOCR formats) and a
-meta.json fingerprint; an up-to-date set is not rebuilt. The recipe calls the same function
+Writes <out>/{train,val,heldout}/label.txt + images/ + fonts.txt and <out>/<split>/lmdb (PaddleOCR
+formats) and a meta.json fingerprint; an up-to-date set is not rebuilt. train and val are rendered with
+the train fonts, heldout only with the eval fonts (datasets/fonts/FONTS.md). The recipe calls the same function
 (paddle_recipes.tasks.ocr.synth.build_dataset) when its synthetic data is missing.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main(argv=None):
     p.add_argument("--dict", help="character dict, one char a line (default: Global.character_dict_path)")
     p.add_argument("--num-train", type=int)
     p.add_argument("--num-val", type=int)
+    p.add_argument("--num-heldout", type=int, help="lines rendered only with the eval fonts (0 = none)")
     p.add_argument("--min-len", type=int)
     p.add_argument("--max-len", type=int)
     p.add_argument("--height", type=int)
@@ -51,12 +53,17 @@ def main(argv=None):
     s = cfg.Synthetic
     pick = lambda v, d: d if v is None else v  # noqa: E731
     chars = CharDict.from_file(a.dict or cfg.Global.character_dict_path, cfg.Global.use_space_char).chars
+    # generator fields the config's Synthetic section may set (see SynthConfig); absent = generator default
+    extra = {k: getattr(s, k) for k in ("fonts", "char_freq", "freq_mix", "mixed_prob", "font_size") if hasattr(s, k)}
     scfg = SynthConfig(min_len=pick(a.min_len, s.min_len), max_len=pick(a.max_len, s.max_len),
-                       height=pick(a.height, s.height), aug=s.aug and not a.no_aug, seed=pick(a.seed, s.seed))
+                       height=pick(a.height, s.height), aug=s.aug and not a.no_aug, seed=pick(a.seed, s.seed), **extra)
     out = a.out or s.root
+    splits = {"train": pick(a.num_train, s.num_train), "val": pick(a.num_val, s.num_val)}
+    heldout = pick(a.num_heldout, getattr(s, "num_heldout", 0))
+    if heldout:
+        splits["heldout"] = heldout
     t0 = time.time()
-    build_dataset(out, chars, {"train": pick(a.num_train, s.num_train), "val": pick(a.num_val, s.num_val)}, scfg,
-                  fmt=a.format, workers=pick(a.workers, s.workers), force=a.force)
+    build_dataset(out, chars, splits, scfg, fmt=a.format, workers=pick(a.workers, s.workers), force=a.force)
     print(f"synthetic set ready in {out} ({time.time() - t0:.1f} s)")
 
 
