@@ -18,7 +18,7 @@ from paddle_recipes.tasks.ocr.charset import (CharDict, CharDictError, gb2312_le
                                               normalize_width)
 from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, SkipStats, collate  # noqa: E402
 from paddle_recipes.tasks.ocr.fonts import FONTS, FontError, FontSpec, coverage, fonts_for, missing_chars  # noqa: E402
-from paddle_recipes.tasks.ocr.metrics import PerTagRecMetric, per_font_metrics  # noqa: E402
+from paddle_recipes.tasks.ocr.metrics import PerTagRecMetric, format_per_tag, per_font_metrics  # noqa: E402
 from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode  # noqa: E402
 from paddle_recipes.tasks.ocr.synth import (LineRenderer, SynthConfig, build_dataset,  # noqa: E402
                                             dataset_fingerprint, generate_samples, read_font_tags)
@@ -194,6 +194,9 @@ def test_per_font_metrics_and_rank_merge():
     assert merged["per_tag"] == r["per_font"] and merged["acc"] == r["acc"]
     with pytest.raises(KeyError, match="unknown tag"):
         m1.update(["x"], ["x"], ["zz"])
+    line = format_per_tag(merged)
+    assert line.startswith("acc: 0.4000, norm_edit_dis: 0.6000, mean over 3 fonts: 0.3333 | a 1.0000 (n=2) | ")
+    assert line.endswith("c 0.0000 (n=1)")
 
 
 # ----------------------------------------------------------------------------- dicts

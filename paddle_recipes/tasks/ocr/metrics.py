@@ -106,3 +106,12 @@ def per_font_metrics(preds: Sequence[str], labels: Sequence[str], fonts: Sequenc
     r = m.compute()
     return {"acc": r["acc"], "norm_edit_dis": r["norm_edit_dis"], "num_samples": r["num_samples"],
             "mean_font_acc": r["mean_tag_acc"], "per_font": r["per_tag"]}
+
+
+def format_per_tag(report: Dict[str, object], name: str = "font") -> str:
+    """One log line from :meth:`PerTagRecMetric.from_state`:
+    "acc: 0.9120, norm_edit_dis: 0.9800, mean over 5 fonts: 0.9050 | wqy_zenhei 0.9300 (n=200) | ..."."""
+    per = report["per_tag"]
+    head = (f"acc: {report['acc']:.4f}, norm_edit_dis: {report['norm_edit_dis']:.4f}, "
+            f"mean over {len(per)} {name}s: {report['mean_tag_acc']:.4f}")
+    return " | ".join([head] + [f"{t} {v['acc']:.4f} (n={v['n']})" for t, v in per.items()])
