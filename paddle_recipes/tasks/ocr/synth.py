@@ -165,8 +165,8 @@ class LineRenderer:
         gaps = [spacing * size * (0.4 if c.isascii() else 1.0) for c in text]
         width = sum(advances) + sum(gaps[:-1]) + 2 * stroke
         mx = int(size * (rng.uniform(0.05, 0.5) if aug else 0.15)) + 2
-        my_top = int(size * (rng.uniform(0.04, 0.35) if aug else 0.12)) + 1
-        my_bot = int(size * (rng.uniform(0.04, 0.35) if aug else 0.12)) + 1
+        my_top = int(size * (rng.uniform(0.03, 0.22) if aug else 0.1)) + 1
+        my_bot = int(size * (rng.uniform(0.03, 0.22) if aug else 0.1)) + 1
         h = int(ascent + descent + my_top + my_bot + 2 * curve)
         w = int(math.ceil(width)) + 2 * mx
         mask = Image.new("L", (w, h), 0)
@@ -235,10 +235,11 @@ class LineRenderer:
             img = img * (1 - band)[None, :, None]
         img = self._resize(np.clip(img, 0, 255).astype(np.uint8))
         r = rng.random()
+        px = cfg.height / 48.0  # blur scales with the stored height
         if r < 0.15:
-            img = cv2.GaussianBlur(img, (0, 0), rng.uniform(0.4, 1.1))
+            img = cv2.GaussianBlur(img, (0, 0), rng.uniform(0.4, 1.0) * px)
         elif r < 0.23:
-            n = 5 if rng.random() < 0.25 else 3
+            n = 5 if px >= 0.8 and rng.random() < 0.25 else 3
             kern = np.zeros((n, n), np.float32)
             if rng.random() < 0.7:
                 kern[n // 2, :] = 1.0
