@@ -211,7 +211,7 @@ def test_tiny_crnn_overfits_a_batch(tiny_samples, charset):
     opt = paddle.optimizer.Adam(learning_rate=0.01, parameters=model.parameters())
     loss_fn = CTCLoss()
     losses = []
-    for _ in range(60):
+    for _ in range(100):  # 60 left 5-8 of 8 right depending on the seed (multi-face, margin-varied lines)
         loss = loss_fn(model(x), paddle.to_tensor(labels), lengths)
         loss.backward()
         opt.step()
