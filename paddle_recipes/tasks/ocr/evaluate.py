@@ -11,7 +11,7 @@ import paddle
 
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
-from .metrics import RecMetric
+from .metrics import PerTagRecMetric, RecMetric
 from .postprocess import ctc_greedy_decode
 from .transforms import decode_image, resize_norm_pad
 
@@ -34,6 +34,29 @@ def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = Non
         logits = model(batch["image"])
         preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
         metric.update(preds, list(batch["text"]))
+    if was_training:
+        model.train()
+    return metric.state()
+
+
+@paddle.no_grad()
+def evaluate_rec_per_tag(model, loader, charset: CharDict, tags: Sequence[str],
+                         stats: SkipStats | None = None) -> Dict[str, float]:
+    """Like :func:`evaluate_rec` over a dataset with tags (``RecDataset.attach_tags``, e.g. the font of
+    each held-out line): raw sums of :class:`PerTagRecMetric` (all-reduce them, then ``from_state``)."""
+    was_training = model.training
+    model.eval()
+    metric = PerTagRecMetric(tags)
+    for batch in loader:
+        if stats is not None:
+            stats.add_batch(unpack_skipped(batch))
+        if "image" not in batch:
+            continue
+        if "tag" not in batch:
+            raise ValueError("evaluate_rec_per_tag: batches carry no 'tag' (call RecDataset.attach_tags first)")
+        logits = model(batch["image"])
+        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
+        metric.update(preds, list(batch["text"]), list(batch["tag"]))
     if was_training:
         model.train()
     return metric.state()
