@@ -200,7 +200,8 @@ class Trainer:
                 metrics = self.eval_fn(self.model)
         self.model.train()
         self.last_metrics = dict(metrics)
-        line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}" for k, v in metrics.items())
+        line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}" for k, v in metrics.items()
+                         if not isinstance(v, dict))  # nested reports (e.g. per font) go to summary.json
         epochs_done = self.epoch + (1 if self.batch_in_epoch else 0)  # fit() calls this after the epoch ends
         logger.info("eval after epoch %d (global_step %d): %s", epochs_done, self.global_step, line)
         if self.scalar_writer is not None and self.info.is_main:

@@ -320,3 +320,22 @@ def test_evaluate_rec_per_tag_reports_each_font(tmp_path):
     del loader[0]["tag"]
     with pytest.raises(ValueError, match="attach_tags"):
         evaluate_rec_per_tag(ReadsTianDi(), loader, charset, ["f1", "f2"])
+
+
+def test_missing_font_files_fall_back_to_the_installed_ones(tmp_path, monkeypatch, caplog):
+    """A wheel install has no datasets/fonts/: train lines use the Noto PyPI faces (warned), and the
+    held-out-font split is dropped with a warning instead of failing."""
+    from paddle_recipes.tasks.ocr import fonts as fonts_mod, synth
+
+    monkeypatch.setattr(fonts_mod, "FONTS_DIR", tmp_path / "no_fonts")
+    monkeypatch.setattr(synth, "_WARNED_MISSING", set())
+    cfg = synth.SyntheticSetConfig(num_train=3, num_val=2, num_heldout=4, min_len=2, max_len=4, height=32)
+    with caplog.at_level("WARNING", logger="paddle_recipes.tasks.ocr.synth"):
+        assert cfg.splits() == {"train": 3, "val": 2}
+        samples = generate_samples(cfg, MIX_CHARS, "train", 6, return_fonts=True)
+    assert {f for _, _, f in samples} <= {"noto_sans_sc", "noto_sans_mono_sc"}
+    assert "no eval font file is installed" in caplog.text and "not installed, rendering with the 2 found" in caplog.text
+    with pytest.raises(FontError, match="no eval font file is installed"):
+        synth.selected_fonts(cfg, "eval")
+    monkeypatch.setattr(fonts_mod, "FONTS_DIR", REPO / "datasets" / "fonts")  # the checkout: every font, heldout kept
+    assert synth.SyntheticSetConfig(num_heldout=4).splits()["heldout"] == 4

@@ -91,6 +91,9 @@ class SynthConfig:
             raise ValueError(f"freq_mix must be in [0, 1], got {self.freq_mix}")
 
 
+_WARNED_MISSING: set = set()  # font warnings given once per process
+
+
 @dataclass
 class SyntheticSetConfig(SynthConfig):
     """A recipe's `Synthetic:` section: the generator settings (SynthConfig) plus where and how much.
@@ -123,7 +126,8 @@ class SyntheticSetConfig(SynthConfig):
         if self.num_heldout > 0:
             if any(font_available(f) for f in selected_fonts(self, "eval", check=False)):
                 out["heldout"] = self.num_heldout
-            else:
+            elif ("heldout", self.num_heldout) not in _WARNED_MISSING:
+                _WARNED_MISSING.add(("heldout", self.num_heldout))
                 logger.warning("Synthetic.num_heldout=%d but no eval font file is installed (datasets/fonts/ "
                                "of a checkout): no held-out-font split", self.num_heldout)
         return out
@@ -141,9 +145,6 @@ class SyntheticSetConfig(SynthConfig):
 def font_side(split: str) -> str:
     """Font side ("train" / "eval") that renders data split ``split``."""
     return "eval" if split in HELDOUT_SPLITS else "train"
-
-
-_WARNED_MISSING: set = set()
 
 
 def selected_fonts(cfg: SynthConfig, side: str, check: bool = True) -> List[FontSpec]:
