@@ -94,27 +94,36 @@ def prepare_on_rank0(root: str | os.PathLike, fingerprint: dict, build: Callable
 def merge_skips(stats: list, info, output_dir: str | os.PathLike | None = None) -> dict:
     """Union of skipped-sample places over ranks, one log line per split; writes skipped.json (rank 0).
 
-    stats: objects with `.name` and `.places` {reason: set of places} (tasks.ocr.dataset.SkipStats).
-    Returns {split: {reason: count}}. Collective when world_size > 1: call on every rank.
+    stats: objects with `.name` and `.places` {reason: set of places} (tasks.ocr.dataset.SkipStats), and
+    optionally `.missing` (Counter: character outside the dict -> labels containing it) and
+    `.top_missing(n)`. Returns {split: {reason: count}}, plus "missing_chars": [[char, labels], ...]
+    (top 20) for stats with `.missing`. Collective when world_size > 1: call on every rank.
     """
     merged = {}
     for st in stats:
-        places = {r: sorted(p) for r, p in st.places.items()}
+        has_missing = hasattr(st, "missing")
+        mine = {"places": {r: sorted(p) for r, p in st.places.items()},
+                "missing": dict(st.missing) if has_missing else {}}
         gathered: list = []
         if info.world_size > 1:
-            paddle.distributed.all_gather_object(gathered, places)
+            paddle.distributed.all_gather_object(gathered, mine)
         else:
-            gathered = [places]
+            gathered = [mine]
         union = type(st)(st.name)
         for g in gathered:
-            for reason, ps in g.items():
+            for reason, ps in g["places"].items():
                 union.places.setdefault(reason, set()).update(ps)
+            # label-time skips are found by every rank over the whole set: per char, the max over ranks
+            for ch, n in g["missing"].items():
+                union.missing[ch] = max(union.missing.get(ch, 0), n)
         merged[st.name] = union.counts()
+        if has_missing:
+            merged[st.name]["missing_chars"] = [[c, n] for c, n in union.top_missing(20)]
         if info.is_main:
             logger.info("data summary: %s", union.summary())
     if info.is_main and output_dir is not None:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
-        (Path(output_dir) / "skipped.json").write_text(json.dumps(merged, indent=1))
+        (Path(output_dir) / "skipped.json").write_text(json.dumps(merged, indent=1, ensure_ascii=False))
     return merged
 
 

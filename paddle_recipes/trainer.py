@@ -80,6 +80,11 @@ def default_batch_size(batch: Any) -> int:
     return int(shape[0]) if shape else 1
 
 
+def scalar_metrics(metrics: dict) -> dict:
+    """The flat part of an eval result (nested reports, e.g. per font, go to summary.json only)."""
+    return {k: v for k, v in metrics.items() if not isinstance(v, dict)}
+
+
 class Trainer:
     """Epoch/step loop with AMP, accumulation, EMA, LR schedule, logging, eval, checkpoints, resume.
 
@@ -124,7 +129,7 @@ class Trainer:
         self.config, self.scalar_writer = config, scalar_writer
         self.timer = timer
         self.eval_batch_step, self.keep_every_epochs = tuple(eval_batch_step or ()), keep_every_epochs
-        self.cur_metric = cur_metric or dict
+        self.cur_metric = cur_metric or scalar_metrics
         self.best_record: dict = {}    # the `best metric` line: cur_metric of the best eval + best_epoch
         self._eval_step: int | None = None  # global_step of the last evaluation
         # progress
@@ -263,7 +268,8 @@ class Trainer:
         epoch = self.epoch + (1 if self.batch_in_epoch else 0)  # 1-based epoch of these weights (PaddleOCR's)
         cur = self.cur_metric(metrics)
         logger.info(format_cur_metric(cur))
-        line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}" for k, v in metrics.items())
+        line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}" for k, v in metrics.items()
+                         if not isinstance(v, dict))  # nested reports (e.g. per font) go to summary.json
         logger.info("eval at epoch %d, global_step %d: %s", epoch, self.global_step, line)
         if self.scalar_writer is not None and self.info.is_main:
             for k, v in metrics.items():

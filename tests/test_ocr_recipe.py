@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, run_launch, run_python
+from paddle_recipes.tasks.ocr.fonts import fonts_for
 
 RECIPE = "recipes/ocr_rec.py"
 SMOKE = "recipes/configs/ocr_rec_smoke.yml"
@@ -43,6 +44,17 @@ def test_smoke_trains_one_process(smoke):
     assert "cur metric, acc: " in log and "norm_edit_dis" in log and "best_epoch: 1" in log
     assert "data summary: Train.dataset: no samples skipped" in log
     assert (smoke["out"] / "vdl" / "scalars.jsonl").is_file()
+    # val (train fonts) and heldout (eval fonts only) are scored overall and per font, in the log and summary.json
+    ev = s["final_eval"]
+    train_fonts, eval_fonts = ({f.name for f in fonts_for(side)} for side in ("train", "eval"))
+    assert ev["num_samples"] == 16 and ev["heldout_num_samples"] == 16
+    assert set(ev["val"]["per_tag"]) <= train_fonts and set(ev["heldout"]["per_tag"]) <= eval_fonts
+    assert sum(v["n"] for v in ev["heldout"]["per_tag"].values()) == 16 and len(ev["heldout"]["per_tag"]) >= 2
+    for key in ("heldout_acc", "heldout_norm_edit_dis", "heldout_mean_font_acc", "mean_font_acc"):
+        assert 0.0 <= ev[key] <= 1.0, key
+    assert "heldout_acc" in s["eval_history"][-1] and s["main_metric"] == "acc"
+    for font in ev["heldout"]["per_tag"]:
+        assert f"{font} " in log.split("heldout per font:")[1].splitlines()[0], font
     # both PaddleOCR formats were generated
     assert (smoke["synth"] / "train" / "label.txt").is_file() and (smoke["synth"] / "train" / "lmdb" / "data.mdb").is_file()
 
@@ -50,7 +62,8 @@ def test_smoke_trains_one_process(smoke):
 def test_eval_mode(smoke):
     proc = run_python([RECIPE, "-c", SMOKE, "--mode", "eval", "-o", *smoke["opts"]])
     metrics = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert metrics["num_samples"] == 16
+    assert metrics["num_samples"] == 16 and metrics["heldout"]["num_samples"] == 16
+    assert set(metrics["heldout"]["per_tag"]) <= {f.name for f in fonts_for("eval")}
     assert 0.0 <= metrics["acc"] <= 1.0 and 0.0 <= metrics["norm_edit_dis"] <= 1.0
     assert metrics["weights"].endswith("ema.pdparams")
 
@@ -124,11 +137,16 @@ def test_two_processes_with_bad_input(smoke):
     assert s["world_size"] == 2 and s["global_step"] == 4  # 64 good + 1 corrupt lines / (8 x 2) = 4 steps
     assert all(math.isfinite(row["loss"]) for row in s["history"])
     assert (out / "checkpoints" / "latest").is_file()
-    skipped = json.loads((out / "skipped.json").read_text())["Train.dataset"]
+    skipped = json.loads((out / "skipped.json").read_text(encoding="utf-8"))["Train.dataset"]
     assert skipped == {"unknown_char": 1, "empty": 1, "too_long": 1, "missing_image": 1, "corrupt_image": 1,
-                       "malformed_line": 0, "too_large": 0}
+                       "malformed_line": 0, "too_large": 0, "missing_chars": [["☃", 1]]}  # the characters to add to the dict
+    assert s["skipped"]["Train.dataset"]["missing_chars"] == [["☃", 1]]
     log = (out / "train.log").read_text(encoding="utf-8")
-    assert "data summary: Train.dataset: skipped 5 samples" in log
+    assert "data summary: Train.dataset: skipped 5 samples" in log and "characters not in the dict" in log
+    assert "'☃'x1" in log
+    # held-out-font sums all-reduced over the 2 ranks' shards
+    assert s["final_eval"]["heldout_num_samples"] == 16
+    assert sum(v["n"] for v in s["final_eval"]["heldout"]["per_tag"].values()) == 16
     for where in ("train.txt:65", "train.txt:66", "train.txt:67", "train.txt:68", "train.txt:69"):
         assert where in log, where
 

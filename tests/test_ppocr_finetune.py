@@ -217,7 +217,9 @@ def test_paddleocr_v5_dict_flag_entries_keep_their_class(tmp_path):
     d = CharDict.from_file(tmp_path / "d.txt", use_space_char=True)
     assert d.num_classes == 6 and d.decode_ids([2, 1]) == "🇩🇪中"
     assert d.check("中A", 25).ids == [1, 4]
-    assert d.check("🇩🇪", 25).reason == "unknown_char"  # per-code-point encoding, as PaddleOCR's
+    # PaddleOCR's encoder walks code points, so it drops such labels; ours splits labels into dict entries
+    # (longest match), so a flag label trains as its one class instead of being skipped.
+    assert d.check("🇩🇪", 25).ids == [2]
     (tmp_path / "bad.txt").write_text("中\nab\n", encoding="utf-8")
     with pytest.raises(CharDictError, match=r"bad.txt:2: expected one character per line, got 'ab'"):
         CharDict.from_file(tmp_path / "bad.txt")

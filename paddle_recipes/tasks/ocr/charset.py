@@ -3,6 +3,12 @@
 A dict file has one character per line (like PaddleOCR's ``ppocr_keys_v1.txt``).
 Index 0 is reserved for the CTC blank, so character ``i`` of the file
 (0-based) gets class id ``i + 1`` and ``num_classes = len(chars) + 1``.
+
+An entry may be one user-perceived character made of several code points (PaddleOCR's
+``ppocrv5_dict.txt`` has flag emoji such as "🇨🇳", two regional indicators); such entries are one
+class, and labels are split into entries by longest match. Two base characters on one line are an
+error. Lines are kept as they are apart from the line break, so a full-width space (U+3000) line
+is an entry.
 """
 from __future__ import annotations
 
@@ -10,6 +16,8 @@ import os
 import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, List, Sequence
+
+WIDTH_MODES = ("none", "halfwidth", "fullwidth")
 
 BLANK = 0
 
@@ -27,27 +35,17 @@ class EncodeResult:
     detail: str = ""
 
 
-def is_single_symbol(entry: str) -> bool:
-    """One character, or one symbol written with several code points: a flag (two regional
-    indicators) or a base followed by combining marks, variation selectors, skin-tone modifiers or
-    zero-width-joined parts. PaddleOCR's ``ppocrv5_dict.txt`` has 10 flag entries (lines 17744-17753);
-    they keep their class id (so the class count matches PaddleOCR's), decode to the symbol, and like
-    in PaddleOCR, whose encoder walks code points, labels never encode to them."""
-    if len(entry) == 1:
-        return True
-    if len(entry) == 2 and all(0x1F1E6 <= ord(ch) <= 0x1F1FF for ch in entry):
-        return True
-    if not entry or unicodedata.combining(entry[0]):
-        return False
-    after_zwj = False
-    for ch in entry[1:]:
-        cp = ord(ch)
-        extender = (unicodedata.combining(ch) or 0xFE00 <= cp <= 0xFE0F or 0x1F3FB <= cp <= 0x1F3FF
-                    or cp == 0x200D)
-        if not (extender or after_zwj):
-            return False
-        after_zwj = cp == 0x200D
-    return not after_zwj
+def _joins(cp: str) -> bool:
+    """Code points that attach to a base character: marks, format chars (ZWJ), variation
+    selectors, emoji skin-tone modifiers, regional indicators (flag halves)."""
+    o = ord(cp)
+    return (unicodedata.category(cp) in ("Mn", "Mc", "Me", "Cf") or 0xFE00 <= o <= 0xFE0F
+            or 0xE0100 <= o <= 0xE01EF or 0x1F3FB <= o <= 0x1F3FF or 0x1F1E6 <= o <= 0x1F1FF)
+
+
+def is_single_entry(entry: str) -> bool:
+    """True for one user-perceived character: at most one base code point plus joining ones."""
+    return len(entry) == 1 or (len(entry) > 1 and sum(not _joins(c) for c in entry) <= 1)
 
 
 class CharDict:
@@ -64,7 +62,7 @@ class CharDict:
             chars.append(" ")
         seen = {}
         for i, c in enumerate(chars):
-            if not is_single_symbol(c):
+            if not is_single_entry(c):
                 raise CharDictError(f"{source}: entry {i + 1} is {c!r}; expected exactly one character")
             if c in seen:
                 raise CharDictError(f"{source}: character {c!r} appears twice (entries {seen[c] + 1} and {i + 1})")
@@ -74,6 +72,7 @@ class CharDict:
         self.chars: List[str] = chars
         self.source = source
         self._index = {c: i + 1 for i, c in enumerate(chars)}
+        self._longest = max(len(c) for c in chars)  # code points of the longest entry (1 = fast path)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, use_space_char: bool = False) -> "CharDict":
@@ -87,7 +86,7 @@ class CharDict:
                 c = line.rstrip("\r\n")
                 if c == "":
                     continue
-                if not is_single_symbol(c):
+                if not is_single_entry(c):
                     raise CharDictError(f"{path}:{lineno}: expected one character per line, got {c!r}")
                 chars.append(c)
         return cls(chars, use_space_char=use_space_char, source=path)
@@ -103,10 +102,23 @@ class CharDict:
     def __contains__(self, ch: str) -> bool:
         return ch in self._index
 
+    def tokenize(self, text: str) -> List[str]:
+        """Split ``text`` into dict entries (longest match; unknown code points become single tokens)."""
+        if self._longest == 1:
+            return list(text)
+        out, i = [], 0
+        while i < len(text):
+            for n in range(min(self._longest, len(text) - i), 0, -1):
+                if n == 1 or text[i:i + n] in self._index:
+                    out.append(text[i:i + n])
+                    i += n
+                    break
+        return out
+
     def unknown_chars(self, text: str) -> List[str]:
         """Distinct characters of ``text`` not in the dict, in order of appearance."""
         out = []
-        for c in text:
+        for c in self.tokenize(text):
             if c not in self._index and c not in out:
                 out.append(c)
         return out
@@ -116,18 +128,20 @@ class CharDict:
         bad = self.unknown_chars(text)
         if bad:
             raise KeyError(f"characters not in dict {self.source}: {''.join(bad)!r} (label {text!r})")
-        return [self._index[c] for c in text]
+        return [self._index[c] for c in self.tokenize(text)]
 
     def check(self, text: str, max_text_length: int) -> EncodeResult:
-        """Validate and encode a label without raising; see :class:`EncodeResult`."""
+        """Validate and encode a label without raising; see :class:`EncodeResult`.
+        Length is counted in dict entries (= characters for one-code-point dicts)."""
         if text == "":
             return EncodeResult(None, "empty", "empty label")
-        bad = self.unknown_chars(text)
+        tokens = self.tokenize(text)
+        bad = [c for c in dict.fromkeys(tokens) if c not in self._index]
         if bad:
             return EncodeResult(None, "unknown_char", f"characters not in dict: {''.join(bad)!r}")
-        if len(text) > max_text_length:
-            return EncodeResult(None, "too_long", f"label length {len(text)} > max_text_length {max_text_length}")
-        return EncodeResult([self._index[c] for c in text])
+        if len(tokens) > max_text_length:
+            return EncodeResult(None, "too_long", f"label length {len(tokens)} > max_text_length {max_text_length}")
+        return EncodeResult([self._index[c] for c in tokens])
 
     def decode_ids(self, ids: Iterable[int]) -> str:
         """Ids (blank/duplicates already removed) -> text. Blank ids are ignored."""
@@ -169,3 +183,24 @@ def spread_subset(chars: Sequence[str], n: int) -> List[str]:
     if n >= len(chars):
         return chars
     return [chars[(i * len(chars)) // n] for i in range(n)]
+
+
+def normalize_width(text: str, mode: str = "none") -> str:
+    """Full-width / half-width normalisation of a label (an explicit option, never applied silently).
+
+    mode: "none" (unchanged), "halfwidth" (full-width ASCII variants U+FF01..U+FF5E -> U+0021..U+007E
+    and the ideographic space U+3000 -> " "), "fullwidth" (the reverse: printable ASCII -> full width).
+    Other characters (hanzi, CJK punctuation such as "。" or "、") are never changed.
+    """
+    if mode == "none":
+        return text
+    if mode == "halfwidth":
+        return text.translate(_TO_HALF)
+    if mode == "fullwidth":
+        return text.translate(_TO_FULL)
+    raise ValueError(f"width normalisation must be one of {WIDTH_MODES}, got {mode!r}")
+
+
+_TO_HALF = {0xFF01 + i: 0x21 + i for i in range(0x5E)}
+_TO_HALF[0x3000] = 0x20
+_TO_FULL = {v: k for k, v in _TO_HALF.items()}

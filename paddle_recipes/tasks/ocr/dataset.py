@@ -27,7 +27,7 @@ import numpy as np
 from paddle_recipes.config import check_image_shape
 from paddle_recipes.data import MAX_IMAGE_PIXELS, LabelFileDataset, LmdbDataset, LmdbLabelError, image_pixels, read_label_file
 
-from .charset import CharDict
+from .charset import WIDTH_MODES, CharDict, normalize_width
 from .transforms import decode_image, resize_norm_pad
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,8 @@ class DatasetConfig:
     delimiter: separator between image path and label.
     max_image_pixels: images with more pixels (width x height, read from the header before
         decoding) are skipped and counted as too_large; 0 = no limit. Default 8e7.
+    normalize_width: "none" (default: labels as written), "halfwidth" (full-width ASCII variants and
+        U+3000 -> ASCII) or "fullwidth" (the reverse), applied to every label before the dict check.
     """
 
     format: str = "label_file"
@@ -57,26 +59,36 @@ class DatasetConfig:
     label_file_list: List[str] = field(default_factory=list)
     delimiter: str = "\t"
     max_image_pixels: int = MAX_IMAGE_PIXELS
+    normalize_width: str = "none"
 
     def __post_init__(self):
         if self.format not in ("label_file", "lmdb"):
             raise ValueError(f"dataset.format must be 'label_file' or 'lmdb', got {self.format!r}")
         if self.max_image_pixels < 0:
             raise ValueError(f"dataset.max_image_pixels must be >= 0 (0 = no limit), got {self.max_image_pixels}")
+        if self.normalize_width not in WIDTH_MODES:
+            raise ValueError(f"dataset.normalize_width must be one of {WIDTH_MODES}, got {self.normalize_width!r}")
 
 
 class SkipStats:
-    """Counts skipped samples per reason (distinct places), warns for the first few of each."""
+    """Counts skipped samples per reason (distinct places), warns for the first few of each.
+
+    ``missing`` counts, for every character outside the dict, the skipped labels that contain it
+    (see :meth:`top_missing`), so users know what to add to their dict.
+    """
 
     def __init__(self, name: str = "data"):
         self.name = name
         self.places: Dict[str, set] = {r: set() for r in REASONS}
+        self.missing: Counter = Counter()
 
-    def add(self, where: str, reason: str, detail: str = "") -> None:
+    def add(self, where: str, reason: str, detail: str = "", missing: Sequence[str] = ()) -> None:
+        """Count a skip once per place; ``missing``: the label's distinct characters outside the dict."""
         bucket = self.places.setdefault(reason, set())
         if where in bucket:
             return
         bucket.add(where)
+        self.missing.update(dict.fromkeys(missing, 1))
         if len(bucket) <= _MAX_WARNINGS_PER_REASON:
             logger.warning("skipping sample %s: %s%s", where, reason, f" ({detail})" if detail else "")
         elif len(bucket) == _MAX_WARNINGS_PER_REASON + 1:
@@ -93,11 +105,26 @@ class SkipStats:
     def total(self) -> int:
         return sum(len(p) for p in self.places.values())
 
+    def top_missing(self, n: int = 20) -> List[Tuple[str, int]]:
+        """The ``n`` characters outside the dict found in the most skipped labels: [(char, labels)],
+        most frequent first (ties by code point, so the order is reproducible)."""
+        return sorted(self.missing.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
     def summary(self) -> str:
         c = {k: v for k, v in self.counts().items() if v}
         if not c:
             return f"{self.name}: no samples skipped"
-        return f"{self.name}: skipped {self.total} samples: " + ", ".join(f"{k}={v}" for k, v in c.items())
+        text = f"{self.name}: skipped {self.total} samples: " + ", ".join(f"{k}={v}" for k, v in c.items())
+        top = self.top_missing(20)
+        if top:
+            text += ("; characters not in the dict (labels containing them): "
+                     + " ".join(f"{ch!r}x{k}" for ch, k in top)
+                     + (f" (+{len(self.missing) - len(top)} more)" if len(self.missing) > len(top) else ""))
+        return text
+
+    def to_dict(self, top: int = 20) -> dict:
+        """For summary.json: {"counts": {reason: n}, "missing_chars": [[char, labels], ...]}."""
+        return {"counts": self.counts(), "missing_chars": [[c, k] for c, k in self.top_missing(top)]}
 
 
 def _check_path(path: str, key: str, kind: str = "path") -> Path:
@@ -136,6 +163,7 @@ class RecDataset:
         self.replace_bad = replace_bad
         self.stats = SkipStats(key)
         self.items: List[Tuple[object, List[int], str, str]] = []  # (image key, ids, text, where)
+        self.tags: List[str] | None = None  # per-item tag (e.g. the font of a synthetic line), see attach_tags
         if cfg.format == "label_file":
             self._init_label_files(key)
         else:
@@ -147,9 +175,11 @@ class RecDataset:
 
     # ------------------------------------------------------------------ init
     def _keep(self, image_key, text: str, where: str) -> None:
+        text = normalize_width(text, self.cfg.normalize_width)
         res = self.charset.check(text, self.max_text_length)
         if res.ids is None:
-            self.stats.add(where, res.reason, res.detail)
+            missing = self.charset.unknown_chars(text) if res.reason == "unknown_char" else ()
+            self.stats.add(where, res.reason, res.detail, missing)
         else:
             self.items.append((image_key, res.ids, text, where))
 
@@ -188,6 +218,18 @@ class RecDataset:
                 continue
             self._keep(i, label, f"{dirs[part]}:{k}")
 
+    def attach_tags(self, tags: Sequence[str]) -> None:
+        """Give every item a tag (e.g. its font) from ``tags``, one per source record in file order
+        (line ``n`` of a single label file / LMDB key ``n`` -> ``tags[n - 1]``); samples then carry
+        ``"tag"`` and batches ``batch["tag"]``."""
+        out = []
+        for _, _, _, where in self.items:
+            n = int(str(where).rsplit(":", 1)[1])
+            if not 1 <= n <= len(tags):
+                raise ValueError(f"{where}: no tag for this record ({len(tags)} tags given)")
+            out.append(tags[n - 1])
+        self.tags = out
+
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:
         return len(self.items)
@@ -214,7 +256,10 @@ class RecDataset:
         x, _ = resize_norm_pad(img, self.image_shape)
         label = np.zeros([self.max_text_length], dtype=np.int32)
         label[:len(ids)] = ids
-        return {"image": x, "label": label, "length": np.int64(len(ids)), "text": text}
+        sample = {"image": x, "label": label, "length": np.int64(len(ids)), "text": text}
+        if self.tags is not None:
+            sample["tag"] = self.tags[idx]
+        return sample
 
     def __getitem__(self, idx: int):
         sample = self.load(int(idx))
@@ -235,7 +280,7 @@ def collate(samples: list) -> dict:
     """Stack good samples; drop skip records into ``batch["skipped"]`` [(where, reason), ...].
 
     Keys: image [B,C,H,W] float32, label [B,L] int32 (0-padded), length [B] int64,
-    text (list of str), skipped (list of (where, reason)).
+    text (list of str), skipped (list of (where, reason)), tag (list of str, when the dataset has tags).
     """
     good, skipped = [], []
     for s in samples:
@@ -250,6 +295,9 @@ def collate(samples: list) -> dict:
     # training step (paddle's DataLoader drops batches without arrays: ranks would fall out of step).
     batch = {"skipped": [f"{w}\t{r}" for w, r in skipped], "text": [s["text"] for s in good],
              "num_samples": np.asarray([len(good)], dtype=np.int64)}
+    batch = {"skipped": [f"{w}\t{r}" for w, r in skipped], "text": [s["text"] for s in good]}
+    if good and "tag" in good[0]:
+        batch["tag"] = [s["tag"] for s in good]
     if good:
         batch["image"] = np.stack([s["image"] for s in good])
         batch["label"] = np.stack([s["label"] for s in good])

@@ -13,7 +13,7 @@ import paddle
 from ...ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
-from .metrics import RecMetric
+from .metrics import PerTagRecMetric, RecMetric
 from .postprocess import ctc_greedy_decode
 from .transforms import INFER_MAX_WIDTH, decode_image, pad_batch, resize_norm_infer
 
@@ -51,6 +51,32 @@ def reduced_rec_metrics(state: Dict[str, float], reduce=float) -> Dict[str, floa
     metrics: acc, norm_edit_dis, num_samples (RecMetric.from_state) and infer_seconds (for PaddleOCR's fps)."""
     state = {k: reduce(float(v)) for k, v in state.items()}
     return {**RecMetric.from_state(state), "infer_seconds": state["infer_seconds"]}
+
+
+@paddle.no_grad()
+def evaluate_rec_per_tag(model, loader, charset: CharDict, tags: Sequence[str],
+                         stats: SkipStats | None = None) -> Dict[str, float]:
+    """Like :func:`evaluate_rec` over a dataset with tags (``RecDataset.attach_tags``, e.g. the font of
+    each held-out line): raw sums of :class:`PerTagRecMetric` (all-reduce them, then ``from_state``)."""
+    was_training = model.training
+    model.eval()
+    metric = PerTagRecMetric(tags)
+    infer_seconds = 0.0
+    for batch in loader:
+        if stats is not None:
+            stats.add_batch(unpack_skipped(batch))
+        if "image" not in batch:
+            continue
+        if "tag" not in batch:
+            raise ValueError("evaluate_rec_per_tag: batches carry no 'tag' (call RecDataset.attach_tags first)")
+        t0 = time.perf_counter()
+        logits = model(batch["image"])
+        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
+        infer_seconds += time.perf_counter() - t0
+        metric.update(preds, list(batch["text"]), list(batch["tag"]))
+    if was_training:
+        model.train()
+    return {**metric.state(), "infer_seconds": infer_seconds}
 
 
 def list_images(path: str | os.PathLike) -> List[str]:

@@ -51,3 +51,72 @@ class RecMetric:
 
     def compute(self) -> Dict[str, float]:
         return self.from_state(self.state())
+
+
+class PerTagRecMetric:
+    """Line accuracy and norm_edit_dis overall and per tag (e.g. per font of a held-out-font set).
+
+    Args:
+        tags: every tag that can occur, in report order. Fixed up front so that :meth:`state` has the
+            same keys on every rank (sums can be all-reduced key by key even when a rank's slice
+            misses a tag). An unknown tag in :meth:`update` is an error.
+    """
+
+    def __init__(self, tags: Sequence[str]):
+        self.tags = list(dict.fromkeys(tags))
+        self.overall = RecMetric()
+        self.by_tag = {t: RecMetric() for t in self.tags}
+
+    def update(self, preds: Sequence[str], labels: Sequence[str], tags: Sequence[str]) -> None:
+        if not len(preds) == len(labels) == len(tags):
+            raise ValueError(f"preds, labels and tags differ in length: {len(preds)}, {len(labels)}, {len(tags)}")
+        self.overall.update(preds, labels)
+        for p, g, t in zip(preds, labels, tags):
+            if t not in self.by_tag:
+                raise KeyError(f"unknown tag {t!r}; expected one of {self.tags}")
+            self.by_tag[t].update([p], [g])
+
+    def state(self) -> Dict[str, float]:
+        """Flat raw sums: RecMetric's keys, plus "<tag>/<key>" for every tag."""
+        out = dict(self.overall.state())
+        for t, m in self.by_tag.items():
+            out.update({f"{t}/{k}": v for k, v in m.state().items()})
+        return out
+
+    @staticmethod
+    def from_state(state: Dict[str, float]) -> Dict[str, object]:
+        """-> {"acc", "norm_edit_dis", "num_samples", "per_tag": {tag: {"acc", "norm_edit_dis", "n"}},
+        "mean_tag_acc"} (mean over tags with samples: every font counts the same)."""
+        out: Dict[str, object] = dict(RecMetric.from_state({k: state[k] for k in ("correct", "total", "norm_ed_sum")}))
+        per = {}
+        for key in state:
+            if key.endswith("/total"):
+                t = key[: -len("/total")]
+                if state[key] > 0:
+                    m = RecMetric.from_state({k: state[f"{t}/{k}"] for k in ("correct", "total", "norm_ed_sum")})
+                    per[t] = {"acc": m["acc"], "norm_edit_dis": m["norm_edit_dis"], "n": int(m["num_samples"])}
+        out["per_tag"] = per
+        out["mean_tag_acc"] = sum(v["acc"] for v in per.values()) / len(per) if per else 0.0
+        return out
+
+    def compute(self) -> Dict[str, object]:
+        return self.from_state(self.state())
+
+
+def per_font_metrics(preds: Sequence[str], labels: Sequence[str], fonts: Sequence[str]) -> Dict[str, object]:
+    """One-shot per-font report: {"acc", "norm_edit_dis", "num_samples", "mean_font_acc",
+    "per_font": {font: {"acc", "norm_edit_dis", "n"}}} (fonts in order of first appearance)."""
+    m = PerTagRecMetric(fonts)
+    m.update(preds, labels, fonts)
+    r = m.compute()
+    return {"acc": r["acc"], "norm_edit_dis": r["norm_edit_dis"], "num_samples": r["num_samples"],
+            "mean_font_acc": r["mean_tag_acc"], "per_font": r["per_tag"]}
+
+
+def format_per_tag(report: Dict[str, object], name: str = "font") -> str:
+    """One log line from :meth:`PerTagRecMetric.from_state`:
+    "acc: 0.9120, norm_edit_dis: 0.9800, mean over 5 fonts: 0.9050 | wqy_zenhei 0.9300 (n=200) | ..."."""
+    per = report["per_tag"]
+    head = (f"acc: {report['acc']:.4f}, norm_edit_dis: {report['norm_edit_dis']:.4f}, "
+            f"mean over {len(per)} {name}s: {report['mean_tag_acc']:.4f}")
+    return " | ".join([head] + [f"{t} {v['acc']:.4f} (n={v['n']})" for t, v in per.items()])
