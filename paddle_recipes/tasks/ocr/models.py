@@ -214,12 +214,18 @@ class CTCHead(nn.Layer):
     mis-fuses a matmul + bias on reshaped 3-D inputs (wrong logits / shape errors at export).
     """
 
-    def __init__(self, in_channels: int, num_classes: int, mid_channels: int = 0):
+    def __init__(self, in_channels: int, num_classes: int, mid_channels: int = 0, init_blank_prob: float = 0.0):
         super().__init__()
         self.num_classes = num_classes
         self.mid = nn.Sequential(nn.Linear(in_channels, mid_channels), nn.Hardswish()) if mid_channels else None
         self.fc = nn.Linear(mid_channels or in_channels, num_classes, bias_attr=False)
         self.bias = self.create_parameter([num_classes], is_bias=True)
+        if init_blank_prob:  # start off the CTC blank plateau (docs/cards/ctc_blank_bias.md)
+            from ...speedups.ctc_init import blank_logit
+
+            value = paddle.zeros([num_classes], dtype=self.bias.dtype)
+            value[0] = blank_logit(init_blank_prob, num_classes)
+            self.bias.set_value(value)
 
     def forward(self, x):
         if self.mid is not None:
@@ -269,9 +275,12 @@ class NeckConfig:
 
 @dataclass
 class HeadConfig:
-    """name: a key of HEADS. mid_channels: hidden FC before the classifier (0 = none)."""
+    """name: a key of HEADS. mid_channels: hidden FC before the classifier (0 = none). init_blank_prob:
+    softmax probability of the CTC blank at init, via the output bias (0 = plain init; 0.8 leaves the
+    blank plateau in far fewer steps: docs/cards/ctc_blank_bias.md)."""
     name: str = "CTCHead"
     mid_channels: Optional[int] = None
+    init_blank_prob: Optional[float] = None
 
 
 @dataclass
