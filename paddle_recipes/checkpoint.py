@@ -373,13 +373,18 @@ def check_compatible(state: dict, model_state: dict, config: dict | None = None,
         raise CheckpointError(f"{where} does not match this model: " + " | ".join(problems))
 
 
+_ABSENT = "<absent>"
+
+
 def _dict_diff(old, new, prefix: str) -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for k in sorted(set(old) | set(new), key=str):
-            out += _dict_diff(old.get(k, "<absent>"), new.get(k, "<absent>"), f"{prefix}.{k}")
+            out += _dict_diff(old.get(k, _ABSENT), new.get(k, _ABSENT), f"{prefix}.{k}")
         return out
-    return [] if old == new else [f"{prefix}: {old!r} in checkpoint, {new!r} now"]
+    if old == new or (old in (None, _ABSENT) and new in (None, _ABSENT)):  # a key added since (default None)
+        return []
+    return [f"{prefix}: {old!r} in checkpoint, {new!r} now"]
 
 
 def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:
