@@ -17,12 +17,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import distributed as dist_utils
 from .assets import resolve_path
 from .checkpoint import CheckpointError
-from .config import ConfigError, add_config_args, dump_config, flatten_opts, load_config
+from .config import ConfigError, ConfigTranslator, add_config_args, dump_config, flatten_opts, load_config
 
 USER_ERRORS: tuple = (ConfigError, CheckpointError, FileNotFoundError)
 
@@ -37,13 +37,19 @@ def __getattr__(name):  # GlobalConfig moved to paddle_recipes.training (kept im
 
 def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_config: str | None = None,
                argv: list[str] | None = None, default_mode: str = "train",
-               check: Callable[[Any], None] | None = None, description: str | None = None) -> Any:
-    """Parse args, build the typed config, set up distributed + logging, run the chosen mode."""
+               check: Callable[[Any], None] | None = None, description: str | None = None,
+               translators: Sequence[ConfigTranslator] = ()) -> Any:
+    """Parse args, build the typed config, set up distributed + logging, run the chosen mode.
+
+    translators: foreign-config readers for `-c` (config.load_config); their notes are logged once,
+    on rank 0, as warnings of logger `name` once logging is set up."""
     parser = argparse.ArgumentParser(prog=name, description=description or f"{name} recipe")
     add_config_args(parser, default_config=default_config)
     parser.add_argument("--mode", choices=sorted(modes), default=default_mode)
     args = parser.parse_args(argv)
-    cfg = load_config(resolve_path(args.config) if args.config else None, flatten_opts(args.opt), schema)
+    notes: list[str] = []
+    cfg = load_config(resolve_path(args.config) if args.config else None, flatten_opts(args.opt), schema,
+                      translators=translators, notes=notes)
     if check is not None:
         check(cfg)
     g = cfg.Global
@@ -53,6 +59,8 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
     dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
     if info.is_main:
         dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
+        for note in notes:
+            logging.getLogger(name).warning("%s", note)
     logging.getLogger(name).info("%s --mode %s: world_size %d, device %s", name, args.mode, info.world_size,
                                  info.device)
     return modes[args.mode](cfg, info)

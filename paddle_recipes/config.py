@@ -21,7 +21,7 @@ import difflib
 import types
 import typing
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import yaml
 
@@ -218,6 +218,8 @@ def _set_path(tree: dict, keys: list[str], value: Any) -> None:
 def _check_override_path(schema: type, keys: list[str], text: str) -> None:
     tp: Any = schema
     for i, key in enumerate(keys):
+        if typing.get_origin(tp) in (Union, types.UnionType):  # e.g. NormalizeConfig | str: the mapping form
+            tp = next((a for a in typing.get_args(tp) if _is_dataclass_type(a)), tp)
         if not _is_dataclass_type(tp):
             if i and typing.get_origin(tp) in (dict, typing.Dict) or tp is Any:
                 return
@@ -228,8 +230,29 @@ def _check_override_path(schema: type, keys: list[str], text: str) -> None:
         tp = field_types(tp)[key]
 
 
-def load_config(path: str | Path | None, overrides: list[str] | None, schema: type) -> Any:
-    """Read YAML `path` (None = schema defaults), apply `overrides`, return a typed `schema` instance."""
+ConfigTranslator = Callable[[dict, Path], Optional[tuple[dict, list[str]]]]
+
+
+def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator]) -> tuple[dict, list[str]]:
+    """Offer a config file's raw mapping to each translator in order; the first that recognises it
+    (returns (config dict, notes) instead of None) supplies the base config. Untranslated: (data, [])."""
+    for translate in translators:
+        result = translate(data, path)
+        if result is not None:
+            translated, notes = result
+            return translated, list(notes)
+    return data, []
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None, schema: type,
+                translators: Sequence[ConfigTranslator] = (), notes: list[str] | None = None) -> Any:
+    """Read YAML `path` (None = schema defaults), apply `overrides`, return a typed `schema` instance.
+
+    translators: foreign-config readers (e.g. PaddleDetection / PaddleOCR YAMLs), each
+    ``translator(raw: dict, path: Path) -> (config dict for schema, notes: list[str]) | None`` (None = not
+    mine); the first match replaces the file's mapping before `overrides` are applied. Its notes (lines
+    for the user: keys without effect here, approximations) are appended to `notes` when given.
+    """
     data: dict = {}
     source = "defaults"
     if path:
@@ -243,6 +266,9 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping")
         source = str(p)
+        data, found = translate_config(data, p, translators)
+        if notes is not None:
+            notes.extend(found)
     for text in flatten_opts(overrides or []):
         keys, value = parse_override(text)
         _check_override_path(schema, keys, text)

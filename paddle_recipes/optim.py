@@ -8,11 +8,12 @@ stretch them: pass total_steps = optimizer steps, not micro-batches.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import paddle
 
-from .config import check_name
+from .config import ConfigError, check_name
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
 SCHEDULES = ("constant", "cosine", "linear", "step")
@@ -23,7 +24,9 @@ class OptimizerConfig:
     """name: adamw | adam | sgd | momentum. lr: peak learning rate. weight_decay: decoupled for adamw,
     L2 for the others. beta1/beta2: Adam betas. momentum: for momentum/sgd-nesterov.
     grad_clip_norm: global-norm clip (0 = off). schedule: constant | cosine | linear | step.
-    warmup_steps: linear warmup from 0 over this many optimizer steps. min_lr: floor of cosine/linear.
+    warmup_steps: linear warmup from 0 over this many optimizer steps. warmup_epochs: the same length in
+    epochs (float, 0 = off; set one of the two): warmup_steps = round(warmup_epochs * steps_per_epoch),
+    resolved by training.build_training (see resolve_warmup). min_lr: floor of cosine/linear.
     step_size/gamma: for "step" (decay every step_size optimizer steps).
     """
 
@@ -36,6 +39,7 @@ class OptimizerConfig:
     grad_clip_norm: float = 0.0
     schedule: str = "cosine"
     warmup_steps: int = 0
+    warmup_epochs: float = 0.0
     min_lr: float = 0.0
     step_size: int = 1000
     gamma: float = 0.1
@@ -45,6 +49,20 @@ class OptimizerConfig:
         check_name("Optimizer.schedule", self.schedule, SCHEDULES)
         if self.lr <= 0:
             raise ValueError("Optimizer.lr must be > 0")
+        if self.warmup_steps < 0 or self.warmup_epochs < 0:
+            raise ConfigError(f"Optimizer.warmup_steps/warmup_epochs must be >= 0, got {self.warmup_steps} / "
+                              f"{self.warmup_epochs}")
+        if self.warmup_steps and self.warmup_epochs:
+            raise ConfigError(f"Optimizer.warmup_steps ({self.warmup_steps}) and Optimizer.warmup_epochs "
+                              f"({self.warmup_epochs}) are the same setting: set one")
+
+
+def resolve_warmup(cfg: OptimizerConfig, steps_per_epoch: int) -> OptimizerConfig:
+    """A copy of `cfg` with warmup_epochs turned into warmup_steps = round(warmup_epochs * steps_per_epoch)
+    (optimizer steps per epoch); `cfg` itself when warmup_epochs is 0."""
+    if not cfg.warmup_epochs:
+        return cfg
+    return dataclasses.replace(cfg, warmup_steps=int(round(cfg.warmup_epochs * steps_per_epoch)), warmup_epochs=0.0)
 
 
 def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):
@@ -65,7 +83,10 @@ def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):
 
 
 def build_optimizer(cfg: OptimizerConfig, parameters, total_steps: int):
-    """(optimizer, lr_scheduler). Norm/bias parameters get no weight decay under adamw."""
+    """(optimizer, lr_scheduler). Norm/bias parameters get no weight decay under adamw.
+    Optimizer.warmup_epochs must be resolved first (resolve_warmup)."""
+    if cfg.warmup_epochs:
+        raise ValueError("Optimizer.warmup_epochs is in epochs: resolve it with resolve_warmup(cfg, steps_per_epoch)")
     sched = build_lr_scheduler(cfg, total_steps)
     params = [p for p in parameters if not p.stop_gradient]
     clip = paddle.nn.ClipGradByGlobalNorm(cfg.grad_clip_norm) if cfg.grad_clip_norm > 0 else None

@@ -127,7 +127,8 @@ class Recipe:
     """Base of every task recipe. Class attributes: name, Config (dataclass schema, TrainingConfig-shaped),
     default_config (checkout-relative path, found in the package when installed), main_metric (eval key
     that picks `best`, higher is better), modes, user_errors (exception types the CLI prints as one line),
-    eval_autocast (evaluate under amp.autocast, for O2 fp16 weights)."""
+    eval_autocast (evaluate under amp.autocast, for O2 fp16 weights), config_translators (readers of foreign
+`-c` files such as PaddleDetection YAMLs, see config.load_config; notes logged once on rank 0)."""
 
     name: str = "recipe"
     Config: type = object
@@ -137,6 +138,7 @@ class Recipe:
     user_errors: tuple = ()
     eval_autocast: bool = False
     output_names: tuple = ()
+    config_translators: tuple = ()  # foreign -c files: f(raw dict, path) -> (config dict, notes) | None
 
     def __init__(self, cfg, info):
         self.cfg, self.info = cfg, info
@@ -219,6 +221,8 @@ class Recipe:
     def load_pretrained(self, model, path: str) -> None:
         """Init weights (PaddleOCR's Global.pretrained_model): a .pdparams file, a path prefix without
         extension, or a checkpoint folder/root; every model weight must be present (strict)."""
+        if path.startswith(("http://", "https://")):
+            raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
         p = Path(path)
         if not p.exists() and Path(str(p) + ".pdparams").is_file():
             p = Path(str(p) + ".pdparams")
@@ -307,7 +311,8 @@ class Recipe:
 
         default = resolve_path(cls.default_config) if cls.default_config else None
         return run_recipe(cls.name, cls.Config, {m: run_mode(m) for m in cls.modes}, default_config=default,
-                          argv=argv, description=(cls.__doc__ or cls.name).strip().splitlines()[0])
+                          argv=argv, description=(cls.__doc__ or cls.name).strip().splitlines()[0],
+                          translators=cls.config_translators)
 
     @classmethod
     def cli(cls, argv: list[str] | None = None) -> None:

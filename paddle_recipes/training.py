@@ -9,7 +9,8 @@
     summary = run.fit()                       # trains, applies the final-eval rule, writes summary.json
 
 build_training owns, in this order: the distributed batch sampler and loader (or a loader you pass),
-total optimizer steps, optimizer + LR schedule (optim.build_optimizer), Amp.prepare, EMA, DDP wrapping,
+total optimizer steps, optimizer + LR schedule (optim.build_optimizer; Optimizer.warmup_epochs resolved
+to steps here), Amp.prepare, EMA, DDP wrapping,
 the scalar writer, the resume source (Global.resume / Global.checkpoints) and the Trainer.
 
 Final-eval rule of Run.fit(): after training, evaluate once more only when evaluation or saving is on
@@ -36,7 +37,7 @@ from .config import ConfigError, to_dict
 from .data import LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .meters import ScalarWriter
-from .optim import OptimizerConfig, build_optimizer
+from .optim import OptimizerConfig, build_optimizer, resolve_warmup
 from .trainer import Callback, Trainer, default_batch_size
 
 logger = logging.getLogger(__name__)
@@ -233,7 +234,11 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                               f"{lc.batch_size_per_card} x {info.world_size} processes")
     steps_per_epoch = max(1, len(loader) // acc_steps)
     total = g.max_steps or g.epochs * steps_per_epoch
-    optimizer, lr_scheduler = build_optimizer(cfg.Optimizer, model.parameters(), total_steps=total)
+    opt_cfg = resolve_warmup(cfg.Optimizer, steps_per_epoch)
+    if opt_cfg is not cfg.Optimizer and info.is_main:
+        logger.info("Optimizer.warmup_epochs %g = %d optimizer steps (%d per epoch)", cfg.Optimizer.warmup_epochs,
+                    opt_cfg.warmup_steps, steps_per_epoch)
+    optimizer, lr_scheduler = build_optimizer(opt_cfg, model.parameters(), total_steps=total)
     amp = Amp(cfg.AMP)
     model, optimizer = amp.prepare(model, optimizer)
     ema_cfg = getattr(cfg, "EMA", None)

@@ -70,3 +70,40 @@ def test_type_errors_and_missing_file(tmp_path):
         load_config(tmp_path / "nope.yml", [], Cfg)
     with pytest.raises(ConfigError, match="key.path=value"):
         load_config(None, ["Global.epochs"], Cfg)
+
+
+def _foreign(raw, path):
+    """A translator of files with a `legacy_epochs` key (others: None = not mine)."""
+    if "legacy_epochs" not in raw:
+        return None
+    return {"Global": {"epochs": raw["legacy_epochs"] * 2, "name": path.stem}}, [f"{path.name}: legacy_epochs doubled"]
+
+
+def test_config_translators_supply_the_base_then_overrides_apply(tmp_path):
+    notes = []
+    p = _write(tmp_path, "legacy_epochs: 4\n")
+    cfg = load_config(p, ["Global.lr=0.5"], Cfg, translators=(_foreign,), notes=notes)
+    assert (cfg.Global.epochs, cfg.Global.name, cfg.Global.lr) == (8, "c", 0.5)
+    assert notes == ["c.yml: legacy_epochs doubled"]
+    # -o wins over the translated value
+    assert load_config(p, ["Global.epochs=3"], Cfg, translators=(_foreign,)).Global.epochs == 3
+    # a native file is left to the schema (the translator says None); without a translator the key is rejected
+    native = tmp_path / "n.yml"
+    native.write_text("Global: {epochs: 5}\n")
+    notes = []
+    assert load_config(native, [], Cfg, translators=(_foreign,), notes=notes).Global.epochs == 5 and notes == []
+    with pytest.raises(ConfigError, match="unknown key 'legacy_epochs'"):
+        load_config(p, [], Cfg)
+
+
+def test_override_into_a_mapping_or_name_field():
+    from paddle_recipes.tasks.det.config import DetConfig
+
+    cfg = load_config(None, ["Architecture.normalize=ppyoloe_plus"], DetConfig)
+    assert (cfg.Architecture.normalize.mean, cfg.Architecture.normalize.std) == ([0.0] * 3, [1.0] * 3)
+    cfg = load_config(None, ["Architecture.normalize.is_scale=false"], DetConfig)
+    assert cfg.Architecture.normalize.is_scale is False and cfg.Architecture.normalize.std == [0.229, 0.224, 0.225]
+    with pytest.raises(ConfigError, match="unknown name 'plus'; valid names: imagenet, ppyoloe_plus"):
+        load_config(None, ["Architecture.normalize=plus"], DetConfig)
+    with pytest.raises(ConfigError, match="did you mean 'mean'"):
+        load_config(None, ["Architecture.normalize.meen=[0, 0, 0]"], DetConfig)

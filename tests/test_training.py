@@ -166,3 +166,28 @@ def test_use_visualdl_without_visualdl_warns_once(tmp_path, monkeypatch, caplog)
     writer.close()
     lines = [r.getMessage() for r in caplog.records if "visualdl is not installed" in r.getMessage()]
     assert len(lines) == 1 and "paddle-recipes[vdl]" in lines[0]
+
+
+def test_warmup_epochs_resolve_to_optimizer_steps(tmp_path, caplog):
+    import logging
+
+    from paddle_recipes.optim import OptimizerConfig, build_optimizer, resolve_warmup
+
+    assert resolve_warmup(OptimizerConfig(warmup_epochs=2.5), steps_per_epoch=4).warmup_steps == 10
+    plain = OptimizerConfig(warmup_steps=7)
+    assert resolve_warmup(plain, 4) is plain
+    with pytest.raises(ConfigError, match="same setting: set one"):
+        OptimizerConfig(warmup_steps=5, warmup_epochs=1.0)
+    with pytest.raises(ValueError, match="resolve it with resolve_warmup"):
+        build_optimizer(OptimizerConfig(warmup_epochs=1.0), paddle.nn.Linear(2, 1).parameters(), total_steps=10)
+    cfg = _cfg(tmp_path, eval_every_epochs=0, save_every_epochs=0)
+    cfg.Optimizer = OptimizerConfig(name="sgd", lr=0.1, schedule="constant", warmup_epochs=1.5)
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.training"):
+        run = build_training(cfg, paddle.nn.Linear(4, 1), Squares(), step=_step, info=DistInfo())
+    # 32 samples / batch 4 = 8 micro-batches, accumulate 2 -> 4 optimizer steps per epoch; 1.5 epochs = 6 steps
+    assert "Optimizer.warmup_epochs 1.5 = 6 optimizer steps (4 per epoch)" in caplog.text
+    lrs = []
+    for _ in range(8):
+        lrs.append(run.trainer.optimizer.get_lr())
+        run.trainer.lr_scheduler.step()
+    np.testing.assert_allclose(lrs, [0.0, 0.1 / 6, 0.2 / 6, 0.05, 0.4 / 6, 0.5 / 6, 0.1, 0.1], rtol=1e-6)

@@ -236,7 +236,9 @@ class DetCollate:
     Args:
         sizes: candidate sides (multiples of 32); one is drawn per batch (batch random resize).
             Pass a single size for evaluation.
-        mean, std: per-channel RGB normalisation on [0, 1] images.
+        mean, std, is_scale: per-channel RGB normalisation ``(x / 255 - mean) / std`` (``is_scale``
+            False: ``(x - mean) / std`` on 0..255 values). Defaults: ImageNet mean/std on [0, 1]
+            (PP-YOLOE); PP-YOLOE+ weights expect mean 0, std 1 (see ``normalize.NORMALIZE_PRESETS``).
         seed: seed of the size draw (pass a different seed per rank). Inside a DataLoader worker
             the generator is re-derived once per process from (seed, numpy's worker-seeded RNG),
             so workers and epochs do not all replay the same size sequence.
@@ -245,13 +247,15 @@ class DetCollate:
     scale_factor [B, 2] float32 = (S / orig_h, S / orig_w). M >= 1.
     """
 
-    def __init__(self, sizes=(320,), mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), seed: int = 0):
+    def __init__(self, sizes=(320,), mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), seed: int = 0,
+                 is_scale: bool = True):
         self.sizes = [int(s) for s in sizes]
         bad = [s for s in self.sizes if s % 32]
         if bad:
             raise ValueError(f"input sizes must be multiples of 32, got {bad}")
         self.mean = np.asarray(mean, np.float32).reshape(3, 1, 1)
         self.std = np.asarray(std, np.float32).reshape(3, 1, 1)
+        self.divisor = np.float32(255.0 if is_scale else 1.0)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self._pid = os.getpid()
@@ -274,7 +278,7 @@ class DetCollate:
             h, w = img.shape[:2]
             sy, sx = size / h, size / w
             img = cv2.resize(img, (size, size), interpolation=cv2.INTER_LINEAR)
-            images[i] = (img.transpose(2, 0, 1).astype(np.float32) / 255.0 - self.mean) / self.std
+            images[i] = (img.transpose(2, 0, 1).astype(np.float32) / self.divisor - self.mean) / self.std
             k = len(s["gt_class"])
             if k:
                 gt_bbox[i, :k] = s["gt_bbox"] * np.array([sx, sy, sx, sy], np.float32)

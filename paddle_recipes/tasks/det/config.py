@@ -1,13 +1,18 @@
-"""Config sections of the PP-YOLOE recipe that are this task's own (the recipe embeds them directly)."""
+"""Config schema of the PP-YOLOE recipe (DetConfig) and its task-specific sections."""
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
+from typing import Union
 
 from ...amp import DEFAULT_FP16_BLACK_LIST, AmpConfig
-from ...config import check_name
+from ...ema import EmaConfig
+from ...optim import OptimizerConfig
+from ...config import ConfigError, check_name
 from ...export import TrtConfig
-from ...training import EvalLoaderConfig, TrainLoaderConfig, TrainSection
+from ...training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainLoaderConfig, TrainSection
 from .model import SIZES, build_ppyoloe
+from .normalize import NORMALIZE_PRESETS, NormalizeConfig
 from .synth import ShapesSpec
 
 
@@ -24,12 +29,18 @@ def default_amp() -> AmpConfig:
 
 @dataclass
 class ArchitectureConfig:
-    """size: tiny | s | m | l (width/depth multipliers). reg_max: highest DFL bin (grid cells)."""
+    """size: tiny | s | m | l | x (width/depth multipliers). reg_max: highest DFL bin (grid cells).
+    normalize: input normalisation of train/eval/predict/export, {mean, std, is_scale} or a preset name
+    (imagenet = PP-YOLOE weights and the default; ppyoloe_plus = PP-YOLOE+ weights: x / 255 only)."""
     size: str = "s"
     reg_max: int = 16
+    normalize: Union[NormalizeConfig, str] = field(default_factory=NormalizeConfig)
 
     def __post_init__(self):
         check_name("Architecture.size", self.size, SIZES)
+        if isinstance(self.normalize, str):
+            check_name("Architecture.normalize", self.normalize, NORMALIZE_PRESETS)
+            self.normalize = copy.deepcopy(NORMALIZE_PRESETS[self.normalize])
 
 
 @dataclass
@@ -110,12 +121,45 @@ class DetPredictConfig:
 class DetExportConfig:
     """out_prefix: "" = output_dir/inference/model. parity_batch: images compared dygraph vs Paddle Inference.
     fold_bn: fold BatchNorm into convs after the RepVGG fusion. upsample: "repeat" (runs on CPU Paddle
-    Inference/oneDNN) or "interp" (TensorRT-native nearest_interp). trt: TensorRT config written next to it."""
+    Inference/oneDNN) or "interp" (TensorRT-native nearest_interp). trt: TensorRT config written next to it.
+    layout: native (out_prefix.* + infer_cfg.yml + trt_config.yml; outputs boxes, scores) | ppdet
+    (PaddleDetection's deploy layout: model.json/.pdiparams + infer_cfg.yml, inputs image + scale_factor,
+    NMS in the graph) | paddlex (inference.* + inference.yml, Global.model_name = model_name); ppdet and
+    paddlex write into the folder of out_prefix (default output_dir/inference)."""
     out_prefix: str = ""
     parity_batch: int = 2
     fold_bn: bool = True
     upsample: str = "repeat"
     trt: TrtConfig = field(default_factory=default_trt)
+    layout: str = "native"
+    model_name: str = ""
 
     def __post_init__(self):
         check_name("Export.upsample", self.upsample, ("repeat", "interp"))
+        check_name("Export.layout", self.layout, ("native", "ppdet", "paddlex"))
+        if self.layout == "paddlex" and not self.model_name:
+            raise ConfigError("Export.layout paddlex needs Export.model_name (PaddleX's name, e.g. PP-YOLOE_plus-S)")
+
+
+@dataclass
+class DetGlobal(GlobalConfig):
+    epochs: int = 30
+    output_dir: str = "output/det_ppyoloe"
+    log_every: int = 10
+
+
+@dataclass
+class DetConfig(TrainingConfig):
+    """The det recipe's config (recipes/det_ppyoloe.py); `-c` also takes PaddleDetection PP-YOLOE(+) YAMLs."""
+    Global: DetGlobal = field(default_factory=DetGlobal)
+    Architecture: ArchitectureConfig = field(default_factory=ArchitectureConfig)
+    Loss: LossConfig = field(default_factory=LossConfig)
+    Optimizer: OptimizerConfig = field(default_factory=lambda: OptimizerConfig(
+        name="momentum", lr=0.01, weight_decay=5e-4, schedule="cosine", warmup_steps=300))
+    AMP: AmpConfig = field(default_factory=default_amp)
+    EMA: EmaConfig = field(default_factory=lambda: EmaConfig(enable=True, decay=0.9998, warmup="threshold"))
+    Synthetic: ShapesSetConfig = field(default_factory=ShapesSetConfig)
+    Train: DetTrain = field(default_factory=DetTrain)
+    Eval: DetEval = field(default_factory=DetEval)
+    Predict: DetPredictConfig = field(default_factory=DetPredictConfig)
+    Export: DetExportConfig = field(default_factory=DetExportConfig)

@@ -5,6 +5,7 @@
     s:    0.50 / 0.33
     m:    0.75 / 0.67
     l:    1.00 / 1.00
+    x:    1.25 / 1.33
 ``model(image)`` -> (boxes [B, L, 4] xyxy input pixels, scores [B, L, C]);
 ``model(image, gt_class, gt_bbox, pad_gt_mask)`` -> dict of losses.
 Input sides must be multiples of 32.
@@ -31,6 +32,7 @@ SIZES = {
     "s": SizeSpec(0.50, 0.33),
     "m": SizeSpec(0.75, 0.67),
     "l": SizeSpec(1.00, 1.00),
+    "x": SizeSpec(1.25, 1.33),
 }
 
 
@@ -58,7 +60,7 @@ class PPYOLOE(nn.Layer):
 
 
 def build_ppyoloe(size: str = "s", num_classes: int = 80, **kwargs) -> PPYOLOE:
-    """Build a PP-YOLOE of a registered ``size`` (tiny/s/m/l) for ``num_classes`` classes."""
+    """Build a PP-YOLOE of a registered ``size`` (tiny/s/m/l/x) for ``num_classes`` classes."""
     if size not in SIZES:
         raise ValueError(f"unknown PP-YOLOE size {size!r}; choose one of {sorted(SIZES)}")
     spec = SIZES[size]
