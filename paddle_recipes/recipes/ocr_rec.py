@@ -10,64 +10,26 @@ Train.dataset.label_file_list=[D/train.txt]`` or ``format=lmdb``. Empty ``data_d
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import paddle
 
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
+from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
-from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.recipe import ExportConfig, PredictConfig, Recipe
+from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
-from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, RecDataset, collate
-from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, predict_images
-from paddle_recipes.tasks.ocr.losses import LossConfig
+from paddle_recipes.tasks.ocr.config import RecConfig, RecEval, RecGlobal, RecTrain, check_rec_config  # noqa: F401
+from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
+from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, outputs_logits, predict_images
 from paddle_recipes.tasks.ocr.metrics import RecMetric
-from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model
+from paddle_recipes.tasks.ocr.models import build_rec_model
+from paddle_recipes.tasks.ocr.multiscale import build_multiscale_loader
 from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
-from paddle_recipes.tasks.ocr.step import CtcTrainStep
-from paddle_recipes.tasks.ocr.synth import SyntheticSetConfig, build_dataset, dataset_fingerprint
-from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
-
-
-@dataclass
-class RecGlobal(GlobalConfig):
-    """GlobalConfig plus: character_dict_path (one char per line; blank is class 0), use_space_char,
-    max_text_length (longer labels are skipped, counted), image_shape [C, H, W] of the model input."""
-    output_dir: str = "output/ocr_rec"
-    character_dict_path: str = "datasets/ocr_rec/ch_common_3000.txt"
-    use_space_char: bool = False
-    max_text_length: int = 25
-    image_shape: list[int] = field(default_factory=lambda: [3, 48, 320])
-
-
-@dataclass
-class RecTrain(TrainSection):
-    dataset: DatasetConfig = field(default_factory=DatasetConfig)
-
-
-@dataclass
-class RecEval:
-    """Eval dataset ("" data_dir = synthetic val split) and loader."""
-    dataset: DatasetConfig = field(default_factory=DatasetConfig)
-    loader: EvalLoaderConfig = field(default_factory=EvalLoaderConfig)
-
-
-@dataclass
-class RecConfig(TrainingConfig):
-    Global: RecGlobal = field(default_factory=RecGlobal)
-    Architecture: ArchitectureConfig = field(default_factory=ArchitectureConfig)
-    Loss: LossConfig = field(default_factory=LossConfig)
-    Optimizer: OptimizerConfig = field(default_factory=lambda: OptimizerConfig(
-        name="adam", lr=1e-3, schedule="cosine", warmup_steps=200, weight_decay=0.0))
-    Synthetic: SyntheticSetConfig = field(default_factory=SyntheticSetConfig)
-    Train: RecTrain = field(default_factory=RecTrain)
-    Eval: RecEval = field(default_factory=RecEval)
-    Predict: PredictConfig = field(default_factory=PredictConfig)
-    Export: ExportConfig = field(default_factory=ExportConfig)
+from paddle_recipes.tasks.ocr.step import CtcTrainStep, MultiLossTrainStep
+from paddle_recipes.tasks.ocr.synth import build_dataset, dataset_fingerprint
 
 
 class OcrRec(Recipe):
@@ -75,8 +37,14 @@ class OcrRec(Recipe):
     name, Config, default_config, main_metric = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml", "acc"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
     output_names = ("logits",)
+    config_translators = (paddleocr_rec_translator(RecConfig),)  # -c accepts PaddleOCR rec YAMLs (and -o their keys)
+
+    @property
+    def main_metric(self) -> str:
+        return self.cfg.Metric.main_indicator
 
     def check(self) -> None:
+        check_rec_config(self.cfg)
         if not self.info.is_main:  # rank 0 warns once per bad file:line
             logging.getLogger("paddle_recipes.tasks.ocr").setLevel(logging.ERROR)
 
@@ -94,14 +62,21 @@ class OcrRec(Recipe):
             self.prepare_data(s.root, dataset_fingerprint(self.charset.chars, splits, s),
                               lambda: build_dataset(s.root, self.charset.chars, splits, s, workers=s.workers))
             ds = s.split_dataset("train" if split == "train" else "val")
-        g = self.cfg.Global
+        g, multi = self.cfg.Global, self.cfg.Architecture.is_multihead
         rec = RecDataset(ds, self.charset, g.image_shape, g.max_text_length, replace_bad=split == "train",
-                         key="Train.dataset" if split == "train" else "Eval.dataset")
+                         key="Train.dataset" if split == "train" else "Eval.dataset", aug=split == "train" and ds.aug,
+                         keep_max_length=g.max_text_length - 2 if multi else None)  # NRTR: [<s>, text, </s>]
         setattr(self, f"{split}_stats", rec.stats)
         return rec
 
     def collate(self, split):
-        return collate
+        multi = split == "train" and self.cfg.Architecture.is_multihead
+        return partial(collate_gtc, max_text_length=self.cfg.Global.max_text_length) if multi else collate
+
+    def train_loader(self, train_set):
+        s = self.cfg.Train.sampler
+        return None if s is None else build_multiscale_loader(train_set, s, self.cfg.Train.loader, self.info,
+                                                              self.cfg.Global.seed, self.collate("train"))
 
     def skip_stats(self):
         return [st for st in (getattr(self, "train_stats", None), getattr(self, "eval_stats", None)) if st]
@@ -111,18 +86,21 @@ class OcrRec(Recipe):
 
     @cached_property
     def train_step(self):
-        return CtcTrainStep(self.charset, self.train_stats, zero_infinity=self.cfg.Loss.zero_infinity)
+        step = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep
+        return step(self.charset, self.train_stats, zero_infinity=self.cfg.Loss.zero_infinity)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])
 
     def evaluate_model(self, model, loader) -> dict:
-        state = evaluate_rec(model, loader, self.charset, self.eval_stats)
+        m = self.cfg.Metric
+        state = evaluate_rec(model, loader, self.charset, self.eval_stats, m.ignore_space, m.is_filter)
         return RecMetric.from_state({k: dist_utils.all_reduce_sum(float(v)) for k, v in state.items()})
 
     def describe(self, run) -> str:
         a = self.cfg.Architecture
-        return (f"CRNN {a.Backbone.name}+{a.Neck.name}, {self.charset.num_classes} classes, {super().describe(run)}, "
+        return (f"{a.algorithm} {a.Backbone.name}+{a.Neck.name if a.Neck else '-'}+{a.Head.name}, "
+                f"{self.charset.num_classes} classes, {super().describe(run)}, "
                 f"input {self.cfg.Global.image_shape}, accum {self.cfg.Train.accumulate_steps}")
 
     def predict_model(self, model) -> list:
@@ -138,9 +116,14 @@ class OcrRec(Recipe):
 
     def export_extras(self, ref, out, inputs, out_dir) -> dict:
         self.charset.save(out_dir / "char_dict.txt")
-        texts = [[t for t, _ in ctc_greedy_decode(o, self.charset)] for o in (ref[0], out[0])]
+        lg = outputs_logits(self.deployed)
+        texts = [[t for t, _ in ctc_greedy_decode(o, self.charset, is_logits=lg)] for o in (ref[0], out[0])]
         return {"input": [None, *self.cfg.Global.image_shape], "same_decoded_text": texts[0] == texts[1],
-                "output": "logits [B, T, num_classes] (softmax + greedy CTC decode outside)"}
+                "output": f"{'logits' if lg else 'probabilities'} [B, T, num_classes] (greedy CTC decode outside)"}
+
+    def deploy_model(self, model):
+        self.deployed = model  # PaddleOCR's models: the CTC branch, softmax output (as PaddleOCR exports)
+        return model, {}
 
 
 main, cli = OcrRec.main, OcrRec.cli

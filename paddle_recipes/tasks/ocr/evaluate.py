@@ -21,14 +21,20 @@ logger = logging.getLogger(__name__)
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 
+def outputs_logits(model) -> bool:
+    """False for models whose eval forward gives probabilities (PaddleOCR's: softmax in eval)."""
+    return not getattr(model, "outputs_probabilities", False)
+
+
 @paddle.no_grad()
-def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = None) -> Dict[str, float]:
+def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = None, ignore_space: bool = False,
+                 is_filter: bool = False) -> Dict[str, float]:
     """Raw metric sums over ``loader`` (see RecMetric.state) plus ``infer_seconds``: wall time of the forward
     passes and decoding (PaddleOCR's eval ``fps`` = total / infer_seconds; data loading not counted).
-    Corrupt images are counted in ``stats``."""
+    Corrupt images are counted in ``stats``. ignore_space / is_filter: see RecMetric."""
     was_training = model.training
     model.eval()
-    metric = RecMetric()
+    metric = RecMetric(ignore_space=ignore_space, is_filter=is_filter)
     infer_seconds = 0.0
     for batch in loader:
         if stats is not None:
@@ -37,7 +43,8 @@ def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = Non
             continue
         t0 = time.perf_counter()
         logits = model(batch["image"])
-        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
+        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset,
+                                                 is_logits=outputs_logits(model))]
         infer_seconds += time.perf_counter() - t0
         metric.update(preds, list(batch["text"]))
     if was_training:
@@ -72,7 +79,8 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
         if not pending:
             return
         x = paddle.to_tensor(pad_batch([a for _, a in pending]))
-        for (f, _), (text, conf) in zip(pending, ctc_greedy_decode(model(x).astype("float32").numpy(), charset)):
+        for (f, _), (text, conf) in zip(pending, ctc_greedy_decode(model(x).astype("float32").numpy(), charset,
+                                                                 is_logits=outputs_logits(model))):
             results.append((f, text, conf))
         pending.clear()
 

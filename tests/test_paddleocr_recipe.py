@@ -1,0 +1,123 @@
+"""PaddleOCR rec YAMLs through the OCR recipe's CLI (-c <PaddleOCR yml> -o <PaddleOCR keys>): each of the five
+fixture files trains 2 steps on a 16-line label-file set, evaluates and exports; and the dict-change fine-tune
+path (pretrain with dict A, fine-tune with dict B through Global.pretrained_model)."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+from paddle_recipes.recipes.ocr_rec import OcrRec
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "paddleocr_configs"
+DICT_A = "0123456789abcdef"
+
+
+def write_label_set(root: Path, chars: str, n: int = 16, seed: int = 0) -> Path:
+    """n BGR line images of 1-6 random `chars` (cv2.putText) + train.txt (PaddleOCR's `path<TAB>label`)."""
+    rng = random.Random(seed)
+    (root / "img").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(n):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(1, 6)))
+        img = np.full((32, 20 * len(text) + 12, 3), 255, np.uint8)
+        cv2.putText(img, text, (4, 24), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (0, 0, 0), 2)
+        cv2.imwrite(str(root / "img" / f"{i}.png"), img)
+        lines.append(f"img/{i}.png\t{text}")
+    (root / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "dict.txt").write_text("\n".join(chars) + "\n", encoding="utf-8")
+    return root
+
+
+WIDTH = 96  # input width for the tests (PaddleOCR's files say 320)
+
+
+def narrow(name: str) -> list[str]:
+    """-o of every RecResizeImg image_shape (a list index in the key) to width WIDTH, and of the sampler scales."""
+    data = yaml.safe_load((FIXTURES / name).read_text(encoding="utf-8"))
+    opts = []
+    for split in ("Train", "Eval"):
+        for i, op in enumerate(data[split]["dataset"]["transforms"]):
+            if "RecResizeImg" in op:
+                c, h, _ = op["RecResizeImg"]["image_shape"]
+                opts.append(f"{split}.dataset.transforms.{i}.RecResizeImg.image_shape=[{c},{h},{WIDTH}]")
+    if "sampler" in data["Train"]:
+        opts += ["Train.sampler.first_bs=4", f"Train.sampler.scales=[[{WIDTH},32],[{WIDTH},48]]"]
+    return opts
+
+
+def paddleocr_opts(data: Path, out: Path, name: str) -> list[str]:
+    """-o in PaddleOCR's own keys: tiny data, 2 steps, our dict, CPU, narrow inputs."""
+    opts = [f"Global.save_model_dir={out}", "Global.epoch_num=1", "Global.max_steps=2", "Global.print_batch_step=1",
+            "Global.use_gpu=false", f"Global.character_dict_path={data / 'dict.txt'}", "Global.eval_batch_step=[0,2]",
+            f"Global.save_inference_dir={out}", "Global.device=cpu",
+            f"Train.dataset.data_dir={data}", f"Train.dataset.label_file_list=[{data / 'train.txt'}]",
+            f"Eval.dataset.data_dir={data}", f"Eval.dataset.label_file_list=[{data / 'train.txt'}]",
+            "Train.loader.batch_size_per_card=4", "Train.loader.num_workers=0",
+            "Eval.loader.batch_size_per_card=8", "Eval.loader.num_workers=0"]
+    return opts + narrow(name)
+
+
+def run(argv: list[str]):
+    return OcrRec.main(argv)
+
+
+CASES = [("rec_chinese_common_train_v2.0.yml", False, []),
+         ("rec_r34_vd_none_bilstm_ctc.yml", False, ["Global.character_type=ch"]),
+         ("ch_PP-OCRv4_rec.yml", True, []),
+         ("PP-OCRv5_mobile_rec.yml", True, []),
+         pytest.param("PP-OCRv5_server_rec.yml", True, [], marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name,multiscale,extra", CASES)
+def test_paddleocr_yaml_trains_evaluates_exports(tmp_path, capsys, name, multiscale, extra):
+    data = write_label_set(tmp_path / "data", DICT_A)
+    out = tmp_path / "out"
+    argv = ["-c", str(FIXTURES / name), "-o", *paddleocr_opts(data, out, name), *extra]
+    summary = run(argv)
+    assert summary["global_step"] == 2
+    assert all(np.isfinite(h["loss"]) for h in summary["history"])
+    assert summary["final_eval"]["num_samples"] == 16
+    log = (out / "train.log").read_text(encoding="utf-8")
+    assert "no effect here: Global.use_gpu" not in log  # use_gpu false maps to Global.device
+    assert "no effect here:" in log
+    if multiscale:  # MultiHead: MultiLoss parts logged, batches of 4 at 32 px high (first_bs) then fewer at 48
+        assert "NRTRLoss" in log and "CTCLoss" in log
+        assert "not exactly as PaddleOCR" in log
+    metrics = run(["--mode", "eval", *argv])
+    assert metrics["num_samples"] == 16 and 0.0 <= metrics["acc"] <= 1.0
+    report = run(["--mode", "export", *argv])
+    assert report["same_decoded_text"] is True and report["max_abs_diff"] < 1e-4
+
+
+YML = "PP-OCRv5_mobile_rec.yml"
+
+
+def test_dict_change_finetune_through_the_cli(tmp_path):
+    """Pretrain a PP-OCRv5-mobile-style config with dict A, fine-tune with dict B: the CTC and NRTR output layers
+    are re-initialised and listed; a backbone that differs is a one-line error (exit 2)."""
+    a = write_label_set(tmp_path / "a", DICT_A)
+    b = write_label_set(tmp_path / "b", "xyz0123", seed=1)
+    yml = str(FIXTURES / YML)
+    run(["-c", yml, "-o", *paddleocr_opts(a, tmp_path / "pre", YML)])
+    ckpt = tmp_path / "pre" / "checkpoints"
+    assert ckpt.exists()
+    out = tmp_path / "ft"
+    summary = run(["-c", yml, "-o", *paddleocr_opts(b, out, YML), f"Global.pretrained_model={ckpt}"])
+    assert summary["global_step"] == 2
+    log = (out / "train.log").read_text(encoding="utf-8")
+    line = next(ln for ln in log.splitlines() if "re-initialised 4 class-dependent tensors" in ln)
+    for name in ("head.ctc_head.fc.weight", "head.ctc_head.fc.bias", "head.gtc_head.embedding.embedding.weight",
+                 "head.gtc_head.tgt_word_prj.weight"):
+        assert name.split(".weight")[0].split(".bias")[0] in line, name
+    assert "loaded " in log and "pretrained " in log
+    with pytest.raises(SystemExit) as exc:
+        OcrRec.cli(["-c", yml, "-o", *paddleocr_opts(b, tmp_path / "bad", YML), f"Global.pretrained_model={ckpt}",
+                    "Architecture.Backbone.scale=0.5"])
+    assert exc.value.code == 2
