@@ -10,7 +10,7 @@ Layout of `save_checkpoint(root, state, tag="step_000100")`::
 
 A checkpoint is written into a temporary folder and renamed into place, then `latest` is
 replaced atomically (os.replace), so a crash mid-save never leaves a half checkpoint behind
-`latest`. `keep_last` older ones are kept.
+`latest`. `keep_last` older ones are kept, besides `best` and the permanent `iter_epoch_N` folders.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import paddle
 TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams"}
 STATE_FILE = "state.pkl"
 LATEST = "latest"
+KEEP_PREFIX = "iter_epoch_"  # permanent checkpoints (Global.keep_every_epochs): never pruned
 
 
 class CheckpointError(RuntimeError):
@@ -150,7 +151,8 @@ def _prune(root: Path, keep_last: int, protect: str) -> None:
     if keep_last <= 0:
         return
     dirs = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                   and (p / STATE_FILE).exists() and p.name != "best"), key=lambda p: p.stat().st_mtime)
+                   and (p / STATE_FILE).exists() and p.name != "best" and not p.name.startswith(KEEP_PREFIX)),
+                  key=lambda p: p.stat().st_mtime)
     for p in dirs[:-keep_last]:
         if p.name != protect:
             shutil.rmtree(p, ignore_errors=True)

@@ -138,6 +138,7 @@ class Recipe:
     user_errors: tuple = ()
     eval_autocast: bool = False
     output_names: tuple = ()
+    parity_after_deploy: bool = False  # export parity against deploy_model's outputs (it changes them, e.g. softmax)
     config_translators: tuple = ()  # foreign -c files: f(raw dict, path) -> (config dict, notes) | None
 
     def __init__(self, cfg, info):
@@ -164,6 +165,11 @@ class Recipe:
     def evaluate_model(self, model, loader) -> dict:
         """Metrics of `model` (unwrapped) on this rank's shard `loader`, reduced over ranks."""
         raise NotImplementedError
+
+    def cur_metric(self, metrics: dict) -> dict:
+        """What the `cur metric, k: v, ...` / `best metric, ...` eval lines show of evaluate_model's metrics
+        (default: all of them; OCR shows PaddleOCR's acc, norm_edit_dis, fps)."""
+        return dict(metrics)
 
     def batch_size(self, batch) -> int:
         from .trainer import default_batch_size
@@ -194,6 +200,12 @@ class Recipe:
     def deploy_model(self, model) -> tuple[paddle.nn.Layer, dict]:
         """The model to export (e.g. re-parameterized) and report entries about that step."""
         return model, {}
+
+    def export_files(self, deploy, prefix: str):
+        """Write the inference files of `deploy` for `prefix`; returns (export.ExportedModel, report entries)."""
+        from .export import export_model
+
+        return export_model(deploy, self.input_spec(), prefix), {}
 
     def export_extras(self, ref: list, out: list, inputs: dict, out_dir: Path) -> dict:
         """Task-level parity checks and files next to the export (e.g. decoded text equal)."""
@@ -260,7 +272,8 @@ class Recipe:
                              loader=self.train_loader(train_set),
                              eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),
                              collate=self.collate("train"), callbacks=self.callbacks(), main_metric=self.main_metric,
-                             batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast)
+                             batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast,
+                             cur_metric=self.cur_metric)
         self.log.info("%s: %s, world %d, EMA %s", self.name, self.describe(run), self.info.world_size,
                       "on" if run.ema is not None else "off")
         return run.fit()
@@ -279,16 +292,22 @@ class Recipe:
         return self.predict_model(model)
 
     def export(self) -> dict:
-        """jit.save the (EMA) model and compare Paddle Inference with dygraph on parity_inputs()."""
-        from .export import create_predictor, export_model, predict as run_predictor
+        """Export the (EMA) model (export_files; default jit.save at Export.out_prefix, "" = output_dir/inference/model)
+        and compare Paddle Inference with dygraph on parity_inputs(); writes <export folder>/export_report.json."""
+        from .export import create_predictor, predict as run_predictor
 
         model, src = self.load_for_inference()
         inputs = self.parity_inputs(model)
-        with paddle.no_grad():
-            ref = _as_list(model(*[paddle.to_tensor(v) for v in inputs.values()]))
+        def outputs(net):
+            with paddle.no_grad():
+                return _as_list(net(*[paddle.to_tensor(v) for v in inputs.values()]))
+
+        ref = None if self.parity_after_deploy else outputs(model)  # before deploy_model may fuse layers in place
         deploy, report = self.deploy_model(model)
+        ref = ref if ref is not None else outputs(deploy)
         prefix = self.cfg.Export.out_prefix or str(Path(self.cfg.Global.output_dir) / "inference" / "model")
-        exp = export_model(deploy, self.input_spec(), prefix)
+        exp, entries = self.export_files(deploy, prefix)
+        report.update(entries)
         pred = create_predictor(exp.prefix, device="gpu" if paddle.is_compiled_with_cuda() else "cpu", threads=2)
         out = run_predictor(pred, inputs)
         diffs = [float(np.abs(a - b).max()) for a, b in zip(out, ref)]

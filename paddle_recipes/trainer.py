@@ -28,6 +28,7 @@ from . import checkpoint as ckpt
 from .accumulate import GradAccumulator
 from .amp import Amp
 from .distributed import DistInfo, barrier, unwrap
+from .ppocr_logs import format_cur_metric, format_metric_line
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +68,14 @@ class Trainer:
     epochs: number of epochs; max_steps: stop after this many optimizer steps (0 = no limit).
     log_every: optimizer steps between log lines. save_every_steps: 0 = only at epoch ends.
     save_every_epochs / eval_every_epochs: 0 disables. keep_last: checkpoints kept.
-    main_metric: eval key used to keep output_dir/checkpoints/best (higher is better).
+    main_metric: eval key used to keep output_dir/checkpoints/best (higher is better; PaddleOCR's tie rule:
+    an eval equal to the best so far becomes the new best, so `best` holds the latest of equal evals).
     lr_step_per: "step" (optimizer step) or "epoch".
+    eval_batch_step: PaddleOCR's [start, every] in optimizer steps: also evaluate after optimizer step s
+    when s > start and (s - start) % every == 0 (() = off). keep_every_epochs: every this many epochs the
+    epoch-end checkpoint is tagged iter_epoch_N and never pruned (0 = off).
+    cur_metric(metrics) -> dict: what the `cur metric, k: v, ...` eval line shows (default: every metric);
+    the `best metric, ..., best_epoch: N` line repeats it for the best eval (PaddleOCR's log lines).
     """
 
     def __init__(self, model: paddle.nn.Layer, optimizer, train_step: Callable, train_loader, *,
@@ -78,7 +85,8 @@ class Trainer:
                  eval_every_epochs: int = 1, save_every_epochs: int = 1, save_every_steps: int = 0,
                  keep_last: int = 3, dist_info: DistInfo | None = None, batch_size_fn: Callable = default_batch_size,
                  main_metric: str | None = None, lr_step_per: str = "step", config: Any = None,
-                 timer=None, scalar_writer=None):
+                 timer=None, scalar_writer=None, eval_batch_step=(), keep_every_epochs: int = 0,
+                 cur_metric: Callable[[dict], dict] | None = None):
         if lr_step_per not in ("step", "epoch"):
             raise ValueError("lr_step_per must be 'step' or 'epoch'")
         self.model, self.optimizer, self.train_step, self.train_loader = model, optimizer, train_step, train_loader
@@ -93,6 +101,10 @@ class Trainer:
         self.batch_size_fn, self.main_metric, self.lr_step_per = batch_size_fn, main_metric, lr_step_per
         self.config, self.scalar_writer = config, scalar_writer
         self.timer = timer
+        self.eval_batch_step, self.keep_every_epochs = tuple(eval_batch_step or ()), keep_every_epochs
+        self.cur_metric = cur_metric or dict
+        self.best_record: dict = {}    # the `best metric` line: cur_metric of the best eval + best_epoch
+        self._eval_step: int | None = None  # global_step of the last evaluation
         # progress
         self.epoch = 0                 # current epoch (0-based)
         self.batch_in_epoch = 0        # micro-batches consumed in the current epoch
@@ -136,7 +148,7 @@ class Trainer:
             "accumulator": self.accumulator.state_dict(),
             "lr": self.lr_scheduler.state_dict() if self.lr_scheduler is not None else None,
             "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch, "global_step": self.global_step,
-            "samples_seen": self.samples_seen, "best_metric": self.best_metric,
+            "samples_seen": self.samples_seen, "best_metric": self.best_metric, "best_record": self.best_record,
             "rng": ckpt.rng_state(),
             "callbacks": [cb.state_dict() for cb in self.callbacks],
             "world_size": self.info.world_size,
@@ -164,6 +176,7 @@ class Trainer:
         self.epoch, self.batch_in_epoch = state["epoch"], state["batch_in_epoch"]
         self.global_step, self.samples_seen = state["global_step"], state["samples_seen"]
         self.best_metric = state.get("best_metric")
+        self.best_record = dict(state.get("best_record") or {})
         for cb, cb_state in zip(self.callbacks, state.get("callbacks", [])):
             cb.set_state_dict(cb_state)
         if state.get("world_size", 1) != self.info.world_size:
@@ -200,19 +213,32 @@ class Trainer:
                 metrics = self.eval_fn(self.model)
         self.model.train()
         self.last_metrics = dict(metrics)
+        self._eval_step = self.global_step
+        epoch = self.epoch + (1 if self.batch_in_epoch else 0)  # 1-based epoch of these weights (PaddleOCR's)
+        cur = self.cur_metric(metrics)
+        logger.info(format_cur_metric(cur))
         line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}" for k, v in metrics.items())
-        epochs_done = self.epoch + (1 if self.batch_in_epoch else 0)  # fit() calls this after the epoch ends
-        logger.info("eval after epoch %d (global_step %d): %s", epochs_done, self.global_step, line)
+        logger.info("eval at epoch %d, global_step %d: %s", epoch, self.global_step, line)
         if self.scalar_writer is not None and self.info.is_main:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)):
                     self.scalar_writer.add_scalar(f"eval/{k}", float(v), self.global_step)
         key = self.main_metric
-        if key and key in metrics and (self.best_metric is None or metrics[key] > self.best_metric):
+        if key and key in metrics and (self.best_metric is None or metrics[key] >= self.best_metric):
             self.best_metric = float(metrics[key])
+            self.best_record = {**cur, "best_epoch": epoch}
             self.save("best")
+        if self.best_record:
+            logger.info(format_metric_line("best metric", self.best_record))
         self._call("on_eval_end", metrics)
         return metrics
+
+    def eval_due_by_step(self) -> bool:
+        """PaddleOCR's rule for eval_batch_step [start, every] after optimizer step global_step."""
+        if len(self.eval_batch_step) != 2 or self.eval_batch_step[1] <= 0:
+            return False
+        start, every = self.eval_batch_step
+        return self.global_step > start and (self.global_step - start) % every == 0
 
     def _log(self, epoch_steps: int | None) -> None:
         scalars = {k: float(paddle.stack(v).astype("float32").mean().item()) if isinstance(v[0], paddle.Tensor)
@@ -295,6 +321,8 @@ class Trainer:
                     self._log(epoch_steps)
                 if self.save_every_steps and self.global_step % self.save_every_steps == 0:
                     self.save()
+                if self.eval_fn is not None and self.eval_due_by_step():
+                    self.evaluate()
                 if self.max_steps and self.global_step >= self.max_steps:
                     self.stop_training = True
             if self.stop_training:
@@ -328,9 +356,12 @@ class Trainer:
             if self.lr_scheduler is not None and self.lr_step_per == "epoch":
                 self.lr_scheduler.step()
             self._call("on_epoch_end")
-            if self.eval_fn is not None and self.eval_every_epochs and (finished_epoch + 1) % self.eval_every_epochs == 0:
+            if (self.eval_fn is not None and self.eval_every_epochs and (finished_epoch + 1) % self.eval_every_epochs == 0
+                    and self._eval_step != self.global_step):  # not again after a step eval of the same weights
                 self.evaluate()
-            if self.save_every_epochs and (finished_epoch + 1) % self.save_every_epochs == 0:
+            if self.keep_every_epochs and (finished_epoch + 1) % self.keep_every_epochs == 0:
+                self.save(f"{ckpt.KEEP_PREFIX}{finished_epoch + 1}")  # never pruned; also what `latest` names
+            elif self.save_every_epochs and (finished_epoch + 1) % self.save_every_epochs == 0:
                 self.save()
             barrier()
         self._call("on_fit_end")

@@ -14,7 +14,7 @@ to steps here), Amp.prepare, EMA, DDP wrapping,
 the scalar writer, the resume source (Global.resume / Global.checkpoints) and the Trainer.
 
 Final-eval rule of Run.fit(): after training, evaluate once more only when evaluation or saving is on
-(eval_every_epochs > 0 or save_every_epochs > 0) and the last evaluation is not of the final weights.
+(eval_every_epochs > 0, eval_batch_step set or save_every_epochs > 0) and the last evaluation is not of the final weights.
 With both 0 there is no final eval and no `best` checkpoint.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
 
@@ -58,6 +58,12 @@ class GlobalConfig:
     pretrained_model (must exist); in eval/predict/export, the weights to use ("" = output_dir/checkpoints:
     `best` if present, else `latest`). use_ema_weights: prefer the EMA weights of a checkpoint.
     use_visualdl: write scalars (JSONL, plus VisualDL when installed) to vdl_dir ("" = output_dir/vdl).
+    PaddleOCR's cadence keys: eval_batch_step [start, every]: also evaluate after optimizer step s when
+    s > start and (s - start) % every == 0 ([] = off; an integer n means [0, n]; optimizer steps = PaddleOCR's
+    iterations without accumulation). keep_every_epochs: every N epochs the checkpoint is the permanent
+    iter_epoch_N, never pruned (PaddleOCR's save_epoch_step; 0 = off). cal_metric_during_train: the train
+    step computes its training metric (OCR: greedy-decoded batch accuracy) only when true.
+    (PaddleOCR's print_batch_step is log_every, save_epoch_step is keep_every_epochs: the -c translator maps them.)
     """
 
     seed: int = 42
@@ -68,6 +74,9 @@ class GlobalConfig:
     log_every: int = 20
     eval_every_epochs: int = 1
     save_every_epochs: int = 1
+    eval_batch_step: Union[List[int], int] = field(default_factory=list)
+    keep_every_epochs: int = 0
+    cal_metric_during_train: bool = True
     keep_last: int = 2
     resume: str = ""
     checkpoints: str = ""
@@ -78,11 +87,27 @@ class GlobalConfig:
     vdl_dir: str = ""
 
     def __post_init__(self):
+        self.eval_batch_step = parse_eval_batch_step(self.eval_batch_step)
+        if self.keep_every_epochs < 0:
+            raise ConfigError(f"Global.keep_every_epochs must be >= 0 (0 = off), got {self.keep_every_epochs}")
         if self.resume and self.checkpoints and self.resume != self.checkpoints:
             raise ConfigError(f"Global.resume ({self.resume!r}) and Global.checkpoints ({self.checkpoints!r}) "
                               "are the same setting: set one")
         if self.pretrained_model and self.weights:
             raise ConfigError("Global.pretrained_model and Global.weights both set init weights: set one")
+
+
+def parse_eval_batch_step(value) -> list[int]:
+    """Global.eval_batch_step -> [] (off) or [start, every]: an integer n means [0, n]; every >= 1, start >= 0."""
+    if isinstance(value, bool):
+        raise ConfigError(f"Global.eval_batch_step: expected [start, every] or an integer, got {value!r}")
+    if isinstance(value, int):
+        value = [0, value]
+    value = list(value or [])
+    if value and (len(value) != 2 or value[0] < 0 or value[1] < 1):
+        raise ConfigError(f"Global.eval_batch_step: expected [] or [start >= 0, every >= 1] (optimizer steps), "
+                          f"got {value!r}")
+    return value
 
 
 @dataclass
@@ -182,7 +207,7 @@ class Run:
 
     def needs_final_eval(self) -> bool:
         g, t = self.cfg.Global, self.trainer
-        enabled = bool(g.eval_every_epochs or g.save_every_epochs)
+        enabled = bool(g.eval_every_epochs or g.save_every_epochs or g.eval_batch_step)
         return t.eval_fn is not None and enabled and self._tracker.step != t.global_step
 
     def fit(self, extra: dict | None = None) -> dict:
@@ -211,7 +236,8 @@ class Run:
 def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn: Callable | None = None,
                    collate: Callable | None = None, loader=None, callbacks=(), main_metric: str | None = None,
                    batch_size_fn: Callable = default_batch_size, output_dir: str | None = None,
-                   skipped: Callable[[], dict] | None = None, eval_autocast: bool = False) -> Run:
+                   skipped: Callable[[], dict] | None = None, eval_autocast: bool = False,
+                   cur_metric: Callable[[dict], dict] | None = None) -> Run:
     """Build the loader, optimizer + LR, AMP, EMA, DDP wrapper, scalar writer, resume source and Trainer.
 
     cfg: a TrainingConfig-shaped object (Global, Optimizer, AMP, Train.accumulate_steps; EMA optional;
@@ -221,6 +247,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     {"loss": Tensor, **scalars}. eval_fn(model) -> {metric: float} (runs with EMA weights; under
     amp.autocast() when eval_autocast, for O2 fp16 weights). output_dir: "" = Global.output_dir.
     skipped() -> {split: {reason: count}} for summary.json (collective: called on every rank).
+    cur_metric(metrics) -> dict shown in the `cur metric, ...` / `best metric, ...` eval lines (default: all).
     """
     g = cfg.Global
     acc_steps = cfg.Train.accumulate_steps
@@ -259,7 +286,8 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                       epochs=g.epochs, max_steps=g.max_steps, log_every=g.log_every, output_dir=str(out),
                       eval_fn=run_eval, eval_every_epochs=g.eval_every_epochs, save_every_epochs=g.save_every_epochs,
                       keep_last=g.keep_last, dist_info=info, main_metric=main_metric, config=cfg,
-                      batch_size_fn=batch_size_fn, scalar_writer=writer)
+                      batch_size_fn=batch_size_fn, scalar_writer=writer, eval_batch_step=g.eval_batch_step,
+                      keep_every_epochs=g.keep_every_epochs, cur_metric=cur_metric)
     return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
                steps_per_epoch=steps_per_epoch, total_steps=total, output_dir=out, skipped=skipped,
                _tracker=tracker)

@@ -74,6 +74,7 @@ def test_ppdet_yaml_trains_and_reports_once(tmp_path, finetuned):
     cfg = yaml.safe_load((out / "config.yml").read_text())
     assert cfg["Architecture"]["normalize"]["std"] == [1.0, 1.0, 1.0]
     assert (cfg["Optimizer"]["name"], cfg["Optimizer"]["warmup_epochs"]) == ("momentum", 5.0)
+    assert cfg["Export"]["layout"] == "ppdet"  # a ppdet config exports in ppdet's deploy layout
     assert json.loads((out / "summary.json").read_text())["global_step"] == 2
 
 
@@ -93,9 +94,20 @@ def test_export_ppdet_layout_with_inference_parity(finetuned):
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     inf = Path(finetuned["out"]) / "inference"
     assert {"model.json", "model.pdiparams", "infer_cfg.yml", "export_report.json"} <= {p.name for p in inf.iterdir()}
-    assert report["same_detections"] is True and report["bbox_num"] == report["host_bbox_num"], report
+    assert report["same_detections"] is True and report["compared_boxes"] == report["host_compared_boxes"], report
     assert report["parity_images"] == 2 and "checkpoints/best/" in report["weights"]
-    assert min(report["bbox_num"]) > 0  # boxes were compared, not two empty outputs
+    assert min(report["compared_boxes"]) > 0  # boxes were compared, not two empty outputs
     cfg = yaml.safe_load((inf / "infer_cfg.yml").read_text())
     assert cfg["label_list"] == ["rectangle", "ellipse", "triangle"]
     assert cfg["Preprocess"][1]["norm_type"] == "none"  # the PP-YOLOE+ normalisation the model was trained with
+
+
+def test_ppyoloe_plus_finetune_preset_is_the_plus_family():
+    from paddle_recipes.config import load_config
+    from paddle_recipes.tasks.det.config import DetConfig
+
+    cfg = load_config(REPO_ROOT / "recipes" / "configs" / "det_ppyoloe_plus_s_finetune.yml", [], DetConfig)
+    assert (cfg.Architecture.size, cfg.Architecture.reg_max) == ("s", 16)
+    assert (cfg.Architecture.normalize.mean, cfg.Architecture.normalize.std) == ([0.0] * 3, [1.0] * 3)
+    assert cfg.Global.pretrained_model.endswith("ppyoloe_plus_crn_s_80e_coco.pdparams")
+    assert (cfg.Optimizer.warmup_epochs, cfg.Optimizer.warmup_steps, cfg.Export.layout) == (5.0, 0, "ppdet")

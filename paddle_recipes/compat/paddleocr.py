@@ -46,14 +46,6 @@ logger = logging.getLogger(__name__)
 
 # Our schema keys the translator writes that RecConfig lacks today: path -> meaning (default).
 PROPOSED_KEYS: Dict[str, str] = {
-    "Global.eval_batch_step": "[start, every]: evaluate when step > start and (step - start) % every == 0, "
-                              "in optimizer steps (PaddleOCR's iterations; equal without accumulation) "
-                              "([] = off; default [])",
-    "Global.keep_every_epochs": "keep a permanent copy iter_epoch_N every N epochs besides the rotated "
-                                "checkpoints (0 = off; default 0)",
-    "Global.cal_metric_during_train": "decode and log training-batch accuracy (default true)",
-    "Global.calc_epoch_interval": "compute the training accuracy only in epochs divisible by this (default 1)",
-    "Global.log_smooth_window": "steps the logged loss/acc/timings are averaged over (default 0 = log_every)",
     "Optimizer.schedule=piecewise": "PaddleOCR Piecewise: Optimizer.values[i] from Optimizer.decay_epochs[i-1]",
     "Optimizer.decay_epochs": "piecewise boundaries, in epochs (default [])",
     "Optimizer.values": "piecewise learning rates (default [])",
@@ -62,10 +54,9 @@ PROPOSED_KEYS: Dict[str, str] = {
     "Optimizer.decay_1d_params": "adamw also decays 1-D parameters (norm scales, biases) (default false)",
     "Optimizer.no_weight_decay_name": "space-separated name fragments of parameters adamw does not decay",
     "Optimizer.clip_norm_per_tensor": "clip each gradient tensor to this L2 norm (ClipGradByNorm; 0 = off)",
-    "Predict.save_res_path": "also write predictions to this file ('' = stdout only)",
-    "Export.model_name": "official model name written to inference.yml (PaddleX), e.g. PP-OCRv5_mobile_rec",
 }
-# Keys of the recipe schema the translator writes (implemented): Global.pretrained_model, Architecture.*
+# Keys of the recipe schema the translator writes (implemented): Global.pretrained_model, Global.eval_batch_step,
+# Global.keep_every_epochs, Global.cal_metric_during_train, Predict.save_res_path, Export.model_name, Architecture.*
 # (PaddleOCR class names + arguments), Loss.loss_config_list, Metric.*, Optimizer.warmup_epochs,
 # {Train,Eval}.dataset.{aug,label_encoder,gtc_encode}, Train.sampler. PaddleOCR behaviours we only
 # approximate are reported in TranslationReport.approximated (one warning line), never silently:
@@ -268,8 +259,7 @@ class _Translator:
                   "print_batch_step": "Global.log_every", "use_visualdl": "Global.use_visualdl",
                   "max_text_length": "Global.max_text_length", "use_space_char": "Global.use_space_char",
                   "cal_metric_during_train": "Global.cal_metric_during_train",
-                  "calc_epoch_interval": "Global.calc_epoch_interval",
-                  "log_smooth_window": "Global.log_smooth_window", "model_name": "Export.model_name"}
+                  "model_name": "Export.model_name"}
         for k, dst in direct.items():
             if k in g:
                 self.map(f"Global.{k}", g[k], dst)
@@ -280,6 +270,13 @@ class _Translator:
         for k in OUR_GLOBAL_KEYS:
             if k in g:
                 self.map(f"Global.{k}", g[k], f"Global.{k}")
+        if "log_smooth_window" in g:  # log lines only: values are averaged differently, training is the same
+            self.report.approximated["Global.log_smooth_window"] = "logged values average the print_batch_step window"
+        if "calc_epoch_interval" in g:
+            if int(g["calc_epoch_interval"]) < 1:
+                raise self.error("Global.calc_epoch_interval", f"{g['calc_epoch_interval']!r}: must be >= 1")
+            self.report.approximated["Global.calc_epoch_interval"] = (
+                "the training accuracy (cal_metric_during_train) is computed in every epoch")
         if "eval_batch_step" in g:
             v = g["eval_batch_step"]
             if isinstance(v, list) and len(v) >= 2:

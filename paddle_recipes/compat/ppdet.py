@@ -567,9 +567,11 @@ def import_ppdet_config(path: str | os.PathLike, logger: logging.Logger | None =
 
 def ppdet_config_translator(raw: dict, path: Path) -> tuple[dict, list[str]] | None:
     """``Recipe.config_translators`` entry of the det recipe: a ppdet YAML given to ``-c`` (recognised by
-    ``is_ppdet_config`` on its raw mapping) -> (our config dict, report lines); None for any other file."""
+    ``is_ppdet_config`` on its raw mapping) -> (our config dict, report lines); None for any other file.
+    A ppdet config exports in ppdet's deploy layout (``Export.layout: ppdet``; ``-o`` can change it)."""
     if not is_ppdet_config(raw):
         return None
     cfg, origin = load_ppdet_yaml(path)
     imp = translate_ppdet_config(cfg, origin, str(path), Path(path).stem)
+    imp.config.setdefault("Export", {}).setdefault("layout", "ppdet")
     return imp.config, imp.notes()

@@ -12,9 +12,6 @@ from __future__ import annotations
 import logging
 from functools import cached_property, partial
 
-import numpy as np
-import paddle
-
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
@@ -23,20 +20,19 @@ from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
 from paddle_recipes.tasks.ocr.config import RecConfig, RecEval, RecGlobal, RecTrain, check_rec_config  # noqa: F401
 from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
-from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, outputs_logits, predict_images
-from paddle_recipes.tasks.ocr.metrics import RecMetric
+from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, predict_images, reduced_rec_metrics
 from paddle_recipes.tasks.ocr.models import build_rec_model
 from paddle_recipes.tasks.ocr.multiscale import build_multiscale_loader
-from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
+from paddle_recipes.tasks.ocr.ppocr_io import PaddleOCRExport, cur_metric
 from paddle_recipes.tasks.ocr.step import CtcTrainStep, MultiLossTrainStep
 from paddle_recipes.tasks.ocr.synth import build_dataset, dataset_fingerprint
 
 
-class OcrRec(Recipe):
+class OcrRec(PaddleOCRExport, Recipe):
     """CRNN/CTC Chinese text-line recognition recipe"""
     name, Config, default_config, main_metric = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml", "acc"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
-    output_names = ("logits",)
+    cur_metric = staticmethod(cur_metric)  # eval lines: cur metric, acc: .., norm_edit_dis: .., fps: ..
     config_translators = (paddleocr_rec_translator(RecConfig),)  # -c accepts PaddleOCR rec YAMLs (and -o their keys)
 
     @property
@@ -87,15 +83,16 @@ class OcrRec(Recipe):
     @cached_property
     def train_step(self):
         step = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep
-        return step(self.charset, self.train_stats, zero_infinity=self.cfg.Loss.zero_infinity)
+        return step(self.charset, self.train_stats, zero_infinity=self.cfg.Loss.zero_infinity,
+                    cal_metric=self.cfg.Global.cal_metric_during_train)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])
 
     def evaluate_model(self, model, loader) -> dict:
         m = self.cfg.Metric
-        state = evaluate_rec(model, loader, self.charset, self.eval_stats, m.ignore_space, m.is_filter)
-        return RecMetric.from_state({k: dist_utils.all_reduce_sum(float(v)) for k, v in state.items()})
+        return reduced_rec_metrics(evaluate_rec(model, loader, self.charset, self.eval_stats, m.ignore_space,
+                                                m.is_filter), dist_utils.all_reduce_sum)
 
     def describe(self, run) -> str:
         a = self.cfg.Architecture
@@ -105,25 +102,8 @@ class OcrRec(Recipe):
 
     def predict_model(self, model) -> list:
         p = self.cfg.Predict
-        return predict_images(model, p.images, self.charset, self.cfg.Global.image_shape, p.batch_size, self.info.is_main)
-
-    def input_spec(self):
-        return [paddle.static.InputSpec([None, *self.cfg.Global.image_shape], "float32", "x")]
-
-    def parity_inputs(self, model) -> dict:
-        n = max(1, self.cfg.Export.parity_batch)
-        return {"x": np.random.default_rng(0).uniform(-1, 1, (n, *self.cfg.Global.image_shape)).astype("float32")}
-
-    def export_extras(self, ref, out, inputs, out_dir) -> dict:
-        self.charset.save(out_dir / "char_dict.txt")
-        lg = outputs_logits(self.deployed)
-        texts = [[t for t, _ in ctc_greedy_decode(o, self.charset, is_logits=lg)] for o in (ref[0], out[0])]
-        return {"input": [None, *self.cfg.Global.image_shape], "same_decoded_text": texts[0] == texts[1],
-                "output": f"{'logits' if lg else 'probabilities'} [B, T, num_classes] (greedy CTC decode outside)"}
-
-    def deploy_model(self, model):
-        self.deployed = model  # PaddleOCR's models: the CTC branch, softmax output (as PaddleOCR exports)
-        return model, {}
+        return predict_images(model, p.images, self.charset, self.cfg.Global.image_shape, p.batch_size, self.info.is_main,
+                              p.save_res_path if self.info.is_main else "")
 
 
 main, cli = OcrRec.main, OcrRec.cli

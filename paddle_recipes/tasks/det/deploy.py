@@ -133,13 +133,15 @@ def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list,
 
 
 def export_ppdet_checked(model: nn.Layer, out_dir: str | os.PathLike, label_list, images, scale_factors, *,
-                         nms: dict, tol: float = 1e-2, threads: int = 2, **export_kwargs) -> dict:
+                         nms: dict, tol: float = 1e-2, margin: float = 1e-4, threads: int = 2,
+                         **export_kwargs) -> dict:
     """``export_ppdet_deploy`` + the parity report of the det recipe's ``--mode export`` (ppdet/paddlex layout).
 
     images [N, 3, H, W] float32 (already preprocessed), scale_factors [N, 2]. Paddle Inference runs the
     exported graph on them; its ``bbox``/``bbox_num`` are compared with the dygraph model's outputs
-    post-processed on the host (``postprocess_batch`` with the same ``nms``): same box count per image and
-    every (class, score, x1, y1, x2, y2) row within ``tol`` (pixels / score). Writes
+    post-processed on the host (``postprocess_batch`` with the same ``nms``): per image the same boxes
+    scored >= score_threshold + ``margin``, every (class, score, x1, y1, x2, y2) row within ``tol``
+    (pixels / score); ``compared_boxes`` counts them (0 = nothing above the threshold to compare). Writes
     ``out_dir/export_report.json`` and returns the report (``same_detections``: the verdict).
     """
     import json
@@ -159,16 +161,22 @@ def export_ppdet_checked(model: nn.Layer, out_dir: str | os.PathLike, label_list
     pred = create_predictor(Path(files["model_file"]).with_suffix(""), device=device, threads=threads)
     bbox, bbox_num = predict(pred, {"image": np.asarray(images, np.float32),
                                     "scale_factor": np.asarray(scale_factors, np.float32)})
-    same = bbox_num.tolist() == [len(r) for r in ref]
-    diff, start = 0.0, 0
-    for r, n in zip(ref, bbox_num.tolist() if same else []):
-        got, start = bbox[start:start + n], start + n
-        if n:  # same rows in another order after NMS ties: sort by (score desc, class)
+    # a score within `margin` of the threshold may fall on either side of it in the two float paths; such
+    # boxes are left out of the comparison (they cannot suppress or displace higher-scored boxes)
+    floor = float(nms["score_threshold"]) + margin
+    got_all = np.split(bbox, np.cumsum(bbox_num)[:-1]) if len(bbox_num) else []
+    got_all = [g[g[:, 1] >= floor] for g in got_all]
+    ref = [r[r[:, 1] >= floor] for r in ref]
+    same = [len(g) for g in got_all] == [len(r) for r in ref]
+    diff = 0.0
+    for got, r in zip(got_all, ref) if same else ():
+        if len(r):  # same rows in another order after NMS ties: sort by (score desc, class)
             got, r = got[np.lexsort((got[:, 0], -got[:, 1]))], r[np.lexsort((r[:, 0], -r[:, 1]))]
             diff = max(diff, float(np.abs(got - r).max()))
     report = {**files, "layout": export_kwargs.get("layout", "ppdet"), "parity_images": len(images),
-              "bbox_num": bbox_num.tolist(), "host_bbox_num": [len(r) for r in ref],
-              "max_abs_diff_bbox": diff, "same_detections": bool(same and diff < tol)}
+              "bbox_num": bbox_num.tolist(), "compared_boxes": [len(g) for g in got_all],
+              "host_compared_boxes": [len(r) for r in ref], "max_abs_diff_bbox": diff,
+              "same_detections": bool(same and diff < tol)}
     (Path(out_dir) / "export_report.json").write_text(json.dumps(report, indent=1))
     return report
 

@@ -11,12 +11,12 @@ from typing import List, Optional
 
 from paddle_recipes.config import ConfigError, check_name
 from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.recipe import ExportConfig, PredictConfig
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
 from .dataset import DatasetConfig
 from .losses import LossConfig
 from .models import ArchitectureConfig
+from .ppocr_io import RecExportConfig, RecPredictConfig
 from .synth import SyntheticSetConfig
 
 
@@ -90,8 +90,8 @@ class RecConfig(TrainingConfig):
     Synthetic: SyntheticSetConfig = field(default_factory=SyntheticSetConfig)
     Train: RecTrain = field(default_factory=RecTrain)
     Eval: RecEval = field(default_factory=RecEval)
-    Predict: PredictConfig = field(default_factory=PredictConfig)
-    Export: ExportConfig = field(default_factory=ExportConfig)
+    Predict: RecPredictConfig = field(default_factory=RecPredictConfig)
+    Export: RecExportConfig = field(default_factory=RecExportConfig)
 
 
 def check_rec_config(cfg: RecConfig) -> None:

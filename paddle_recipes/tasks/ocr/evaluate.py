@@ -10,6 +10,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
+from ...ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
 from .metrics import RecMetric
@@ -52,6 +53,13 @@ def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = Non
     return {**metric.state(), "infer_seconds": infer_seconds}
 
 
+def reduced_rec_metrics(state: Dict[str, float], reduce=float) -> Dict[str, float]:
+    """evaluate_rec's state, each value passed through ``reduce`` (e.g. distributed.all_reduce_sum) -> the eval
+    metrics: acc, norm_edit_dis, num_samples (RecMetric.from_state) and infer_seconds (for PaddleOCR's fps)."""
+    state = {k: reduce(float(v)) for k, v in state.items()}
+    return {**RecMetric.from_state(state), "infer_seconds": state["infer_seconds"]}
+
+
 def list_images(path: str | os.PathLike) -> List[str]:
     """An image file -> [it]; a folder -> its image files (sorted). Missing path -> FileNotFoundError."""
     p = Path(path)
@@ -72,6 +80,7 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
     readable files zero-padded to their widest image, confidence = mean max-probability of the kept
     CTC steps. Returns ([(file, text, confidence)], [(file, reason)] of unreadable files)."""
     model.eval()
+    probs = bool(getattr(model, "outputs_probabilities", False))  # PaddleOCR-faithful models: softmax in eval
     results, bad = [], []
     pending: List[Tuple[str, np.ndarray]] = []
 
@@ -79,8 +88,8 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
         if not pending:
             return
         x = paddle.to_tensor(pad_batch([a for _, a in pending]))
-        for (f, _), (text, conf) in zip(pending, ctc_greedy_decode(model(x).astype("float32").numpy(), charset,
-                                                                 is_logits=outputs_logits(model))):
+        out = model(x).astype("float32").numpy()
+        for (f, _), (text, conf) in zip(pending, ctc_greedy_decode(out, charset, is_logits=not probs)):
             results.append((f, text, conf))
         pending.clear()
 
@@ -101,10 +110,11 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
     return results, bad
 
 
-def predict_images(model, images: str, charset: CharDict, image_shape: Sequence[int], batch_size: int = 16,
-                   show: bool = True) -> List[Tuple[str, str, float]]:
-    """Recognize an image file or folder; prints "file<TAB>text<TAB>confidence" per image when ``show``.
-    Unreadable images are warned and counted, not fatal."""
+def predict_images(model, images: str, charset: CharDict, image_shape: Sequence[int], batch_size: int = 1,
+                   show: bool = True, save_res_path: str = "") -> List[Tuple[str, str, float]]:
+    """Recognize an image file or folder. When ``show``, logs PaddleOCR tools/infer_rec.py's two lines per
+    image (``infer_img: <path>``, ``\t result: <text>\t<score>``) and, with ``save_res_path``, writes its
+    results file (``<path>\t<text>\t<score>`` per line). Unreadable images are warned and counted, not fatal."""
     if not images:
         from .dataset import DataPathError
 
@@ -112,8 +122,15 @@ def predict_images(model, images: str, charset: CharDict, image_shape: Sequence[
     results, bad = recognize_files(model, list_images(images), charset, image_shape, batch_size)
     if show:
         for f, text, conf in results:
-            print(f"{f}\t{text}\t{conf:.4f}")
+            for line in format_infer_rec(f, text, conf):
+                logger.info(line)
         for f, why in bad:
             logger.warning("skipped %s: %s", f, why)
         logger.info("predicted %d images, skipped %d", len(results), len(bad))
+        if save_res_path:
+            out = Path(save_res_path)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with open(out, "w", encoding="utf-8") as fh:
+                fh.writelines(format_rec_result_line(f, text, conf) for f, text, conf in results)
+            logger.info("results written to %s", out)
     return results

@@ -71,6 +71,7 @@ def resolve_model_name(name: str | None) -> str:
 
 class SoftmaxOutput(nn.Layer):
     """Wrap a recognizer returning CTC logits [B, T, C] so that it returns softmax probabilities."""
+    outputs_probabilities = True
 
     def __init__(self, model: nn.Layer):
         super().__init__()
@@ -106,13 +107,14 @@ def paddlex_rec_config(chars: Sequence[str], image_shape: Sequence[int], model_n
 
 def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape: Sequence[int],
                              out_dir: str | os.PathLike, model_name: str = DEFAULT_MODEL_NAME,
-                             legacy: bool = False, outputs_probabilities: bool = False,
+                             legacy: bool = False, outputs_probabilities: bool | None = None,
                              check_widths: Sequence[int] = (0, 2), check_batch: int = 2, seed: int = 0) -> dict:
     """Write ``inference.{json|pdmodel}`` + ``inference.pdiparams`` + ``inference.yml`` +
     ``character_dict.txt`` to ``out_dir`` and check Paddle Inference against the dygraph model.
 
     model: recognizer returning CTC logits [B, T, len(chars) + 1] (or probabilities when
-        ``outputs_probabilities``); exported in eval mode, its training flag is restored.
+        ``outputs_probabilities``; None = the model's ``outputs_probabilities`` attribute, False when absent);
+        exported in eval mode, its training flag is restored.
     chars: the characters of classes 1..N (``CharDict.chars``).
     image_shape: [3, H, W]; exported input spec is [None, 3, H, None].
     model_name: ``Global.model_name`` of the yml, one of PADDLEX_REC_MODEL_NAMES ("" = DEFAULT_MODEL_NAME);
@@ -137,6 +139,8 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
         if (out / stale).exists():
             (out / stale).unlink()
     was_training = model.training
+    if outputs_probabilities is None:
+        outputs_probabilities = bool(getattr(model, "outputs_probabilities", False))
     net = model if outputs_probabilities else SoftmaxOutput(model)
     net.eval()  # a fresh wrapper is in train mode; export_model would restore that onto ``model``
     try:
