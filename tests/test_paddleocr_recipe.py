@@ -99,7 +99,7 @@ def test_paddleocr_yaml_trains_evaluates_exports(tmp_path, capsys, name, multisc
 YML = "PP-OCRv5_mobile_rec.yml"
 
 
-def test_dict_change_finetune_through_the_cli(tmp_path):
+def test_dict_change_finetune_through_the_cli(tmp_path, capsys):
     """Pretrain a PP-OCRv5-mobile-style config with dict A, fine-tune with dict B: the CTC and NRTR output layers
     are re-initialised and listed; a backbone that differs is a one-line error (exit 2)."""
     a = write_label_set(tmp_path / "a", DICT_A)
@@ -121,3 +121,18 @@ def test_dict_change_finetune_through_the_cli(tmp_path):
         OcrRec.cli(["-c", yml, "-o", *paddleocr_opts(b, tmp_path / "bad", YML), f"Global.pretrained_model={ckpt}",
                     "Architecture.Backbone.scale=0.5"])
     assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ocr_rec: error: ") and "shape mismatch for backbone." in err[0]
+
+
+def test_paddleocr_key_this_version_lacks_is_a_one_line_error(tmp_path, capsys):
+    """A key the translator maps to a schema key we do not have yet (compat.PROPOSED_KEYS) is rejected by name."""
+    data = yaml.safe_load((FIXTURES / "rec_chinese_common_train_v2.0.yml").read_text(encoding="utf-8"))
+    data["Optimizer"]["clip_norm"] = 10
+    yml = tmp_path / "with_clip_norm.yml"
+    yml.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(SystemExit) as exc:
+        OcrRec.cli(["-c", str(yml), "-o", f"Global.save_model_dir={tmp_path / 'out'}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Optimizer.clip_norm: not supported by this version" in err[0], err
