@@ -3,7 +3,7 @@ fixture files trains 2 steps on a 16-line label-file set, evaluates and exports;
 path (pretrain with dict A, fine-tune with dict B through Global.pretrained_model)."""
 from __future__ import annotations
 
-import json
+import logging
 import random
 from pathlib import Path
 
@@ -64,12 +64,22 @@ def paddleocr_opts(data: Path, out: Path, name: str) -> list[str]:
     return opts + narrow(name)
 
 
+def fresh_logging() -> None:
+    """Drop the handlers an earlier in-process run installed (their stdout may be a closed pytest capture)."""
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if getattr(h, "_paddle_recipes", False)]:
+        root.removeHandler(h)
+        h.close()
+
+
 def run(argv: list[str]):
+    fresh_logging()
     return OcrRec.main(argv)
 
 
 CASES = [("rec_chinese_common_train_v2.0.yml", False, []),
-         ("rec_r34_vd_none_bilstm_ctc.yml", False, ["Global.character_type=ch"]),
+         ("rec_r34_vd_none_bilstm_ctc.yml", False, ["Global.character_type=ch", "Train.dataset.name=SimpleDataSet",
+                                                    "Eval.dataset.name=SimpleDataSet"]),  # the file reads LMDBs
          ("ch_PP-OCRv4_rec.yml", True, []),
          ("PP-OCRv5_mobile_rec.yml", True, []),
          pytest.param("PP-OCRv5_server_rec.yml", True, [], marks=pytest.mark.slow)]
@@ -117,6 +127,7 @@ def test_dict_change_finetune_through_the_cli(tmp_path, capsys):
                  "head.gtc_head.tgt_word_prj.weight"):
         assert name.split(".weight")[0].split(".bias")[0] in line, name
     assert "loaded " in log and "pretrained " in log
+    fresh_logging()
     with pytest.raises(SystemExit) as exc:
         OcrRec.cli(["-c", yml, "-o", *paddleocr_opts(b, tmp_path / "bad", YML), f"Global.pretrained_model={ckpt}",
                     "Architecture.Backbone.scale=0.5"])
@@ -131,8 +142,33 @@ def test_paddleocr_key_this_version_lacks_is_a_one_line_error(tmp_path, capsys):
     data["Optimizer"]["clip_norm"] = 10
     yml = tmp_path / "with_clip_norm.yml"
     yml.write_text(yaml.safe_dump(data), encoding="utf-8")
+    fresh_logging()
     with pytest.raises(SystemExit) as exc:
         OcrRec.cli(["-c", str(yml), "-o", f"Global.save_model_dir={tmp_path / 'out'}"])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Optimizer.clip_norm: not supported by this version" in err[0], err
+
+
+def test_multiscale_training_resumes_exactly_from_global_checkpoints(tmp_path):
+    """Our smoke preset with Train.sampler: 2 epochs straight == 1 epoch, then Global.checkpoints -> 2 epochs
+    (same weights bit for bit: the multi-scale plan depends only on (seed, epoch))."""
+    import paddle
+
+    from paddle_recipes.pretrained import resolve_weights_file
+
+    data = write_label_set(tmp_path / "data", DICT_A)
+    smoke = str(REPO / "recipes" / "configs" / "ocr_rec_smoke.yml")
+    opts = [f"Global.character_dict_path={data / 'dict.txt'}", "Global.image_shape=[3,32,96]", "Global.log_every=1",
+            "Train.dataset.format=label_file", f"Train.dataset.data_dir={data}",
+            f"Train.dataset.label_file_list=[{data / 'train.txt'}]", "Eval.dataset.format=label_file",
+            f"Eval.dataset.data_dir={data}", f"Eval.dataset.label_file_list=[{data / 'train.txt'}]",
+            "Train.loader.batch_size_per_card=4", "Train.sampler.first_bs=4", "Train.sampler.scales=[[96,32],[96,48]]"]
+    straight = run(["-c", smoke, "-o", *opts, f"Global.output_dir={tmp_path / 'a'}", "Global.epochs=2"])
+    run(["-c", smoke, "-o", *opts, f"Global.output_dir={tmp_path / 'b'}", "Global.epochs=1"])
+    resumed = run(["-c", smoke, "-o", *opts, f"Global.output_dir={tmp_path / 'b'}", "Global.epochs=2",
+                   f"Global.checkpoints={tmp_path / 'b' / 'checkpoints'}"])
+    assert straight["global_step"] == resumed["global_step"] == 10  # 16 lines: batches 4, 2, 4, 2, 4 per epoch
+    assert resumed["resumed_from"]
+    a, b = (paddle.load(str(resolve_weights_file(tmp_path / d / "checkpoints", prefer_ema=False))) for d in "ab")
+    assert a.keys() == b.keys() and all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
