@@ -172,3 +172,27 @@ def test_multiscale_training_resumes_exactly_from_global_checkpoints(tmp_path):
     assert resumed["resumed_from"]
     a, b = (paddle.load(str(resolve_weights_file(tmp_path / d / "checkpoints", prefer_ema=False))) for d in "ab")
     assert a.keys() == b.keys() and all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+
+
+def test_nrtr_labels_that_do_not_fit_are_counted_skips_and_decoding_follows_the_output(tmp_path):
+    """MultiLabelEncode keeps labels of at most max_text_length - 2 chars (NRTR's <s> text </s>); the rest are
+    counted `too_long` skips. PaddleOCR's models output probabilities in eval, ours logits: decode accordingly."""
+    from paddle_recipes.config import from_dict
+    from paddle_recipes.tasks.ocr.charset import CharDict
+    from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate_gtc
+    from paddle_recipes.tasks.ocr.evaluate import outputs_logits
+    from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model
+    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH
+
+    data = write_label_set(tmp_path / "d", DICT_A)
+    lengths = [len(ln.split("\t")[1]) for ln in (data / "train.txt").read_text().splitlines()]
+    cfg = DatasetConfig(data_dir=str(data), label_file_list=[str(data / "train.txt")], label_encoder="MultiLabelEncode")
+    ds = RecDataset(cfg, CharDict.from_file(data / "dict.txt"), (3, 32, 96), max_text_length=6, keep_max_length=4)
+    assert len(ds) == sum(n <= 4 for n in lengths) and ds.stats.counts()["too_long"] == sum(n > 4 for n in lengths)
+    batch = collate_gtc([ds[i] for i in range(len(ds))], max_text_length=6)
+    n = int(batch["length"][0])
+    assert batch["label_gtc"][0, 0] == 2 and batch["label_gtc"][0, n + 1] == 3  # <s> ids+3 </s>
+    assert list(batch["label_gtc"][0, 1:n + 1]) == [int(v) + 3 for v in batch["label"][0, :n]]
+    ppocr = build_rec_model(from_dict(ArchitectureConfig, PPOCR_MOBILE_REC_ARCH, "Architecture"), 10)
+    ours = build_rec_model({"Backbone": {"name": "LCNetRec", "scale": 0.25}, "Head": {"name": "CTCHead"}}, 10)
+    assert outputs_logits(ppocr) is False and outputs_logits(ours) is True
