@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, List
 
 import pytest
 import yaml

@@ -1,4 +1,4 @@
-"""Chinese text-line recognition (CRNN + CTC) recipe.
+"""Chinese text-line recognition recipe: our CRNN presets and PaddleOCR's networks (PP-OCRv4/v5, R34 CRNN).
 
     python recipes/ocr_rec.py                                   # = -c recipes/configs/ocr_rec.yml
     python -m paddle.distributed.launch --nproc_per_node 2 recipes/ocr_rec.py -c recipes/configs/ocr_rec_smoke.yml
@@ -6,6 +6,8 @@
 
 Your own data (PaddleOCR formats): ``-o Train.dataset.format=label_file Train.dataset.data_dir=D
 Train.dataset.label_file_list=[D/train.txt]`` or ``format=lmdb``. Empty ``data_dir``: the ``Synthetic`` split.
+A PaddleOCR rec YAML works as ``-c`` with ``-o`` in its own keys (compat.paddleocr): ``-c PP-OCRv5_mobile_rec.yml
+-o Global.pretrained_model=... Global.character_dict_path=...``; see recipes/README_ocr_rec.md.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
 from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
-from paddle_recipes.tasks.ocr.config import RecConfig, RecEval, RecGlobal, RecTrain, check_rec_config  # noqa: F401
+from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr.evaluate import evaluate_rec, predict_images, reduced_rec_metrics
 from paddle_recipes.tasks.ocr.models import build_rec_model
@@ -29,14 +31,14 @@ from paddle_recipes.tasks.ocr.synth import build_dataset, dataset_fingerprint
 
 
 class OcrRec(PaddleOCRExport, Recipe):
-    """CRNN/CTC Chinese text-line recognition recipe"""
-    name, Config, default_config, main_metric = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml", "acc"
+    """Text-line recognition recipe (CTC; PaddleOCR's MultiHead models train with MultiLoss)"""
+    name, Config, default_config = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
     cur_metric = staticmethod(cur_metric)  # eval lines: cur metric, acc: .., norm_edit_dis: .., fps: ..
     config_translators = (paddleocr_rec_translator(RecConfig),)  # -c accepts PaddleOCR rec YAMLs (and -o their keys)
 
     @property
-    def main_metric(self) -> str:
+    def main_metric(self) -> str:  # Metric.main_indicator picks `best`
         return self.cfg.Metric.main_indicator
 
     def check(self) -> None:

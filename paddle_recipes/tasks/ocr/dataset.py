@@ -65,7 +65,8 @@ class DatasetConfig:
         if self.format not in ("label_file", "lmdb"):
             raise ValueError(f"dataset.format must be 'label_file' or 'lmdb', got {self.format!r}")
         if self.label_encoder not in ("CTCLabelEncode", "MultiLabelEncode"):
-            raise ValueError(f"dataset.label_encoder must be CTCLabelEncode or MultiLabelEncode, got {self.label_encoder!r}")
+            raise ValueError(f"dataset.label_encoder must be CTCLabelEncode or MultiLabelEncode, "
+                             f"got {self.label_encoder!r}")
         allowed = ("", "NRTRLabelEncode") if self.label_encoder == "MultiLabelEncode" else ("",)
         if self.gtc_encode not in allowed:
             raise ValueError(f"dataset.gtc_encode {self.gtc_encode!r}: {self.label_encoder} takes "
