@@ -27,8 +27,10 @@ Facts of PaddleOCR that the mapping follows (its code, read, not copied):
 - ``RecMetric`` ignores spaces by default (``ignore_space: true``);
 - an empty ``character_dict_path`` means the built-in 36-char lowercase dict (labels lowercased).
 
-Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS (the lead adds
-them to the schema); ``report.proposed`` names the ones a given file uses.
+Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS; ``report.proposed``
+names the ones a given file uses, and the recipe's translator (``paddleocr_rec_translator``, the OCR recipe's
+``config_translators`` entry) rejects such a file with a one-line error naming the PaddleOCR key. Behaviours
+we only approximate are listed in ``report.approximated`` (one WARNING line), never silently.
 """
 from __future__ import annotations
 
