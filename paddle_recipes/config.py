@@ -16,6 +16,7 @@ Unknown keys are rejected with the nearest valid key suggested; values are type-
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import difflib
 import types
@@ -255,18 +256,50 @@ def _check_override_path(schema: type, keys: list[str], text: str) -> None:
         tp = field_types(tp)[key]
 
 
+def _set_raw_path(tree: dict, keys: list[str], value: Any, text: str) -> None:
+    """_set_path on a foreign config's raw mapping; a number indexes a list (``Train.dataset.transforms.3
+    .RecResizeImg.image_shape=[3,32,96]``)."""
+    node: Any = tree
+    for i, key in enumerate(keys):
+        last = i == len(keys) - 1
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise ConfigError(f"override '{text}': '{'.'.join(keys[:i])}' is a list of {len(node)}: "
+                                  f"'{key}' is not an index")
+            key = int(key)
+        elif not isinstance(node, dict):
+            raise ConfigError(f"override '{text}': '{'.'.join(keys[:i])}' is not a section")
+        elif not last and not isinstance(node.get(key), (dict, list)):
+            node[key] = {}
+        if last:
+            node[key] = value
+        else:
+            node = node[key]
+
+
 ConfigTranslator = Callable[[dict, Path], Optional[tuple[dict, list[str]]]]
 
 
-def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator]) -> tuple[dict, list[str]]:
+def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator],
+                     overrides: Sequence[str] = ()) -> tuple[dict, list[str], bool]:
     """Offer a config file's raw mapping to each translator in order; the first that recognises it
-    (returns (config dict, notes) instead of None) supplies the base config. Untranslated: (data, [])."""
+    (returns (config dict, notes) instead of None) supplies the base config. A translator with a
+    ``recognise(raw) -> bool`` attribute takes `overrides` in the file's own keys (PaddleOCR's
+    ``-o Global.epoch_num=1``): they are applied to the raw mapping before it translates.
+    Returns (config dict, notes, overrides consumed); untranslated: (data, [], False)."""
     for translate in translators:
-        result = translate(data, path)
+        recognise = getattr(translate, "recognise", None)
+        own_keys = bool(overrides) and recognise is not None and recognise(data)
+        raw = data
+        if own_keys:
+            raw = copy.deepcopy(data)
+            for text in overrides:
+                _set_raw_path(raw, *parse_override(text), text)
+        result = translate(raw, path)
         if result is not None:
             translated, notes = result
-            return translated, list(notes)
-    return data, []
+            return translated, list(notes), own_keys
+    return data, [], False
 
 
 def load_config(path: str | Path | None, overrides: list[str] | None, schema: type,
@@ -275,8 +308,10 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
 
     translators: foreign-config readers (e.g. PaddleDetection / PaddleOCR YAMLs), each
     ``translator(raw: dict, path: Path) -> (config dict for schema, notes: list[str]) | None`` (None = not
-    mine); the first match replaces the file's mapping before `overrides` are applied. Its notes (lines
-    for the user: keys without effect here, approximations) are appended to `notes` when given.
+    mine); the first match replaces the file's mapping before `overrides` are applied (or, for a translator
+    with a ``recognise`` attribute, the overrides are applied to the file's mapping in its own keys first,
+    see translate_config). Its notes (lines for the user: keys without effect here, approximations) are
+    appended to `notes` when given.
     """
     data: dict = {}
     source = "defaults"
@@ -293,9 +328,11 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
         if not data:
             raise ConfigError(f"{p}: the config file is empty")
         source = str(p)
-        data, found = translate_config(data, p, translators)
+        data, found, consumed = translate_config(data, p, translators, flatten_opts(overrides or []))
         if notes is not None:
             notes.extend(found)
+        if consumed:
+            overrides = []
         names = [f.name for f in dataclasses.fields(schema)]
         if "Global" in names and "Global" not in data and all(k in names for k in data):  # unknown keys: from_dict says
             raise ConfigError(f"{p}: no 'Global' section (required; sections here: {sorted(map(str, data))})")

@@ -241,16 +241,14 @@ class Recipe:
 
     def load_pretrained(self, model, path: str) -> None:
         """Init weights (PaddleOCR's Global.pretrained_model): a .pdparams file, a path prefix without
-        extension, or a checkpoint folder/root; every model weight must be present (strict)."""
+        extension, or a checkpoint folder/root (pretrained.load_pretrained). Strict, except the tensors
+        under the model's class_dependent_params() (output layers sized by the label set), which are
+        re-initialised when their shape differs; the log lists what was loaded, re-initialised, skipped."""
+        from .pretrained import load_pretrained
+
         if path.startswith(("http://", "https://")):
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
-        p = Path(path)
-        if not p.exists() and Path(str(p) + ".pdparams").is_file():
-            p = Path(str(p) + ".pdparams")
-        if not p.exists():
-            raise CheckpointError(f"init weights not found: {path} (nor {path}.pdparams)")
-        src = load_weights(model, p, prefer_ema=self.cfg.Global.use_ema_weights)
-        self.log.info("init weights loaded from %s", src)
+        load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log)
 
     def init_weights(self, model) -> None:
         """Train mode: Global.pretrained_model or Global.weights, when set, initialise `model`."""
@@ -266,6 +264,10 @@ class Recipe:
         sampler = paddle.io.BatchSampler(shard, batch_size=lc.batch_size_per_card, shuffle=False, drop_last=False)
         return build_loader(shard, sampler, lc, collate_fn=self.collate("eval"))
 
+    def train_loader(self, train_set):
+        """The train loader, or None (default): build_training batches `train_set` by Train.loader."""
+        return None
+
     def prepare_data(self, root, fingerprint: dict, build: Callable[[], T]) -> T:
         return prepare_on_rank0(root, fingerprint, build, self.info)
 
@@ -276,6 +278,7 @@ class Recipe:
         model = self.build_model()
         self.init_weights(model)
         run = build_training(self.cfg, model, train_set, step=self.train_step, info=self.info,
+                             loader=self.train_loader(train_set),
                              eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),
                              collate=self.collate("train"), callbacks=self.callbacks(), main_metric=self.main_metric,
                              batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast,

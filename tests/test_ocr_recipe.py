@@ -166,8 +166,8 @@ def test_wrong_data_path_is_a_clear_error(tmp_path):
     bad_name = run_python([RECIPE, "-c", SMOKE, "--mode", "export", "-o", f"Global.output_dir={tmp_path}",
                            "Architecture.Backbone.name=ResNet9"], check=False)
     assert bad_name.returncode == 2 and "Traceback" not in bad_name.stderr
-    assert ("ocr_rec: error: Architecture.Backbone.name: unknown name 'ResNet9'; valid names: LCNetRec, ResNet34vd"
-            in bad_name.stderr)
+    assert ("ocr_rec: error: Architecture.Backbone.name: unknown name 'ResNet9'; valid names: LCNetRec, PPHGNetV2_B4, "
+            "PPLCNetV3, ResNet, ResNet34vd" in bad_name.stderr)
     bad_loss = run_python([RECIPE, "-c", SMOKE, "-o", "Loss.name=AttnLoss"], check=False)
     assert bad_loss.returncode == 2 and "Loss.name: unknown name 'AttnLoss'; valid names: CTCLoss" in bad_loss.stderr
 
@@ -177,11 +177,12 @@ def test_global_weights_in_train_mode(smoke, tmp_path):
     missing = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"][1:], f"Global.output_dir={tmp_path / 'a'}",
                           "Global.weights=/no/such/model"], check=False)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
-    assert "ocr_rec: error: init weights not found: /no/such/model (nor /no/such/model.pdparams)" in missing.stderr
+    assert ("ocr_rec: error: pretrained weights not found: /no/such/model (tried /no/such/model and "
+            "/no/such/model.pdparams)") in missing.stderr
     best = smoke["out"] / "checkpoints" / "best" / "model"  # PaddleOCR-style prefix without .pdparams
     proc = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"][1:], f"Global.output_dir={tmp_path / 'b'}",
                        f"Global.pretrained_model={best}", "Global.epochs=1", "Global.eval_every_epochs=0",
                        "Global.save_every_epochs=0"])
-    assert f"init weights loaded from {best}.pdparams" in proc.stdout + proc.stderr
+    assert f"pretrained {best}.pdparams: loaded " in proc.stdout + proc.stderr
     s = _summary(tmp_path / "b")
     assert s["global_step"] == 4 and s["final_eval"] == {} and not (tmp_path / "b" / "checkpoints").exists()

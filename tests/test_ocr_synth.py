@@ -294,11 +294,11 @@ def test_width_normalisation_is_an_explicit_option(tmp_path):
 
 
 def test_evaluate_rec_per_tag_reports_each_font(tmp_path):
-    """evaluate_rec_per_tag over a tagged dataset: a fake model that always reads '天地' scores on the
+    """evaluate_rec(tags=...) over a tagged dataset: a fake model that always reads '天地' scores on the
     lines whose label is '天地', per font."""
     import paddle
 
-    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec_per_tag
+    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec
 
     charset = CharDict(list("天地人"))
     ds = RecDataset(_label_dir(tmp_path, ["天地", "人", "天地", "地"]), charset, (3, 32, 64), max_text_length=4)
@@ -314,12 +314,12 @@ def test_evaluate_rec_per_tag_reports_each_font(tmp_path):
     loader = [collate([ds[0], ds[1]]), collate([ds[2], ds[3]])]
     for b in loader:
         b["image"] = paddle.to_tensor(b["image"])
-    r = PerTagRecMetric.from_state(evaluate_rec_per_tag(ReadsTianDi(), loader, charset, ["f1", "f2", "f3"]))
+    r = PerTagRecMetric.from_state(evaluate_rec(ReadsTianDi(), loader, charset, tags=["f1", "f2", "f3"]))
     assert r["acc"] == 0.5 and r["per_tag"]["f1"]["acc"] == 0.5 and r["per_tag"]["f2"]["n"] == 2
     assert "f3" not in r["per_tag"] and r["mean_tag_acc"] == 0.5
     del loader[0]["tag"]
     with pytest.raises(ValueError, match="attach_tags"):
-        evaluate_rec_per_tag(ReadsTianDi(), loader, charset, ["f1", "f2"])
+        evaluate_rec(ReadsTianDi(), loader, charset, tags=["f1", "f2"])
 
 
 def test_missing_font_files_fall_back_to_the_installed_ones(tmp_path, monkeypatch, caplog):

@@ -182,8 +182,10 @@ def test_component_argument_it_does_not_take_is_an_error():
             "Head": {"name": "CTCHead"}}
     with pytest.raises(ConfigError, match=r"Architecture.Neck: Im2Seq does not take \['hidden_size'\]"):
         build_rec_model(arch, 5)
-    with pytest.raises(UnknownNameError, match=r"Architecture.algorithm: unknown name 'SVTR'; valid names: CRNN"):
-        ArchitectureConfig(algorithm="SVTR")
+    with pytest.raises(UnknownNameError, match=r"Architecture.algorithm: unknown name 'SAR'; valid names: CRNN, SVTR"):
+        ArchitectureConfig(algorithm="SAR")
+    with pytest.raises(ConfigError, match=r"Architecture.Backbone: PPLCNetV3 does not take \['layers'\] \(it takes "):
+        ArchitectureConfig(Backbone={"name": "pplcnetv3", "layers": 34})  # checked when the config is read
 
 
 def test_registered_component_becomes_a_valid_name():

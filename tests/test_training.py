@@ -109,7 +109,8 @@ def test_global_weights_in_train_mode_load_or_fail_in_one_line(tmp_path):
     recipe.init_weights(model)
     assert np.allclose(model.weight.numpy(), src_model.weight.numpy())
     recipe = TinyRecipe(_cfg(tmp_path, weights=str(tmp_path / "missing")), DistInfo())
-    with pytest.raises(CheckpointError, match=r"^init weights not found: .*missing \(nor .*missing.pdparams\)$"):
+    with pytest.raises(CheckpointError,
+                       match=r"^pretrained weights not found: .*missing \(tried .*missing and .*missing.pdparams\)$"):
         recipe.init_weights(recipe.build_model())
 
 

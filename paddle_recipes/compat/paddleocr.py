@@ -27,8 +27,10 @@ Facts of PaddleOCR that the mapping follows (its code, read, not copied):
 - ``RecMetric`` ignores spaces by default (``ignore_space: true``);
 - an empty ``character_dict_path`` means the built-in 36-char lowercase dict (labels lowercased).
 
-Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS (the lead adds
-them to the schema); ``report.proposed`` names the ones a given file uses.
+Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS; ``report.proposed``
+names the ones a given file uses, and the recipe's translator (``paddleocr_rec_translator``, the OCR recipe's
+``config_translators`` entry) rejects such a file with a one-line error naming the PaddleOCR key. Behaviours
+we only approximate are listed in ``report.approximated`` (one WARNING line), never silently.
 """
 from __future__ import annotations
 
@@ -46,24 +48,6 @@ logger = logging.getLogger(__name__)
 
 # Our schema keys the translator writes that RecConfig lacks today: path -> meaning (default).
 PROPOSED_KEYS: Dict[str, str] = {
-    "Global.eval_batch_step": "[start, every]: evaluate when step > start and (step - start) % every == 0, "
-                              "in optimizer steps (PaddleOCR's iterations; equal without accumulation) "
-                              "([] = off; default [])",
-    "Global.keep_every_epochs": "keep a permanent copy iter_epoch_N every N epochs besides the rotated "
-                                "checkpoints (0 = off; default 0)",
-    "Global.cal_metric_during_train": "decode and log training-batch accuracy (default true)",
-    "Global.calc_epoch_interval": "compute the training accuracy only in epochs divisible by this (default 1)",
-    "Global.log_smooth_window": "steps the logged loss/acc/timings are averaged over (default 0 = log_every)",
-    "Global.pretrained_model": "weights loaded before training starts, not a resume (a PaddleOCR .pdparams file "
-                               "or prefix or one of our checkpoints); tensors whose shape differs (a head for "
-                               "another dict) stay re-initialised and are listed loudly (default '')",
-    "Global.img_mode": "channel order images are decoded to: RGB | BGR | GRAY (default RGB = today's)",
-    "Global.character_dict_path=''": "an empty dict path means PaddleOCR's built-in dict "
-                                     "'0123456789abcdefghijklmnopqrstuvwxyz' with labels lowercased",
-    "Optimizer.warmup_epochs": "linear warmup length in epochs, round(warmup_epochs * steps_per_epoch) "
-                               "steps; used instead of warmup_steps when > 0 (default 0)",
-    "Optimizer.schedule_length": "after_warmup (today's: the schedule spans total - warmup steps) | full_run "
-                                 "(PaddleOCR: it restarts after warmup with the full run's length)",
     "Optimizer.schedule=piecewise": "PaddleOCR Piecewise: Optimizer.values[i] from Optimizer.decay_epochs[i-1]",
     "Optimizer.decay_epochs": "piecewise boundaries, in epochs (default [])",
     "Optimizer.values": "piecewise learning rates (default [])",
@@ -72,29 +56,13 @@ PROPOSED_KEYS: Dict[str, str] = {
     "Optimizer.decay_1d_params": "adamw also decays 1-D parameters (norm scales, biases) (default false)",
     "Optimizer.no_weight_decay_name": "space-separated name fragments of parameters adamw does not decay",
     "Optimizer.clip_norm_per_tensor": "clip each gradient tensor to this L2 norm (ClipGradByNorm; 0 = off)",
-    "Architecture.Backbone": "free-form: name (PaddleOCR class name) + that class's arguments",
-    "Architecture.Neck": "free-form: name + arguments; null = no neck (MultiHead carries its own necks)",
-    "Architecture.Head": "free-form: name + arguments, e.g. CTCHead fc_decay, MultiHead head_list",
-    "Loss.loss_config_list": "MultiLoss parts, e.g. [{CTCLoss: null}, {NRTRLoss: null}]",
-    "Metric.main_indicator": "metric that picks the best checkpoint: acc | norm_edit_dis (default acc)",
-    "Metric.ignore_space": "drop spaces before comparing prediction and label (PaddleOCR default true)",
-    "Metric.is_filter": "compare only [a-z0-9] after lowercasing (default false)",
-    "Train.dataset.aug": "PaddleOCR RecAug-style augmentation of training images (default false)",
-    "Train.dataset.concat_aug_prob": "RecConAug: probability of appending other samples to a line (0 = off)",
-    "Train.dataset.concat_aug_ext_num": "RecConAug: how many other samples may be appended (default 1)",
-    "Train.dataset.concat_aug_max_wh_ratio": "RecConAug: width/height cap of a concatenated line (default 10)",
-    "Train.dataset.label_encoder": "CTCLabelEncode | MultiLabelEncode (CTC + gtc labels for MultiHead)",
-    "Train.dataset.gtc_encode": "MultiLabelEncode's second label, e.g. NRTRLabelEncode",
-    "Eval.dataset.label_encoder": "as Train.dataset.label_encoder",
-    "Eval.dataset.gtc_encode": "as Train.dataset.gtc_encode",
-    "Train.dataset.resize_mode": "pad (keep ratio, cap width, right-pad: today's) | stretch (padding: false) "
-                                 "| free_width (eval_mode: width grows with the image, batch 1)",
-    "Eval.dataset.resize_mode": "as Train.dataset.resize_mode",
-    "Train.sampler": "MultiScaleSampler: scales [[w, h], ...], first_bs, fix_bs, divided_factor [w, h], "
-                     "is_training (+ ratio_wh, max_w); absent = fixed-shape batches",
-    "Predict.save_res_path": "also write predictions to this file ('' = stdout only)",
-    "Export.model_name": "official model name written to inference.yml (PaddleX), e.g. PP-OCRv5_mobile_rec",
 }
+# Keys of the recipe schema the translator writes (implemented): Global.pretrained_model, Global.eval_batch_step,
+# Global.keep_every_epochs, Global.cal_metric_during_train, Predict.save_res_path, Export.model_name, Architecture.*
+# (PaddleOCR class names + arguments), Loss.loss_config_list, Metric.*, Optimizer.warmup_epochs,
+# {Train,Eval}.dataset.{aug,label_encoder,gtc_encode}, Train.sampler. PaddleOCR behaviours we only
+# approximate are reported in TranslationReport.approximated (one warning line), never silently:
+# RecConAug, Eval's free-width resize, the schedule restart after warmup.
 
 PADDLEOCR_SECTIONS = ("Global", "Optimizer", "Architecture", "Loss", "PostProcess", "Metric", "Train", "Eval")
 OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed through as written
@@ -144,9 +112,18 @@ class TranslationReport:
     no_effect: Dict[str, str] = field(default_factory=dict)
     derived: Dict[str, str] = field(default_factory=dict)
     proposed: List[str] = field(default_factory=list)
+    approximated: Dict[str, str] = field(default_factory=dict)
 
     def accounts_for(self, path: str) -> bool:
-        return path in self.mapped or path in self.no_effect
+        return path in self.mapped or path in self.no_effect or path in self.approximated
+
+    def approximated_line(self) -> str:
+        """One warning line: "not exactly as PaddleOCR: <key> (<how>); ... (<source>)", or "" when none."""
+        if not self.approximated:
+            return ""
+        top = {k: v for k, v in self.approximated.items()  # an op's own keys are covered by the op's entry
+               if not any(k.startswith(f"{o}.") for o in self.approximated)}
+        return f"not exactly as PaddleOCR: {'; '.join(f'{k} ({v})' for k, v in top.items())} ({self.source})"
 
     def no_effect_line(self) -> str:
         """The one log line: "no effect here: Global.use_gpu, Global.debug, ... (<source>)"."""
@@ -284,8 +261,7 @@ class _Translator:
                   "print_batch_step": "Global.log_every", "use_visualdl": "Global.use_visualdl",
                   "max_text_length": "Global.max_text_length", "use_space_char": "Global.use_space_char",
                   "cal_metric_during_train": "Global.cal_metric_during_train",
-                  "calc_epoch_interval": "Global.calc_epoch_interval",
-                  "log_smooth_window": "Global.log_smooth_window", "model_name": "Export.model_name"}
+                  "model_name": "Export.model_name"}
         for k, dst in direct.items():
             if k in g:
                 self.map(f"Global.{k}", g[k], dst)
@@ -296,6 +272,13 @@ class _Translator:
         for k in OUR_GLOBAL_KEYS:
             if k in g:
                 self.map(f"Global.{k}", g[k], f"Global.{k}")
+        if "log_smooth_window" in g:  # log lines only: values are averaged differently, training is the same
+            self.report.approximated["Global.log_smooth_window"] = "logged values average the print_batch_step window"
+        if "calc_epoch_interval" in g:
+            if int(g["calc_epoch_interval"]) < 1:
+                raise self.error("Global.calc_epoch_interval", f"{g['calc_epoch_interval']!r}: must be >= 1")
+            self.report.approximated["Global.calc_epoch_interval"] = (
+                "the training accuracy (cal_metric_during_train) is computed in every epoch")
         if "eval_batch_step" in g:
             v = g["eval_batch_step"]
             if isinstance(v, list) and len(v) >= 2:
@@ -319,7 +302,8 @@ class _Translator:
         if "character_dict_path" in g:
             self.map("Global.character_dict_path", self.dict_path, "Global.character_dict_path")
             if not self.dict_path:
-                self.report.proposed.append("Global.character_dict_path=''")
+                raise self.error("Global.character_dict_path", "empty (PaddleOCR's built-in lowercase 36-char dict, "
+                                 "labels lowercased) is not supported here: give a dict file")
         if "character_type" in g:  # PaddleOCR <= 2.1: en = built-in dict, ch = a dict file
             want = "en" if not self.dict_path else "ch"
             if str(g["character_type"]).lower() != want:
@@ -443,10 +427,9 @@ class _Translator:
         self.fixed("PostProcess.name", "greedy CTC decode with Global.character_dict_path")
         for k in ("character_dict_path", "use_space_char"):
             if k in pp:
-                if (pp[k] or "") != (self.g.get(k) or ""):
-                    raise self.error(f"PostProcess.{k}", f"{pp[k]!r} differs from Global.{k} {self.g.get(k)!r}: "
-                                     "decoding must use the training dict")
-                self.none(f"PostProcess.{k}", f"equals Global.{k}")
+                if k not in self.g:
+                    raise self.error(f"PostProcess.{k}", f"set Global.{k} instead (decoding uses the training dict)")
+                self.none(f"PostProcess.{k}", f"overridden by Global.{k}, as in PaddleOCR")
 
     def metric(self) -> None:
         m = self.check_keys(self.src.get("Metric"), ("name", "main_indicator", "ignore_space", "is_filter"), "Metric")
@@ -576,8 +559,8 @@ class _Translator:
         if "warmup_epoch" in lr:
             self.map("Optimizer.lr.warmup_epoch", warm, "Optimizer.warmup_epochs")
         if warm and sched != "constant":
-            self.derive("Optimizer.schedule_length", "full_run", "PaddleOCR restarts the schedule after warmup "
-                        "with the full run's length")
+            self.report.approximated["Optimizer.lr.warmup_epoch"] = (
+                "after warmup the schedule spans the remaining steps; PaddleOCR restarts it with the full length")
 
     def split(self, split: str) -> None:
         node = self.src.get(split)
@@ -669,10 +652,7 @@ class _Translator:
         for k in GLOBAL_MERGED:
             if k not in args:
                 continue
-            if k in self.g:
-                if k in ("character_dict_path", "use_space_char") and (args[k] or "") != (self.g[k] or ""):
-                    raise self.error(f"{op}.{k}", f"{args[k]!r} differs from Global.{k} {self.g[k]!r}: PaddleOCR "
-                                     "overrides it with Global's; remove it or make them equal")
+            if k in self.g:  # PaddleOCR merges Global's value over the op's, so the op's value never counts
                 self.none(f"{op}.{k}", f"overridden by Global.{k}, as in PaddleOCR")
             else:
                 raise self.error(f"{op}.{k}", f"set Global.{k} instead (one value for the whole run)")
@@ -698,14 +678,10 @@ class _Translator:
     def _op_RecConAug(self, split, op, args, i):
         if split != "Train":
             raise self.error(op, "only Train can use RecConAug")
-        # PaddleOCR's defaults: prob 0.5, ext_data_num 1, image_shape (32, 320, 3) -> W/H cap 10
-        h, w, _ = args.get("image_shape", (32, 320, 3))
-        for key, dst, value in (("prob", "concat_aug_prob", float(args.get("prob", 0.5))),
-                                ("ext_data_num", "concat_aug_ext_num", int(args.get("ext_data_num", 1))),
-                                ("image_shape", "concat_aug_max_wh_ratio", float(w) / float(h))):
-            self.put(f"Train.dataset.{dst}", value)
-            if key in args:
-                self.report.mapped[f"{op}.{key}"] = f"Train.dataset.{dst}"
+        self.report.approximated[op] = "line concatenation is not applied here"
+        for key in args:
+            if key not in GLOBAL_MERGED:
+                self.report.approximated[f"{op}.{key}"] = "RecConAug is not applied"
 
     def _label_encoder(self, split, op, name):
         self.encoders[split] = (name, op)
@@ -745,8 +721,17 @@ class _Translator:
         if "eval_mode" in args and args["eval_mode"] and not self.dict_path:
             self.report.mapped.pop(f"{op}.eval_mode")
             self.none(f"{op}.eval_mode", "without a dict file PaddleOCR resizes as usual")
-        if mode != "pad" or any(k in args for k in ("padding", "eval_mode")):
-            self.put(f"{split}.dataset.resize_mode", mode)
+        if mode == "stretch":
+            raise self.error(f"{op}.padding", "false (stretch to the full width) is not supported here: our resize "
+                             "keeps the aspect ratio and pads (padding: true)")
+        for k in ("padding", "eval_mode"):
+            if k in args and f"{op}.{k}" not in self.report.no_effect:
+                self.report.mapped.pop(f"{op}.{k}", None)
+                if k == "padding" or mode != "free_width":
+                    self.fixed(f"{op}.{k}", "keep-ratio resize, right-padded to Global.image_shape")
+        if mode == "free_width":
+            self.report.approximated[f"{op}.eval_mode"] = (
+                "Eval images are padded to Global.image_shape; PaddleOCR lets the width grow (predict/export do)")
 
     def _op_KeepKeys(self, split, op, args, i):
         self.keep_keys = getattr(self, "keep_keys", {})
@@ -792,12 +777,11 @@ class _Translator:
             if shape != first:
                 raise self.error(path, f"{shape} differs from {first_path} {first}: one input shape per run")
         self.put("Global.image_shape", first)
-        modes = {m for _, m in self.img_modes}
-        if len(modes) > 1:
-            raise self.error(self.img_modes[1][0], f"differs from {self.img_modes[0][0]}: one channel order per run")
-        self.put("Global.img_mode", modes.pop() if modes else "RGB")
-        if self.img_modes and self.img_modes[0][0] not in self.report.mapped:
-            self.report.derived["Global.img_mode"] = "DecodeImage's default img_mode"
+        for path, mode in self.img_modes:  # our pipeline decodes BGR (transforms.decode_image), as PaddleOCR's rec
+            if mode != "BGR":
+                raise self.error(path, f"{mode} (PaddleOCR's default when img_mode is absent is RGB): images are "
+                                 "decoded BGR here, as in PaddleOCR's rec configs; set img_mode: BGR")
+            self.report.mapped[path] = "fixed: BGR"
         for split, (name, path) in self.encoders.items():
             need_loss, keys = LABEL_ENCODERS[name]
             if need_loss != self.loss_name:
@@ -871,3 +855,45 @@ def load_any_config(path: str | Path | None, overrides: List[str] | None, schema
         return from_dict(schema, ours)
     except ConfigError as exc:
         raise ConfigError(f"{exc} (translated from {source})") from None
+
+
+def _schema_has(schema: type, path: str) -> bool:
+    """True when the dotted `path` is a key of dataclass `schema` (Optional sections looked through)."""
+    import dataclasses
+    import typing
+
+    from paddle_recipes.config import field_types
+
+    tp: Any = schema
+    for key in path.split("."):
+        if typing.get_origin(tp) is not None:  # Optional[X] / Union: the dataclass member
+            tp = next((a for a in typing.get_args(tp) if dataclasses.is_dataclass(a)), tp)
+        if not dataclasses.is_dataclass(tp) or key not in {f.name for f in dataclasses.fields(tp)}:
+            return False
+        tp = field_types(tp)[key]
+    return True
+
+
+def paddleocr_rec_translator(schema: type) -> Callable[[dict, Path], Optional[Tuple[dict, List[str]]]]:
+    """A ``Recipe.config_translators`` entry for `schema` (the OCR recipe's RecConfig): a PaddleOCR rec YAML
+    (is_paddleocr_config) -> (our config dict, notes: the "no effect here" line and, when any, the
+    "not exactly as PaddleOCR" line). ``-o`` overrides are given in PaddleOCR's keys (the function's
+    ``recognise`` attribute tells config.load_config so). A key the translator maps to a schema key this
+    version lacks (PROPOSED_KEYS) is a ConfigError naming the PaddleOCR key; None for other files."""
+    def translate(raw: dict, path: Path):
+        if not is_paddleocr_config(raw):
+            return None
+        ours, report = translate_rec_config(raw, f"{path} (PaddleOCR config)")
+        for key in report.proposed:
+            target = key.split("=")[0]
+            if "=" in key or not _schema_has(schema, target):
+                src = [k for k, v in report.mapped.items() if v == target] or [target]
+                raise ConfigError(f"{src[0]}: not supported by this version of the recipe (it needs "
+                                  f"{key}: {PROPOSED_KEYS.get(key, '')}) (in {path})")
+        notes = [report.no_effect_line()]
+        if report.approximated:
+            notes.append(report.approximated_line())
+        return ours, notes
+
+    translate.recognise = is_paddleocr_config
+    return translate

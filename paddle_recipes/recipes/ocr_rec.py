@@ -1,4 +1,4 @@
-"""Chinese text-line recognition (CRNN + CTC) recipe.
+"""Chinese text-line recognition recipe: our CRNN presets and PaddleOCR's networks (PP-OCRv4/v5, R34 CRNN).
 
     python recipes/ocr_rec.py                                   # = -c recipes/configs/ocr_rec.yml
     python -m paddle.distributed.launch --nproc_per_node 2 recipes/ocr_rec.py -c recipes/configs/ocr_rec_smoke.yml
@@ -6,74 +6,43 @@
 
 Your own data (PaddleOCR formats): ``-o Train.dataset.format=label_file Train.dataset.data_dir=D
 Train.dataset.label_file_list=[D/train.txt]`` or ``format=lmdb``. Empty ``data_dir``: the ``Synthetic`` split.
+A PaddleOCR rec YAML works as ``-c`` with ``-o`` in its own keys (compat.paddleocr): ``-c PP-OCRv5_mobile_rec.yml
+-o Global.pretrained_model=... Global.character_dict_path=...``; see recipes/README_ocr_rec.md.
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
+from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
-from paddle_recipes.optim import OptimizerConfig
 from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
-from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, RecDataset, collate
+from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
+from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr.evaluate import predict_images
-from paddle_recipes.tasks.ocr.losses import LossConfig
-from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model
-from paddle_recipes.tasks.ocr.ppocr_io import PaddleOCRExport, RecExportConfig, RecPredictConfig, cur_metric
-from paddle_recipes.tasks.ocr.step import CtcTrainStep
+from paddle_recipes.tasks.ocr.models import build_rec_model
+from paddle_recipes.tasks.ocr.multiscale import build_multiscale_loader
+from paddle_recipes.tasks.ocr.ppocr_io import PaddleOCRExport, cur_metric
 from paddle_recipes.tasks.ocr.recipe_data import evaluate_sets, open_split
-from paddle_recipes.tasks.ocr.synth import SyntheticSetConfig
-from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
-
-
-@dataclass
-class RecGlobal(GlobalConfig):
-    """GlobalConfig plus: character_dict_path (one char per line; blank is class 0), use_space_char,
-    max_text_length (longer labels are skipped, counted), image_shape [C, H, W] of the model input."""
-    output_dir: str = "output/ocr_rec"
-    character_dict_path: str = "datasets/ocr_rec/ch_common_3000.txt"
-    use_space_char: bool = False
-    max_text_length: int = 25
-    image_shape: list[int] = field(default_factory=lambda: [3, 48, 320])
-
-
-@dataclass
-class RecTrain(TrainSection):
-    dataset: DatasetConfig = field(default_factory=DatasetConfig)
-
-
-@dataclass
-class RecEval:
-    """Eval dataset ("" data_dir = synthetic val split, plus the held-out-font split) and loader."""
-    dataset: DatasetConfig = field(default_factory=DatasetConfig)
-    loader: EvalLoaderConfig = field(default_factory=EvalLoaderConfig)
-
-
-@dataclass
-class RecConfig(TrainingConfig):
-    Global: RecGlobal = field(default_factory=RecGlobal)
-    Architecture: ArchitectureConfig = field(default_factory=ArchitectureConfig)
-    Loss: LossConfig = field(default_factory=LossConfig)
-    Optimizer: OptimizerConfig = field(default_factory=lambda: OptimizerConfig(
-        name="adam", lr=1e-3, schedule="cosine", warmup_steps=200, weight_decay=0.0))
-    Synthetic: SyntheticSetConfig = field(default_factory=SyntheticSetConfig)
-    Train: RecTrain = field(default_factory=RecTrain)
-    Eval: RecEval = field(default_factory=RecEval)
-    Predict: RecPredictConfig = field(default_factory=RecPredictConfig)
-    Export: RecExportConfig = field(default_factory=RecExportConfig)
+from paddle_recipes.tasks.ocr.step import CtcTrainStep, MultiLossTrainStep
 
 
 class OcrRec(PaddleOCRExport, Recipe):
-    """CRNN/CTC Chinese text-line recognition recipe"""
-    name, Config, default_config, main_metric = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml", "acc"
+    """Text-line recognition recipe (CTC; PaddleOCR's MultiHead models train with MultiLoss)"""
+    name, Config, default_config = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
     cur_metric = staticmethod(cur_metric)  # eval lines: cur metric, acc: .., norm_edit_dis: .., fps: ..
+    config_translators = (paddleocr_rec_translator(RecConfig),)  # -c accepts PaddleOCR rec YAMLs (and -o their keys)
+
+    @property
+    def main_metric(self) -> str:  # Metric.main_indicator picks `best`
+        return self.cfg.Metric.main_indicator
 
     def check(self) -> None:
+        check_rec_config(self.cfg)
         if not self.info.is_main:  # rank 0 warns once per bad file:line
             logging.getLogger("paddle_recipes.tasks.ocr").setLevel(logging.ERROR)
 
@@ -84,8 +53,10 @@ class OcrRec(PaddleOCRExport, Recipe):
 
     def build_dataset(self, split: str) -> RecDataset:  # "train" | "eval" | "heldout" (eval fonts only)
         section, g = self.cfg.Train if split == "train" else self.cfg.Eval, self.cfg.Global
-        rec = open_split(split, section.dataset, self.cfg.Synthetic, self.charset, g.image_shape,
-                         g.max_text_length, self.prepare_data)
+        multi = self.cfg.Architecture.is_multihead  # NRTR labels: [<s>, text, </s>]
+        rec = open_split(split, section.dataset, self.cfg.Synthetic, self.charset, g.image_shape, g.max_text_length,
+                         self.prepare_data, aug=split == "train" and section.dataset.aug,
+                         keep_max_length=g.max_text_length - 2 if multi else None)
         setattr(self, f"{split}_set", rec)
         return rec
 
@@ -95,7 +66,13 @@ class OcrRec(PaddleOCRExport, Recipe):
         return self.eval_loader(self.build_dataset("heldout")) if held else None
 
     def collate(self, split):
-        return collate
+        multi = split == "train" and self.cfg.Architecture.is_multihead
+        return partial(collate_gtc, max_text_length=self.cfg.Global.max_text_length) if multi else collate
+
+    def train_loader(self, train_set):
+        s = self.cfg.Train.sampler
+        return None if s is None else build_multiscale_loader(train_set, s, self.cfg.Train.loader, self.info,
+                                                              self.cfg.Global.seed, self.collate("train"))
 
     def skip_stats(self):
         return [getattr(self, f"{s}_set").stats for s in ("train", "eval", "heldout") if hasattr(self, f"{s}_set")]
@@ -105,8 +82,9 @@ class OcrRec(PaddleOCRExport, Recipe):
 
     @cached_property
     def train_step(self):
-        return CtcTrainStep(self.charset, self.train_set.stats, zero_infinity=self.cfg.Loss.zero_infinity,
-                            cal_metric=self.cfg.Global.cal_metric_during_train)
+        step = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep
+        return step(self.charset, self.train_set.stats, zero_infinity=self.cfg.Loss.zero_infinity,
+                    cal_metric=self.cfg.Global.cal_metric_during_train)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])
@@ -115,11 +93,14 @@ class OcrRec(PaddleOCRExport, Recipe):
         sets = {"": (loader, self.eval_set)}
         if self.heldout_loader is not None:
             sets["heldout"] = (self.heldout_loader, self.heldout_set)
-        return evaluate_sets(model, sets, self.charset, dist_utils.all_reduce_sum, show=self.info.is_main)
+        m = self.cfg.Metric
+        return evaluate_sets(model, sets, self.charset, dist_utils.all_reduce_sum, show=self.info.is_main,
+                             ignore_space=m.ignore_space, is_filter=m.is_filter)
 
     def describe(self, run) -> str:
         a = self.cfg.Architecture
-        return (f"CRNN {a.Backbone.name}+{a.Neck.name}, {self.charset.num_classes} classes, {super().describe(run)}, "
+        return (f"{a.algorithm} {a.Backbone.name}+{a.Neck.name if a.Neck else '-'}+{a.Head.name}, "
+                f"{self.charset.num_classes} classes, {super().describe(run)}, "
                 f"input {self.cfg.Global.image_shape}, accum {self.cfg.Train.accumulate_steps}")
 
     def predict_model(self, model) -> list:

@@ -52,6 +52,10 @@ class DatasetConfig:
         decoding) are skipped and counted as too_large; 0 = no limit. Default 8e7.
     normalize_width: "none" (default: labels as written), "halfwidth" (full-width ASCII variants and
         U+3000 -> ASCII) or "fullwidth" (the reverse), applied to every label before the dict check.
+    aug: augment training images (perspective, blur, noise, contrast; our stand-in for PaddleOCR's RecAug;
+    Train only). label_encoder: CTCLabelEncode (CTC labels) | MultiLabelEncode (CTC + NRTR labels for a
+    MultiHead model; labels longer than max_text_length - 2 are skipped, counted). gtc_encode: the second
+    label of MultiLabelEncode: NRTRLabelEncode ("" = none).
     """
 
     format: str = "label_file"
@@ -60,6 +64,9 @@ class DatasetConfig:
     delimiter: str = "\t"
     max_image_pixels: int = MAX_IMAGE_PIXELS
     normalize_width: str = "none"
+    aug: bool = False
+    label_encoder: str = "CTCLabelEncode"
+    gtc_encode: str = ""
 
     def __post_init__(self):
         if self.format not in ("label_file", "lmdb"):
@@ -68,6 +75,13 @@ class DatasetConfig:
             raise ValueError(f"dataset.max_image_pixels must be >= 0 (0 = no limit), got {self.max_image_pixels}")
         if self.normalize_width not in WIDTH_MODES:
             raise ValueError(f"dataset.normalize_width must be one of {WIDTH_MODES}, got {self.normalize_width!r}")
+        if self.label_encoder not in ("CTCLabelEncode", "MultiLabelEncode"):
+            raise ValueError(f"dataset.label_encoder must be CTCLabelEncode or MultiLabelEncode, "
+                             f"got {self.label_encoder!r}")
+        allowed = ("", "NRTRLabelEncode") if self.label_encoder == "MultiLabelEncode" else ("",)
+        if self.gtc_encode not in allowed:
+            raise ValueError(f"dataset.gtc_encode {self.gtc_encode!r}: {self.label_encoder} takes "
+                             f"{' or '.join(repr(a) for a in allowed)} here")
 
 
 class SkipStats:
@@ -153,13 +167,21 @@ class RecDataset:
         max_text_length: longest label kept (longer ones are skipped and counted).
         replace_bad: on a corrupt image, load a random other sample instead (training).
         key: config key prefix used in error messages (e.g. "Train.dataset").
+        keep_max_length: longest label kept (default max_text_length; NRTR labels need max_text_length - 2).
+        aug: augment images (cfg.aug of a training set).
     """
 
     def __init__(self, cfg: DatasetConfig, charset: CharDict, image_shape: Sequence[int] = (3, 48, 320),
-                 max_text_length: int = 25, replace_bad: bool = False, key: str = "dataset"):
+                 max_text_length: int = 25, replace_bad: bool = False, key: str = "dataset",
+                 keep_max_length: int | None = None, aug: bool = False):
         self.cfg, self.charset = cfg, charset
         self.image_shape = check_image_shape("Global.image_shape", image_shape)
         self.max_text_length = int(max_text_length)
+        self.keep_max_length = int(keep_max_length or max_text_length)
+        self._aug = None
+        if aug:
+            from .synth import build_augment
+            self._aug = build_augment()
         self.replace_bad = replace_bad
         self.stats = SkipStats(key)
         self.items: List[Tuple[object, List[int], str, str]] = []  # (image key, ids, text, where)
@@ -176,7 +198,7 @@ class RecDataset:
     # ------------------------------------------------------------------ init
     def _keep(self, image_key, text: str, where: str) -> None:
         text = normalize_width(text, self.cfg.normalize_width)
-        res = self.charset.check(text, self.max_text_length)
+        res = self.charset.check(text, self.keep_max_length)
         if res.ids is None:
             missing = self.charset.unknown_chars(text) if res.reason == "unknown_char" else ()
             self.stats.add(where, res.reason, res.detail, missing)
@@ -243,8 +265,9 @@ class RecDataset:
                 return None
         return self._source[image_key][0]
 
-    def load(self, idx: int):
-        """Sample dict, or ("skip", where, reason) when the image can't be read/decoded."""
+    def load(self, idx: int, image_shape: Sequence[int] | None = None):
+        """Sample dict, or ("skip", where, reason) when the image can't be read/decoded. image_shape:
+        (C, H, W) of this sample (default self.image_shape; multi-scale training passes others)."""
         image_key, ids, text, where = self.items[idx]
         data = self._read_bytes(image_key)
         limit = self.cfg.max_image_pixels
@@ -253,7 +276,10 @@ class RecDataset:
         img = decode_image(data) if data is not None else None
         if img is None:
             return ("skip", where, "missing_image" if data is None else "corrupt_image")
-        x, _ = resize_norm_pad(img, self.image_shape)
+        if self._aug is not None:  # seeded from numpy's state (per-sample seeds under MultiScaleDataset)
+            self._aug.set_random_seed(int(np.random.randint(2**31 - 1)))
+            img = self._aug(image=img)["image"]
+        x, _ = resize_norm_pad(img, image_shape or self.image_shape)
         label = np.zeros([self.max_text_length], dtype=np.int32)
         label[:len(ids)] = ids
         sample = {"image": x, "label": label, "length": np.int64(len(ids)), "text": text}
@@ -262,13 +288,18 @@ class RecDataset:
         return sample
 
     def __getitem__(self, idx: int):
-        sample = self.load(int(idx))
+        return self.get_scaled(idx)
+
+    def get_scaled(self, idx: int, h: int | None = None, w: int | None = None):
+        """Sample `idx` resized to height h, width w (None: Global.image_shape); MultiScaleDataset calls it."""
+        shape = None if h is None else (self.image_shape[0], int(h), int(w))
+        sample = self.load(int(idx), shape)
         if not isinstance(sample, tuple) or not self.replace_bad:
             return sample
         skipped = [sample[1:]]
         rng = random.Random(int(idx))
         for _ in range(10):
-            sample = self.load(rng.randrange(len(self.items)))
+            sample = self.load(rng.randrange(len(self.items)), shape)
             if not isinstance(sample, tuple):
                 sample["skipped"] = skipped
                 return sample
@@ -302,6 +333,17 @@ def collate(samples: list) -> dict:
         batch["image"] = np.stack([s["image"] for s in good])
         batch["label"] = np.stack([s["label"] for s in good])
         batch["length"] = np.asarray([s["length"] for s in good], dtype=np.int64)
+    return batch
+
+
+def collate_gtc(samples: list, max_text_length: int = 25) -> dict:
+    """`collate` plus ``label_gtc`` [B, max_text_length] int64: the NRTR labels of a MultiHead model
+    (PaddleOCR's MultiLabelEncode; the dataset keeps only labels that fit, see nrtr_fits)."""
+    from .ppocr_losses import nrtr_labels
+
+    batch = collate(samples)
+    if "label" in batch:
+        batch["label_gtc"] = nrtr_labels(batch["label"], batch["length"], max_text_length)
     return batch
 
 

@@ -22,25 +22,37 @@ logger = logging.getLogger(__name__)
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 
+def outputs_logits(model) -> bool:
+    """False for models whose eval forward gives probabilities (PaddleOCR's: softmax in eval)."""
+    return not getattr(model, "outputs_probabilities", False)
+
+
 @paddle.no_grad()
-def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = None) -> Dict[str, float]:
+def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = None, ignore_space: bool = False,
+                 is_filter: bool = False, tags: Sequence[str] | None = None) -> Dict[str, float]:
     """Raw metric sums over ``loader`` (see RecMetric.state) plus ``infer_seconds``: wall time of the forward
     passes and decoding (PaddleOCR's eval ``fps`` = total / infer_seconds; data loading not counted).
-    Corrupt images are counted in ``stats``."""
+    Corrupt images are counted in ``stats``. ignore_space / is_filter: see RecMetric. tags: every tag the
+    batches can carry (``RecDataset.attach_tags``, e.g. the font of each line): the sums are then
+    PerTagRecMetric's (overall and per tag; all-reduce them, then ``PerTagRecMetric.from_state``)."""
     was_training = model.training
     model.eval()
-    metric = RecMetric()
+    options = dict(ignore_space=ignore_space, is_filter=is_filter)
+    metric = RecMetric(**options) if tags is None else PerTagRecMetric(tags, **options)
     infer_seconds = 0.0
     for batch in loader:
         if stats is not None:
             stats.add_batch(unpack_skipped(batch))
         if "image" not in batch:
             continue
+        if tags is not None and "tag" not in batch:
+            raise ValueError("evaluate_rec: tags given but batches carry no 'tag' (call RecDataset.attach_tags)")
         t0 = time.perf_counter()
         logits = model(batch["image"])
-        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
+        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset,
+                                                 is_logits=outputs_logits(model))]
         infer_seconds += time.perf_counter() - t0
-        metric.update(preds, list(batch["text"]))
+        metric.update(preds, list(batch["text"]), *([list(batch["tag"])] if tags is not None else []))
     if was_training:
         model.train()
     return {**metric.state(), "infer_seconds": infer_seconds}
@@ -51,32 +63,6 @@ def reduced_rec_metrics(state: Dict[str, float], reduce=float) -> Dict[str, floa
     metrics: acc, norm_edit_dis, num_samples (RecMetric.from_state) and infer_seconds (for PaddleOCR's fps)."""
     state = {k: reduce(float(v)) for k, v in state.items()}
     return {**RecMetric.from_state(state), "infer_seconds": state["infer_seconds"]}
-
-
-@paddle.no_grad()
-def evaluate_rec_per_tag(model, loader, charset: CharDict, tags: Sequence[str],
-                         stats: SkipStats | None = None) -> Dict[str, float]:
-    """Like :func:`evaluate_rec` over a dataset with tags (``RecDataset.attach_tags``, e.g. the font of
-    each held-out line): raw sums of :class:`PerTagRecMetric` (all-reduce them, then ``from_state``)."""
-    was_training = model.training
-    model.eval()
-    metric = PerTagRecMetric(tags)
-    infer_seconds = 0.0
-    for batch in loader:
-        if stats is not None:
-            stats.add_batch(unpack_skipped(batch))
-        if "image" not in batch:
-            continue
-        if "tag" not in batch:
-            raise ValueError("evaluate_rec_per_tag: batches carry no 'tag' (call RecDataset.attach_tags first)")
-        t0 = time.perf_counter()
-        logits = model(batch["image"])
-        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset)]
-        infer_seconds += time.perf_counter() - t0
-        metric.update(preds, list(batch["text"]), list(batch["tag"]))
-    if was_training:
-        model.train()
-    return {**metric.state(), "infer_seconds": infer_seconds}
 
 
 def list_images(path: str | os.PathLike) -> List[str]:

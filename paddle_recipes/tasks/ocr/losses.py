@@ -6,19 +6,35 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
 
-from ...config import check_name
+from ...config import ConfigError, check_name
 from .charset import BLANK
+
+MULTILOSS_PARTS = ["CTCLoss", "NRTRLoss"]
 
 
 @dataclass
 class LossConfig:
-    """PaddleOCR's Loss section. name: CTCLoss. zero_infinity: zero the loss of impossible alignments."""
+    """PaddleOCR's Loss section. name: CTCLoss | MultiLoss (CTC + NRTR with label smoothing, for
+    MultiHead models; ppocr_losses.MultiLoss). loss_config_list: MultiLoss's parts, PaddleOCR's form
+    [{CTCLoss: null}, {NRTRLoss: null}] (the only one taken; None = that). zero_infinity: zero the CTC
+    loss of impossible alignments."""
     name: str = "CTCLoss"
+    loss_config_list: Optional[List[Dict[str, Any]]] = None
     zero_infinity: bool = True
 
     def __post_init__(self):
-        check_name("Loss.name", self.name, ("CTCLoss",))
+        check_name("Loss.name", self.name, ("CTCLoss", "MultiLoss"))
+        parts = self.loss_config_list
+        if parts is None:
+            return
+        if self.name != "MultiLoss":
+            raise ConfigError(f"Loss.loss_config_list: only MultiLoss takes it, not {self.name}")
+        names = [next(iter(p)) if isinstance(p, dict) and len(p) == 1 else p for p in parts]
+        if names != MULTILOSS_PARTS or any(next(iter(p.values())) for p in parts):
+            raise ConfigError(f"Loss.loss_config_list: {parts!r}: only [{{CTCLoss: null}}, {{NRTRLoss: null}}] "
+                              "(PaddleOCR's PP-OCRv4/v5 MultiLoss) is supported here")
 
 
 class CTCLoss(nn.Layer):

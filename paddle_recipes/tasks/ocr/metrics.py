@@ -1,6 +1,7 @@
 """Recognition metrics: line accuracy and 1 - normalized edit distance."""
 from __future__ import annotations
 
+import re
 from typing import Dict, Sequence
 
 
@@ -18,10 +19,19 @@ def edit_distance(a: Sequence, b: Sequence) -> int:
 
 
 class RecMetric:
-    """Accumulates line accuracy (exact match) and norm_edit_dis = 1 - mean(ED / max(len(pred), len(gt), 1))."""
+    """Accumulates line accuracy (exact match) and norm_edit_dis = 1 - mean(ED / max(len(pred), len(gt), 1)).
+    ignore_space: drop spaces first (PaddleOCR's default). is_filter: keep only [a-z0-9] after lowercasing."""
 
-    def __init__(self):
+    def __init__(self, ignore_space: bool = False, is_filter: bool = False):
+        self.ignore_space, self.is_filter = ignore_space, is_filter
         self.reset()
+
+    def normalize(self, text: str) -> str:
+        if self.ignore_space:
+            text = text.replace(" ", "")
+        if self.is_filter:
+            text = re.sub(r"[^0-9a-z]", "", text.lower())
+        return text
 
     def reset(self):
         self.correct = 0
@@ -30,6 +40,7 @@ class RecMetric:
 
     def update(self, preds: Sequence[str], labels: Sequence[str]) -> None:
         for p, g in zip(preds, labels):
+            p, g = self.normalize(p), self.normalize(g)
             self.total += 1
             self.correct += int(p == g)
             self.norm_ed_sum += edit_distance(p, g) / max(len(p), len(g), 1)
@@ -62,10 +73,10 @@ class PerTagRecMetric:
             misses a tag). An unknown tag in :meth:`update` is an error.
     """
 
-    def __init__(self, tags: Sequence[str]):
+    def __init__(self, tags: Sequence[str], **rec_metric_options):
         self.tags = list(dict.fromkeys(tags))
-        self.overall = RecMetric()
-        self.by_tag = {t: RecMetric() for t in self.tags}
+        self.overall = RecMetric(**rec_metric_options)
+        self.by_tag = {t: RecMetric(**rec_metric_options) for t in self.tags}
 
     def update(self, preds: Sequence[str], labels: Sequence[str], tags: Sequence[str]) -> None:
         if not len(preds) == len(labels) == len(tags):

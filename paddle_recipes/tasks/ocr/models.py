@@ -239,7 +239,7 @@ class CTCHead(nn.Layer):
 BACKBONES: Dict[str, type] = {"ResNet34vd": ResNet34vd, "LCNetRec": LCNetRec}
 NECKS: Dict[str, type] = {"BiLSTM": BiLSTMNeck, "Conv": ConvNeck, "Im2Seq": Im2Seq}
 HEADS: Dict[str, type] = {"CTCHead": CTCHead}
-ALGORITHMS = {"CRNN"}    # Architecture.algorithm values this package trains (backbone -> neck -> CTC head)
+ALGORITHMS = {"CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR"}  # Architecture.algorithm labels (PaddleOCR's names)
 MODEL_TYPES = {"rec"}
 
 
@@ -257,49 +257,80 @@ register_backbone, register_neck, register_head = _register(BACKBONES), _registe
 
 @dataclass
 class BackboneConfig:
-    """name: a key of BACKBONES (LCNetRec: light PP-LCNet-like; ResNet34vd). scale: channel multiplier.
-    width_stride: input width / output time steps (4 -> T=80 for W=320). None = the backbone's default;
-    a value the chosen backbone does not take is an error."""
+    """name: ours (LCNetRec: light PP-LCNet-like; ResNet34vd) or PaddleOCR's (PPLCNetV3, PPHGNetV2_B4,
+    ResNet; case-insensitive). The other fields are constructor arguments, None = the network's default;
+    a value the chosen network does not take is a one-line error listing what it takes.
+    Ours: scale (channel multiplier), width_stride (input width / time steps). PaddleOCR's: scale,
+    conv_kxk_num, lr_mult_list, lab_lr (PPLCNetV3); text_rec, use_lab (PPHGNetV2_B4); layers (ResNet)."""
     name: str = "LCNetRec"
     scale: Optional[float] = None
     width_stride: Optional[int] = None
+    conv_kxk_num: Optional[int] = None
+    lr_mult_list: Optional[List[float]] = None
+    lab_lr: Optional[float] = None
+    text_rec: Optional[bool] = None
+    use_lab: Optional[bool] = None
+    layers: Optional[int] = None
 
 
 @dataclass
 class NeckConfig:
-    """name: a key of NECKS (Conv: light 1-D context | BiLSTM | Im2Seq). hidden_size: Conv channels or
-    BiLSTM size per direction (Im2Seq takes none). None = the neck's default."""
+    """name: ours (Conv: light 1-D context | BiLSTM | Im2Seq) or PaddleOCR's SequenceEncoder
+    (encoder_type reshape | fc | rnn | svtr). hidden_size: Conv channels, BiLSTM / rnn size per direction,
+    fc size. svtr only: dims, depth, hidden_dims, kernel_size, use_guide. None = the default.
+    Absent or null Neck section: no neck (PaddleOCR MultiHead models; our backbones then use Im2Seq)."""
     name: str = "Conv"
     hidden_size: Optional[int] = None
+    encoder_type: Optional[str] = None
+    dims: Optional[int] = None
+    depth: Optional[int] = None
+    hidden_dims: Optional[int] = None
+    kernel_size: Optional[List[int]] = None
+    use_guide: Optional[bool] = None
 
 
 @dataclass
 class HeadConfig:
-    """name: a key of HEADS. mid_channels: hidden FC before the classifier (0 = none). init_blank_prob:
-    softmax probability of the CTC blank at init, via the output bias (0 = plain init; 0.8 leaves the
-    blank plateau in far fewer steps: docs/cards/ctc_blank_bias.md)."""
+    """name: CTCHead (ours, or PaddleOCR's with a PaddleOCR backbone) | MultiHead (PaddleOCR: CTC branch +
+    NRTR branch). mid_channels: hidden FC before the classifier. fc_decay: L2 on PaddleOCR's CTC classifier.
+    head_list: MultiHead's parts, PaddleOCR's form [{CTCHead: {Neck: {...}, Head: {...}}}, {NRTRHead: {...}}].
+    init_blank_prob (our CTCHead): softmax probability of the CTC blank at init, via the output bias (0 = plain
+    init; 0.8 leaves the blank plateau in far fewer steps: docs/cards/ctc_blank_bias.md)."""
     name: str = "CTCHead"
     mid_channels: Optional[int] = None
+    fc_decay: Optional[float] = None
+    head_list: Optional[List[Dict[str, Any]]] = None
     init_blank_prob: Optional[float] = None
 
 
 @dataclass
 class ArchitectureConfig:
-    """PaddleOCR's Architecture section. model_type: "rec". algorithm: "CRNN" (backbone -> neck -> CTC)."""
+    """PaddleOCR's Architecture section. model_type: "rec". algorithm: a label (CRNN | SVTR_LCNet |
+    SVTR_HGNet | SVTR), checked, not used to build. Backbone / Neck / Head: see their classes; names and
+    arguments are checked here against the chosen networks' signatures."""
     model_type: str = "rec"
     algorithm: str = "CRNN"
     Backbone: BackboneConfig = field(default_factory=BackboneConfig)
-    Neck: NeckConfig = field(default_factory=NeckConfig)
+    Neck: Optional[NeckConfig] = None
     Head: HeadConfig = field(default_factory=HeadConfig)
 
     def __post_init__(self):
         check_name("Architecture.model_type", self.model_type, MODEL_TYPES)
         check_name("Architecture.algorithm", self.algorithm, ALGORITHMS)
+        check_architecture(self)
+
+    @property
+    def is_multihead(self) -> bool:
+        return self.Head.name.lower() == "multihead"
+
+
 # PaddleOCR's networks (ppocr_models.py): lower-case name -> class; their Neck/Head names
 # (SequenceEncoder, CTCHead, MultiHead) are resolved in PaddleOCR's meaning there.
 PPOCR_BACKBONES = ppocr_models.PPOCR_BACKBONES
 PPOCR_NECKS = ppocr_models.PPOCR_NECKS
 PPOCR_HEADS = ppocr_models.PPOCR_HEADS
+PPOCR_BACKBONE_NAMES = tuple(c.__name__ for c in PPOCR_BACKBONES.values())
+ENCODER_TYPES = ("reshape", "fc", "rnn", "svtr")
 
 
 class RecModel(nn.Layer):
@@ -308,6 +339,12 @@ class RecModel(nn.Layer):
     def __init__(self, backbone: nn.Layer, neck: nn.Layer, head: nn.Layer):
         super().__init__()
         self.backbone, self.neck, self.head = backbone, neck, head
+
+    outputs_probabilities = False  # forward gives logits in train and eval
+
+    def class_dependent_params(self) -> List[str]:
+        """state_dict prefixes whose shapes follow the dictionary (re-initialised on a dict change)."""
+        return ["head.fc.", "head.bias"]
 
     def forward(self, x):
         return self.head(self.neck(self.backbone(x)))
@@ -318,30 +355,80 @@ def _as_kwargs(cfg: Any) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
+_FIXED_ARGS = ("self", "in_channels", "num_classes", "out_channels", "out_channels_list")
+
+
+def _check_args(section: str, cls: type, kwargs: Dict[str, Any], extra: Sequence[str] = ()) -> None:
+    """One-line ConfigError when `kwargs` holds an argument `cls` does not take (extra: also allowed)."""
+    params = inspect.signature(cls.__init__).parameters
+    takes = [p for p, v in params.items() if p not in _FIXED_ARGS and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+    bad = sorted(set(kwargs) - set(takes) - set(extra))
+    if bad:
+        raise ConfigError(f"Architecture.{section}: {cls.__name__} does not take {bad} "
+                          f"(it takes {sorted(set(takes) | set(extra)) or 'nothing'})")
+
+
+def _pick(registry: Dict[str, type], section: str, name: Any, case_insensitive: bool, also=()) -> type:
+    key = str(name).lower() if case_insensitive else name
+    if key not in registry:
+        valid = sorted({c.__name__ if case_insensitive else k for k, c in registry.items()} | set(also))
+        check_name(f"Architecture.{section}.name", name, valid)
+    return registry[key]
+
+
+def check_architecture(arch: "ArchitectureConfig") -> None:
+    """Names and arguments of the Backbone / Neck / Head sections against the networks they pick:
+    PaddleOCR's (ppocr_models, when the backbone is one of theirs) or ours. One-line ConfigErrors."""
+    b = _as_kwargs(arch.Backbone)
+    bname = b.pop("name")
+    h = _as_kwargs(arch.Head)
+    hname = h.pop("name")
+    n = _as_kwargs(arch.Neck) if arch.Neck is not None else None
+    if str(bname).lower() not in PPOCR_BACKBONES:  # our own designs
+        _check_args("Backbone", _pick(BACKBONES, "Backbone", bname, False, PPOCR_BACKBONE_NAMES), b)
+        if n is not None:
+            _check_args("Neck", _pick(NECKS, "Neck", n.pop("name"), False), n)
+        _check_args("Head", _pick(HEADS, "Head", hname, False), h)
+        return
+    _check_args("Backbone", _pick(PPOCR_BACKBONES, "Backbone", bname, True), b)
+    if n is not None:
+        _pick(PPOCR_NECKS, "Neck", n.pop("name"), True)
+        etype = n.pop("encoder_type", None)
+        check_name("Architecture.Neck.encoder_type", etype, ENCODER_TYPES)
+        allowed = ["hidden_size"] if etype != "svtr" else []
+        _check_args("Neck", ppocr_models.EncoderWithSVTR if etype == "svtr" else type("SequenceEncoder", (), {}),
+                    n, extra=allowed)
+    head_cls = _pick(PPOCR_HEADS, "Head", hname, True)
+    _check_args("Head", head_cls, h)
+    if head_cls is ppocr_models.MultiHead and not h.get("head_list"):
+        raise ConfigError("Architecture.Head: MultiHead needs head_list ([{CTCHead: {...}}, {NRTRHead: {...}}])")
+
+
 def _build(registry: Dict[str, type], section: str, kwargs: Dict[str, Any], *args):
-    """registry[name](*args, **kwargs); an unknown name or an argument the class does not take is a
-    one-line ConfigError naming `Architecture.<section>`."""
+    """registry[name](*args, **kwargs) (names and arguments checked by check_architecture)."""
     name = kwargs.pop("name", None)
     check_name(f"Architecture.{section}.name", name, registry)
     cls = registry[name]
-    params = inspect.signature(cls.__init__).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        bad = sorted(set(kwargs) - set(params))
-        if bad:
-            takes = [p for p in params if p not in ("self", "in_channels", "num_classes")]
-            raise ConfigError(f"Architecture.{section}: {name} does not take {bad} (it takes {takes or 'nothing'})")
+    _check_args(section, cls, kwargs)
     return cls(*args, **kwargs)
 
 
 def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> nn.Layer:
     """Build a recognizer from ``arch_cfg`` (dataclass or dict with Backbone / Neck / Head sections,
-    each holding ``name`` plus constructor arguments). A PaddleOCR backbone name (PPLCNetV3, ResNet)
-    builds PaddleOCR's network (``ppocr_models.PPOCRRecModel``, PaddleOCR's parameter names)."""
+    each holding ``name`` plus constructor arguments). A PaddleOCR backbone name (PPLCNetV3, PPHGNetV2_B4,
+    ResNet) builds PaddleOCR's network (``ppocr_models.PPOCRRecModel``, PaddleOCR's parameter names).
+    A null Neck with our backbones means Im2Seq (no context layer)."""
     if ppocr_models.is_ppocr_arch(arch_cfg):
-        return ppocr_models.build_ppocr_rec_model(arch_cfg, num_classes, in_channels)
+        try:
+            return ppocr_models.build_ppocr_rec_model(arch_cfg, num_classes, in_channels)
+        except ValueError as exc:  # e.g. a bad head_list entry: one line for the CLI
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(str(exc)) from None
     arch = _as_kwargs(arch_cfg)
     backbone = _build(BACKBONES, "Backbone", _as_kwargs(arch.get("Backbone")), in_channels)
-    neck = _build(NECKS, "Neck", _as_kwargs(arch.get("Neck")), backbone.out_channels)
+    neck_kw = _as_kwargs(arch.get("Neck")) if arch.get("Neck") is not None else {"name": "Im2Seq"}
+    neck = _build(NECKS, "Neck", neck_kw, backbone.out_channels)
     head = _build(HEADS, "Head", _as_kwargs(arch.get("Head")), neck.out_channels, num_classes)
     return RecModel(backbone, neck, head)
 

@@ -137,3 +137,16 @@ class MultiScaleDataset(paddle.io.Dataset):
         else:
             index, h, w = key
         return self.dataset.get_scaled(int(index), int(h), int(w))
+
+
+def build_multiscale_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, collate_fn=None):
+    """Train.sampler (config.SamplerConfig) -> paddle DataLoader over MultiScaleDataset(dataset) batched by
+    a MultiScaleBatchSampler split over info's ranks. ``dataset`` needs ``get_scaled(index, h, w)``.
+    The trainer's set_epoch / skip_next reach the sampler (exact mid-epoch resume)."""
+    from ...data import build_loader
+
+    s = sampler_cfg
+    sampler = MultiScaleBatchSampler(len(dataset), scales=s.scales, first_bs=s.first_bs, fix_bs=s.fix_bs,
+                                     divided_factor=s.divided_factor, is_training=s.is_training, seed=seed,
+                                     num_replicas=info.world_size, rank=info.rank)
+    return build_loader(MultiScaleDataset(dataset, seed), sampler, loader_cfg, collate_fn=collate_fn)

@@ -21,7 +21,7 @@ from typing import Any, Dict, List
 import paddle.nn as nn
 
 from .ppocr_backbones import PPHGNetV2_B4, PPLCNetV3, ResNet
-from .ppocr_heads import CTCHead, MultiHead, SequenceEncoder
+from .ppocr_heads import CTCHead, EncoderWithSVTR, MultiHead, SequenceEncoder  # noqa: F401 (EncoderWithSVTR: arg check)
 
 PPOCR_BACKBONES = {"pplcnetv3": PPLCNetV3, "pphgnetv2_b4": PPHGNetV2_B4, "resnet": ResNet}
 PPOCR_NECKS = {"sequenceencoder": SequenceEncoder}
@@ -55,6 +55,11 @@ class PPOCRRecModel(nn.Layer):
     def outputs_probabilities(self) -> bool:
         """True when eval mode returns softmax probabilities (the default; read by the export and predict)."""
         return not self.ctc_head.return_logits
+
+    @property
+    def needs_gtc(self) -> bool:
+        """MultiHead: training needs NRTR labels (label_gtc) and MultiLoss."""
+        return isinstance(self.head, MultiHead)
 
     def set_eval_output(self, kind: str) -> None:
         """'probs' (default, PaddleOCR's export output) or 'logits' (for a loss in eval mode)."""

@@ -8,7 +8,7 @@ from typing import Callable, Dict, Tuple
 
 from .charset import CharDict
 from .dataset import DatasetConfig, RecDataset
-from .evaluate import evaluate_rec, evaluate_rec_per_tag
+from .evaluate import evaluate_rec
 from .metrics import PerTagRecMetric, RecMetric, format_per_tag
 from .synth import SyntheticSetConfig, build_dataset, dataset_fingerprint, read_font_tags
 
@@ -17,45 +17,45 @@ SYNTH_SPLIT = {"train": "train", "eval": "val", "heldout": "heldout"}  # recipe 
 
 
 def open_split(split: str, own: DatasetConfig, synth: SyntheticSetConfig, charset: CharDict,
-               image_shape, max_text_length: int, prepare: Callable) -> RecDataset:
+               image_shape, max_text_length: int, prepare: Callable, **dataset_options) -> RecDataset:
     """The RecDataset of recipe split "train" | "eval" | "heldout".
 
     ``own`` (Train.dataset / Eval.dataset) is read when its data_dir is set; otherwise (and always for
     "heldout") the synthetic set, generated on first use: ``prepare(root, fingerprint, build)`` is
     Recipe.prepare_data (rank 0 builds). Synthetic eval splits carry their font per line (attach_tags).
-    Train replaces unreadable samples (counted); eval sets score what they can read.
+    Train replaces unreadable samples (counted); eval sets score what they can read. dataset_options:
+    further RecDataset arguments (aug, keep_max_length).
     """
     key = {"train": "Train.dataset", "eval": "Eval.dataset"}.get(split, "Synthetic.heldout")
     if own.data_dir and split != "heldout":
-        return RecDataset(own, charset, image_shape, max_text_length, replace_bad=split == "train", key=key)
+        return RecDataset(own, charset, image_shape, max_text_length, replace_bad=split == "train", key=key,
+                          **dataset_options)
     splits = synth.splits()
     prepare(synth.root, dataset_fingerprint(charset.chars, splits, synth),
             lambda: build_dataset(synth.root, charset.chars, splits, synth, workers=synth.workers))
     name = SYNTH_SPLIT[split]
     rec = RecDataset(synth.split_dataset(name), charset, image_shape, max_text_length,
-                     replace_bad=split == "train", key=key)
+                     replace_bad=split == "train", key=key, **dataset_options)
     if split != "train":
         rec.attach_tags(read_font_tags(Path(synth.root) / name))
     return rec
 
 
 def evaluate_sets(model, sets: Dict[str, Tuple[object, RecDataset]], charset: CharDict,
-                  reduce_sum: Callable[[float], float], show: bool = True) -> dict:
+                  reduce_sum: Callable[[float], float], show: bool = True, **metric_options) -> dict:
     """Score ``sets`` {prefix: (loader, its RecDataset)}; sums are reduced with ``reduce_sum`` (over ranks).
 
     Keys: "<prefix>_acc", "<prefix>_norm_edit_dis", "<prefix>_num_samples" (prefix "" = unprefixed: the
     main eval set). A dataset with tags (its font per line) is scored per tag too: "<prefix>_mean_font_acc"
     (mean over fonts: every font counts the same) and "<prefix or 'val'>": the full PerTagRecMetric report
     {acc, norm_edit_dis, num_samples, mean_tag_acc, per_tag: {font: {acc, norm_edit_dis, n}}},
-    logged as one line per set when ``show``.
+    logged as one line per set when ``show``. metric_options: RecMetric's ignore_space / is_filter.
     """
     out: dict = {}
     for prefix, (loader, ds) in sets.items():
         pre = f"{prefix}_" if prefix else ""
-        if ds.tags is None:
-            state = evaluate_rec(model, loader, charset, ds.stats)
-        else:
-            state = evaluate_rec_per_tag(model, loader, charset, sorted(set(ds.tags)), ds.stats)
+        tags = None if ds.tags is None else sorted(set(ds.tags))
+        state = evaluate_rec(model, loader, charset, ds.stats, tags=tags, **metric_options)
         state = {k: reduce_sum(float(v)) for k, v in state.items()}
         seconds = state.pop("infer_seconds")
         report = (RecMetric if ds.tags is None else PerTagRecMetric).from_state(state)
