@@ -172,7 +172,7 @@ def test_model_forward_shapes(arch, ws, t):
 
 
 def test_build_rec_model_unknown_name():
-    with pytest.raises(UnknownNameError, match=r"Architecture.Backbone.name: unknown name .ResNet9.; valid names: LCNetRec, ResNet34vd"):
+    with pytest.raises(UnknownNameError, match=r"Architecture.Backbone.name: unknown name .ResNet9.; valid names: DenseConvRec, LCNetRec, ResNet34vd"):
         build_rec_model({"Backbone": {"name": "ResNet9"}, "Neck": {"name": "Conv"}, "Head": {"name": "CTCHead"}}, 5)
 
 

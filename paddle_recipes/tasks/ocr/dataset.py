@@ -180,7 +180,7 @@ class RecDataset:
         self.keep_max_length = int(keep_max_length or max_text_length)
         self._aug = None
         if aug:
-            from .synth import build_augment
+            from .augment import build_augment
             self._aug = build_augment()
         self.replace_bad = replace_bad
         self.stats = SkipStats(key)
@@ -311,7 +311,8 @@ def collate(samples: list) -> dict:
     """Stack good samples; drop skip records into ``batch["skipped"]`` [(where, reason), ...].
 
     Keys: image [B,C,H,W] float32, label [B,L] int32 (0-padded), length [B] int64,
-    text (list of str), skipped (list of (where, reason)), tag (list of str, when the dataset has tags).
+    text (list of str), skipped (list of (where, reason)), num_samples [1] int64 (readable samples),
+    tag (list of str, when the dataset has tags).
     """
     good, skipped = [], []
     for s in samples:
@@ -326,7 +327,6 @@ def collate(samples: list) -> dict:
     # training step (paddle's DataLoader drops batches without arrays: ranks would fall out of step).
     batch = {"skipped": [f"{w}\t{r}" for w, r in skipped], "text": [s["text"] for s in good],
              "num_samples": np.asarray([len(good)], dtype=np.int64)}
-    batch = {"skipped": [f"{w}\t{r}" for w, r in skipped], "text": [s["text"] for s in good]}
     if good and "tag" in good[0]:
         batch["tag"] = [s["tag"] for s in good]
     if good:
