@@ -77,12 +77,13 @@ def run(argv: list[str]):
     return OcrRec.main(argv)
 
 
+SLOW = pytest.mark.slow  # the CI script runs these too (`pytest -q -m slow`); the default suite keeps one of each kind
 CASES = [("rec_chinese_common_train_v2.0.yml", False, []),
-         ("rec_r34_vd_none_bilstm_ctc.yml", False, ["Global.character_type=ch", "Train.dataset.name=SimpleDataSet",
-                                                    "Eval.dataset.name=SimpleDataSet"]),  # the file reads LMDBs
-         ("ch_PP-OCRv4_rec.yml", True, []),
+         pytest.param("rec_r34_vd_none_bilstm_ctc.yml", False, ["Global.character_type=ch", "Train.dataset.name=SimpleDataSet",
+                      "Eval.dataset.name=SimpleDataSet"], marks=SLOW),  # the file reads LMDBs
+         pytest.param("ch_PP-OCRv4_rec.yml", True, [], marks=SLOW),
          ("PP-OCRv5_mobile_rec.yml", True, []),
-         ("PP-OCRv5_server_rec.yml", True, [])]  # ~25-40 s each on 2 shared cores (small dict, width 96)
+         pytest.param("PP-OCRv5_server_rec.yml", True, [], marks=SLOW)]  # ~25-40 s each on 2 shared cores (small dict, width 96)
 
 
 @pytest.mark.parametrize("name,multiscale,extra", CASES)
