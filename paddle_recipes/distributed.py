@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -139,6 +140,21 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
     return threads
 
 
+def quiet_sigterm(exit_code: int = 143) -> None:
+    """When one rank fails, the launcher stops the others with SIGTERM; paddle's own handler then prints a
+    C++ "Termination signal" dump. Replace it (main thread only) by one line and exit ``exit_code``."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        sys.stderr.write(f"rank {os.environ.get('PADDLE_TRAINER_ID', '?')}: stopped by SIGTERM "
+                         "(another rank failed, or the launcher is stopping)\n")
+        sys.stderr.flush()
+        os._exit(exit_code)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
     """Initialise the process group (if launched with >1 process), pick the device, seed.
 
@@ -151,6 +167,7 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))
     if "PADDLE_TRAINER_ID" in os.environ or world > 1:  # started by paddle.distributed.launch
         start_parent_watchdog()
+        quiet_sigterm()
     if device is None:
         device = default_device(local_rank)
     elif device == "gpu":
