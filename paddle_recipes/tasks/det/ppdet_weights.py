@@ -33,6 +33,7 @@ import numpy as np
 import paddle
 
 from paddle_recipes.checkpoint import CheckpointError
+from paddle_recipes.pretrained import resolve_weights_file
 
 from .neck import SPP
 
@@ -161,18 +162,8 @@ def is_ppdet_checkpoint(source: str | os.PathLike | Mapping) -> bool:
     return any(k.startswith("yolo_head.") for k in keys) and any(k.startswith("backbone.stem.conv1.") for k in keys)
 
 
-def _resolve(path: str | os.PathLike) -> Path:
-    p = Path(path)
-    if p.is_file():
-        return p
-    q = Path(str(p) + ".pdparams")
-    if q.is_file():
-        return q
-    raise CheckpointError(f"ppdet weights not found: {p} (nor {q})")
-
-
 def _read_state(path: str | os.PathLike) -> dict:
-    p = _resolve(path)
+    p = resolve_weights_file(path)
     try:
         state = paddle.load(str(p), return_numpy=True)
     except Exception as exc:  # corrupt / not a paddle file
@@ -266,7 +257,7 @@ def load_ppdet_weights(model, path: str | os.PathLike | Mapping, *, num_classes_
     if isinstance(path, Mapping):
         state, source = dict(path), source or "<state dict>"
     else:
-        source = str(_resolve(path))
+        source = str(resolve_weights_file(path))
         state = _read_state(source)
     if not is_ppdet_checkpoint(state):
         raise CheckpointError(f"{source}: not a PaddleDetection PP-YOLOE checkpoint (no yolo_head.* / "
