@@ -73,9 +73,10 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
 
 def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple = ()) -> None:
     """Run `main()`; a user error (bad config key, missing file, bad data, unknown component name) exits 2
-    with one clear line."""
+    with one clear line. A multi-process run that succeeded ends with dist_utils.exit_distributed_run."""
     try:
         main()
     except USER_ERRORS + tuple(extra_errors) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    dist_utils.exit_distributed_run(0)

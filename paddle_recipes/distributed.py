@@ -155,6 +155,24 @@ def quiet_sigterm(exit_code: int = 143) -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def exit_distributed_run(exit_code: int = 0) -> None:
+    """End a multi-process run: wait for every rank, flush logs and stdio, then leave with os._exit.
+
+    Interpreter teardown after a gloo/NCCL run can abort (SIGABRT, launcher exit 250) when the rank that
+    hosts the rendezvous store is torn down before its peers; skipping the teardown avoids that race.
+    Call it only once all outputs are written (it skips atexit handlers). No-op on one process."""
+    if dist.get_world_size() <= 1:
+        return
+    barrier()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(exit_code)
+
+
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
     """Initialise the process group (if launched with >1 process), pick the device, seed.
 

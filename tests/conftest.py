@@ -43,7 +43,8 @@ def run_launch(script: str | os.PathLike, args: list[str], nproc: int, log_dir: 
         for f in sorted(log_dir.glob("*")):
             if f.is_file():
                 logs.append(f"--- {f.name} ---\n" + f.read_text(errors="replace")[-4000:])
-        raise AssertionError(f"launch failed rc={proc.returncode}\ncmd: {' '.join(cmd)}\n"
+        failed = [ln for ln in proc.stderr.splitlines() if "Container rank" in ln or "Exit code" in ln]
+        raise AssertionError(f"launch failed rc={proc.returncode}\n" + "\n".join(failed) + f"\ncmd: {' '.join(cmd)}\n"
                              f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}\n" + "\n".join(logs))
     return proc
 
