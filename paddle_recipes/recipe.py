@@ -234,10 +234,15 @@ class Recipe:
 
     def load_for_inference(self) -> tuple[paddle.nn.Layer, str]:
         model = self.build_model()
-        src = load_weights(model, self.weights_source(), prefer_ema=self.cfg.Global.use_ema_weights)
+        src = self.load_inference_weights(model, self.weights_source())
         self.log.info("loaded %s", src)
         model.eval()
         return model, src
+
+    def load_inference_weights(self, model, source: str) -> str:
+        """Strictly load the weights of eval/predict/export (checkpoint.load_weights; EMA weights when
+        Global.use_ema_weights); returns the file loaded. Override to accept a foreign checkpoint format."""
+        return load_weights(model, source, prefer_ema=self.cfg.Global.use_ema_weights)
 
     def load_pretrained(self, model, path: str) -> None:
         """Init weights (PaddleOCR's Global.pretrained_model): a .pdparams file, a path prefix without

@@ -111,3 +111,32 @@ def test_ppyoloe_plus_finetune_preset_is_the_plus_family():
     assert (cfg.Architecture.normalize.mean, cfg.Architecture.normalize.std) == ([0.0] * 3, [1.0] * 3)
     assert cfg.Global.pretrained_model.endswith("ppyoloe_plus_crn_s_80e_coco.pdparams")
     assert (cfg.Optimizer.warmup_epochs, cfg.Optimizer.warmup_steps, cfg.Export.layout) == (5.0, 0, "ppdet")
+
+
+def test_eval_takes_a_ppdet_checkpoint_as_global_weights(finetuned, tmp_path):
+    """--mode eval -o Global.weights=<ppdet-named .pdparams> scores exactly like our own checkpoint it was
+    written from; a ppdet checkpoint of another class count is a one-line error (no random class head)."""
+    from paddle_recipes.checkpoint import load_weights
+    from paddle_recipes.tasks.det.model import build_ppyoloe
+    from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights
+
+    common = ["-c", SMOKE, "--mode", "eval", "-o", f"Global.output_dir={finetuned['out']}",
+              f"Synthetic.root={finetuned['data']}", "Architecture.normalize=ppyoloe_plus"]
+    ours = json.loads(run_python([RECIPE, *common]).stdout.strip().splitlines()[-1])
+    cfg = yaml.safe_load((finetuned["out"] / "config.yml").read_text())["Architecture"]
+    model = build_ppyoloe(cfg["size"], 3, reg_max=cfg["reg_max"])
+    src = load_weights(model, finetuned["out"] / "checkpoints" / "best")
+    assert src.endswith("ema.pdparams")
+    ppdet_file = save_ppdet_weights(model, tmp_path / "as_ppdet")
+    theirs = json.loads(run_python([RECIPE, *common, f"Global.weights={ppdet_file}"]).stdout.strip().splitlines()[-1])
+    assert theirs["weights"] == str(ppdet_file)
+    metric_keys = [k for k, v in ours.items() if isinstance(v, float)]
+    # after 2 steps mAP is 0; mean_top_score depends on every weight: the raw (non-EMA) weights move it
+    raw = json.loads(run_python([RECIPE, *common, "Global.use_ema_weights=false"]).stdout.strip().splitlines()[-1])
+    assert raw["mean_top_score"] != ours["mean_top_score"]
+    assert "mean_top_score" in metric_keys and {k: theirs[k] for k in metric_keys} == {k: ours[k] for k in metric_keys}
+
+    other = save_ppdet_weights(build_ppyoloe(cfg["size"], 5, reg_max=cfg["reg_max"]), tmp_path / "five_classes")
+    proc = run_python([RECIPE, *common, f"Global.weights={other}"], check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("det_ppyoloe: error:"), proc.stderr[-2000:]
+    assert "5" in proc.stderr.strip().splitlines()[-1]

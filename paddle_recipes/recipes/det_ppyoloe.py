@@ -74,6 +74,13 @@ class DetPPYOLOE(Recipe):
             return super().load_pretrained(model, path)
         load_ppdet_weights(model, path, logger=self.log)
 
+    def load_inference_weights(self, model, source: str) -> str:
+        """Global.weights may also be a ppdet checkpoint (eval/predict/export); its class count must match."""
+        if not is_ppdet_checkpoint(source):
+            return super().load_inference_weights(model, source)
+        load_ppdet_weights(model, source, num_classes_ok=False, logger=self.log)
+        return source
+
     def train_step(self, model, batch):
         return model(batch["image"], batch["gt_class"], batch["gt_bbox"], batch["pad_gt_mask"])
 
