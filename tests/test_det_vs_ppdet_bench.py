@@ -80,3 +80,52 @@ def test_map_both_sides_trained_one_epoch_and_one_evaluator_scored_them(report):
         ev = pair[name]
         assert ev["format"] == fmt and ev["num_images"] == report["data"]["num_val"]
         assert 0.0 <= ev["mAP50"] <= 1.0 and 0.0 <= ev["mAP"] <= ev["mAP50"]
+        assert ("422 tensors loaded" if fmt == "ppdet" else "tensors loaded") in ev["loaded"]  # strict, full map
+
+
+class _FakeClock:
+    def __init__(self, times):
+        self.times = iter(times)
+
+    def __call__(self):
+        return next(self.times)
+
+
+def test_budget_stop_on_both_sides(monkeypatch):
+    """The same-budget stop (not exercised by --quick, which trains fixed epochs): both clocks stop at the first
+    step whose end crosses the budget, measured from training start."""
+    sys.path.insert(0, str(REPO))
+    from benchmarks.harness import det_worker, ppdet_driver
+
+    ticks = [100.0, 100.4, 100.9, 101.2, 101.3]  # start, then step ends at 0.4 / 0.9 / 1.2 / 1.3 s
+    monkeypatch.setattr(det_worker.time, "perf_counter", _FakeClock(ticks))
+    ours, trainer = det_worker.StepClock(budget_s=1.0), type("T", (), {"stop_training": False})()
+    ours.on_fit_start(trainer)
+    stops = []
+    for _ in range(3):
+        ours.on_step_end(trainer)
+        stops.append(trainer.stop_training)
+    assert stops == [False, False, True] and ours.stopped_by_budget
+    assert ours.times == pytest.approx([0.4, 0.9, 1.2])
+
+    monkeypatch.setattr(ppdet_driver.time, "perf_counter", _FakeClock(ticks))
+    from ppdet.utils.stats import TrainingStats
+
+    stats = TrainingStats(20)
+    import paddle
+
+    stats.update({"loss": paddle.to_tensor(0.5)})  # ppdet's TrainingStats takes the model's output tensors
+    clock = ppdet_driver.make_clock(max_steps=0, budget_s=1.0, log_every=100)(None)
+    clock.on_train_begin({})
+    clock.on_step_end({"training_staus": stats})
+    clock.on_step_end({"training_staus": stats})
+    with pytest.raises(ppdet_driver.StopTraining):
+        clock.on_step_end({"training_staus": stats})
+    assert clock.stopped_by_budget and clock.losses == [0.5] * 3
+    steps_clock = ppdet_driver.make_clock(max_steps=2, budget_s=0.0, log_every=100)(None)
+    monkeypatch.setattr(ppdet_driver.time, "perf_counter", _FakeClock(ticks))
+    steps_clock.on_train_begin({})
+    steps_clock.on_step_end({"training_staus": stats})
+    with pytest.raises(ppdet_driver.StopTraining):
+        steps_clock.on_step_end({"training_staus": stats})
+    assert not steps_clock.stopped_by_budget

@@ -193,14 +193,22 @@ def to_markdown(rep: dict) -> str:
                   f"(our `evaluate_detector`: {st['eval_size']} px resize, ImageNet mean/std, the same NMS, "
                   f"pycocotools) on the same {rep['data']['num_val']} held-out images. "
                   "`ppdet` = ppdet's EMA as ppdet applies it (`ModelEMA.apply()`, what it evaluates and saves); "
-                  "`ppdet raw EMA` = the same accumulator without ppdet's `/(1 - decay**step)` correction.", "",
-                  "| seed | ours steps | ppdet steps | ours mAP@.5 | ppdet mAP@.5 | ppdet raw EMA mAP@.5 | ours mAP@.5:.95 "
-                  "| ppdet mAP@.5:.95 | ppdet raw EMA mAP@.5:.95 |", "|---|---|---|---|---|---|---|---|---|"]
+                  "`ppdet raw EMA` = the same accumulator without ppdet's `/(1 - d_n**n)` correction.", "",
+                  "| seed | ours steps (epochs, train s) | ppdet steps (epochs, train s) | ours mAP@.5 | ppdet mAP@.5 "
+                  "| ppdet raw EMA mAP@.5 | ours mAP@.5:.95 | ppdet mAP@.5:.95 | ppdet raw EMA mAP@.5:.95 |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for p in m["pairs"]:
             g = lambda side, key: (p.get(side) or {}).get(key)  # noqa: E731
-            lines.append(f"| {p['seed']} | {p['ours_train']['steps']} | {p['ppdet_train']['steps']} | "
+            tr = lambda k: (f"{p[k].get('steps')} ({p[k].get('epochs_done', 0) or 0:.2f}, "  # noqa: E731
+                            f"{p[k].get('train_s')})")
+            lines.append(f"| {p['seed']} | {tr('ours_train')} | {tr('ppdet_train')} | "
                          f"{g('ours', 'mAP50')} | {g('ppdet', 'mAP50')} | {g('ppdet_raw_ema', 'mAP50')} | "
                          f"{g('ours', 'mAP')} | {g('ppdet', 'mAP')} | {g('ppdet_raw_ema', 'mAP')} |")
+        early = [f"{k.split('_')[0]} seed {p['seed']} ({p[k].get('train_s')} s)" for p in m["pairs"]
+                 for k in ("ours_train", "ppdet_train") if m["budget_s"] and p[k].get("steps")
+                 and not p[k].get("stopped_by_budget")]
+        if early:
+            lines += ["", f"Ended at the {st['epochs']}-epoch horizon before the budget: {', '.join(early)}."]
         sm = m["summary"]
         lines += ["", f"Median (range) mAP@.5: ours {_fmt(sm['ours_mAP50'])}, ppdet {_fmt(sm['ppdet_mAP50'])}, "
                   f"ppdet raw EMA {_fmt(sm['ppdet_raw_ema_mAP50'])}; mAP@.5:.95: ours {_fmt(sm['ours_mAP'])}, "

@@ -1,6 +1,7 @@
 """Our side of benchmarks/det_vs_ppdet.py, and the one evaluator both sides are scored with.
 
-    python benchmarks/harness/det_worker.py train -c ours.yml --record run.json [--budget-s 480] [--weights-out w.pdparams]
+    python benchmarks/harness/det_worker.py train -c ours.yml --record run.json [--budget-s 480] \
+        [--weights-out w.pdparams]
     python benchmarks/harness/det_worker.py eval --weights a.pdparams:ours b.pdparams:ppdet:name --size tiny \
         --ann val.json --image-dir images/val --eval-size 192 --record eval.json
 
@@ -89,18 +90,20 @@ def evaluate(args) -> dict:
     for spec in args.weights:
         path, fmt, name = (spec.split(":") + [""])[:3]
         model = build_model(ArchitectureConfig(size=args.size, reg_max=args.reg_max), LossConfig(), index.num_classes)
-        if fmt == "ppdet":
-            load_ppdet_weights(model, path, num_classes_ok=False)
+        if fmt == "ppdet":  # strict: every tensor of ppdet's model maps onto ours with its shape
+            loaded = load_ppdet_weights(model, path, num_classes_ok=False).line()
         elif fmt == "ours":
             missing, unexpected = model.set_state_dict(paddle.load(path))
             if missing or unexpected:
                 raise SystemExit(f"{path}: missing {missing[:3]}, unexpected {unexpected[:3]}")
+            loaded = f"{len(model.state_dict())} tensors loaded"
         else:
             raise SystemExit(f"--weights {spec}: format must be ours or ppdet")
         model.eval()
         t = time.time()
         res = evaluate_detector(model, loader, index, NmsConfig().kwargs())
-        out[name or Path(path).stem] = {**res, "format": fmt, "weights": path, "eval_s": round(time.time() - t, 2)}
+        out[name or Path(path).stem] = {**res, "format": fmt, "weights": path, "loaded": loaded,
+                                        "eval_s": round(time.time() - t, 2)}
     return out
 
 
@@ -113,7 +116,8 @@ def parse_args(argv=None):
     t.add_argument("--weights-out", default="")
     t.add_argument("--record", required=True)
     e = sub.add_parser("eval")
-    e.add_argument("--weights", nargs="+", required=True, help="PATH:FORMAT[:NAME], FORMAT ours | ppdet")
+    e.add_argument("--weights", nargs="+", required=True,
+                   help="PATH:FORMAT[:NAME], FORMAT ours | ppdet")
     e.add_argument("--size", default="tiny")
     e.add_argument("--reg-max", type=int, default=16)
     e.add_argument("--ann", required=True)

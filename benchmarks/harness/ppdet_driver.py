@@ -14,8 +14,8 @@ Runs ``Trainer(cfg, mode="train").train()`` of paddledet (2.6.0) unchanged, exce
 
 At the end two weight files are written, both under ppdet's parameter names:
 ``<weights-out>`` = ``trainer.ema.apply()`` (what ppdet itself evaluates and saves as its EMA model, including
-its bias correction ``/(1 - decay ** step)``), and ``<weights-out stem>_raw.pdparams`` = the EMA
-accumulator without that correction (a diagnostic figure).
+its bias correction ``/(1 - d_n ** n)``, d_n its current threshold decay), and
+``<weights-out stem>_raw.pdparams`` = the EMA accumulator without that correction (a diagnostic figure).
 """
 from __future__ import annotations
 
@@ -62,7 +62,8 @@ def make_clock(max_steps: int, budget_s: float, log_every: int):
         def on_step_end(self, status):
             self.times.append(time.perf_counter() - self.t0)
             stats = status["training_staus"]
-            self.losses.append(float(stats.meters["loss"].value) if stats.meters and "loss" in stats.meters else float("nan"))
+            meters = stats.meters or {}
+            self.losses.append(float(meters["loss"].value) if "loss" in meters else float("nan"))
             n = len(self.times)
             if n % log_every == 0:
                 print(f"ppdet step {n}: loss {self.losses[-1]:.4f}, t {self.times[-1]:.1f} s", flush=True)
