@@ -23,9 +23,9 @@ ppdet's side: ``ppdet.engine.Trainer`` on a ppdet-format YAML written from the s
 The data is our synthetic shapes set (``paddle_recipes.tasks.det.synth``), already COCO json + PNG, written
 under the work dir (default output/bench/, never committed) and read by both sides.
 
-Requirements: ``pip install --no-deps paddledet==2.6.0`` plus pycocotools (and its own light imports:
-typeguard, shapely, scipy, ... as already in this environment). Its optional trackers (lap, motmetrics,
-numba) are not needed: ppdet prints a warning and the detection path works without them; nothing is stubbed.
+Requirements: ``pip install --no-deps paddledet==2.6.0`` plus pycocotools (both already in this environment,
+with what ``import ppdet`` needs). Its optional tracker packages (lap, motmetrics, numba) are missing here and not
+needed: ppdet prints a warning at import and the detection path works without them; nothing is stubbed.
 ppdet yields int32 ``gt_class``; the driver registers a ``CastGtClassInt64`` batch transform (see its docstring).
 
 Writes report.json (every raw figure: per-step times and losses, commands, machine, paddle/ppdet versions,
