@@ -164,27 +164,21 @@ class Bench:
                     weights: str = "") -> tuple[dict, dict]:
         cfg = self.work / f"{name}.yml"
         cfg.write_text(yaml.safe_dump(H.ours_config(setup, self.data, str(self.work / name), max_steps)))
-        record = self.work / f"{name}.json"
-        cmd = [sys.executable, str(WORKER), "train", "-c", str(cfg), "--record", str(record)]
-        if budget_s:
-            cmd += ["--budget-s", str(budget_s)]
-        if weights:
-            cmd += ["--weights-out", weights]
-        rec = run(cmd, self.work / f"{name}.log", self.args.threads, self.args.timeout, self.pin)
-        return rec, _read(record)
+        return self._run_side(name, [str(WORKER), "train", "-c", str(cfg)], budget_s, weights)
 
     def _train_ppdet(self, setup: H.Setup, name: str, epochs: int, max_steps: int = 0, budget_s: float = 0.0,
                      weights: str = "") -> tuple[dict, dict]:
         cfg = self.work / f"{name}.yml"
         cfg.write_text(H.ppdet_config(setup, self.data, str(self.work / name), self.num_classes, epochs))
+        head = [str(DRIVER), "-c", str(cfg), "--seed", str(setup.seed)]
+        return self._run_side(name, head + (["--max-steps", str(max_steps)] if max_steps else []), budget_s, weights)
+
+    def _run_side(self, name: str, head: list, budget_s: float, weights: str) -> tuple[dict, dict]:
+        """Run `python head... --record <name>.json [--budget-s] [--weights-out]`; (process record, its record)."""
         record = self.work / f"{name}.json"
-        cmd = [sys.executable, str(DRIVER), "-c", str(cfg), "--record", str(record), "--seed", str(setup.seed)]
-        if max_steps:
-            cmd += ["--max-steps", str(max_steps)]
-        if budget_s:
-            cmd += ["--budget-s", str(budget_s)]
-        if weights:
-            cmd += ["--weights-out", weights]
+        cmd = [sys.executable, *head, "--record", str(record)]
+        cmd += ["--budget-s", str(budget_s)] if budget_s else []
+        cmd += ["--weights-out", weights] if weights else []
         rec = run(cmd, self.work / f"{name}.log", self.args.threads, self.args.timeout, self.pin)
         return rec, _read(record)
 
