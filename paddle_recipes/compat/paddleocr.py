@@ -827,34 +827,15 @@ def apply_overrides(data: dict, overrides: List[str]) -> dict:
 
 
 def load_any_config(path: str | Path | None, overrides: List[str] | None, schema: type,
-                    translator: Optional[Callable[[dict, str], Tuple[dict, TranslationReport]]] = translate_rec_config,
                     log: Callable[[str], None] | None = None) -> Any:
-    """`-c PATH -o k=v ...` for our YAML or a PaddleOCR one, typed by `schema`.
-
-    A PaddleOCR file (is_paddleocr_config) gets the overrides in its own keys, goes through `translator`
-    (default translate_rec_config), and its "no effect here" line goes to `log` (default: this module's
-    logger at INFO; pass a list's append to log it after logging is set up). Our own YAML, no file, or
-    translator=None go through paddle_recipes.config.load_config unchanged.
-    """
-    if not path or translator is None:
-        return load_config(path, overrides, schema)
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
-    if not is_paddleocr_config(data):
-        return load_config(path, overrides, schema)
-    opts = flatten_opts(overrides or [])
-    source = f"{p} (PaddleOCR config{', with -o overrides' if opts else ''})"
-    ours, report = translator(apply_overrides(data, opts), source)
-    (log or logger.info)(report.no_effect_line())
-    try:
-        return from_dict(schema, ours)
-    except ConfigError as exc:
-        raise ConfigError(f"{exc} (translated from {source})") from None
+    """`-c PATH -o k=v ...` for our YAML or a PaddleOCR rec one, typed by `schema`: config.load_config with
+    paddleocr_rec_translator(schema) (a PaddleOCR file takes its -o overrides in its own keys). The
+    translator's notes ("no effect here", approximations) go to `log` (default: this module's logger)."""
+    notes: List[str] = []
+    cfg = load_config(path, overrides, schema, translators=(paddleocr_rec_translator(schema),), notes=notes)
+    for note in notes:
+        (log or logger.info)(note)
+    return cfg
 
 
 def _schema_has(schema: type, path: str) -> bool:
