@@ -40,6 +40,8 @@ def parse_args(argv=None):
     p.add_argument("--epochs", type=int, default=20, help="epoch budget (and cosine horizon) of every row")
     p.add_argument("--targets", default="0.9,0.95")
     p.add_argument("--stop-at", type=float, default=None, help="stop a run at this acc (default: highest target)")
+    p.add_argument("--budget-min", type=float, default=0.0, help="stop a run after this much training time, minutes "
+                   "(eval excluded; 0 = the --epochs budget); a row that misses a target in it gives a lower-bound ratio")
     p.add_argument("--eval-every-samples", type=int, default=3200)
     p.add_argument("--eval-n", type=int, default=1000, help="held-out lines per eval (0 = all)")
     p.add_argument("--data", default="datasets/cache/ocr_rec_100", help="synthetic set (generated when missing)")
@@ -101,7 +103,7 @@ def main(argv=None) -> int:
     for i, (rep, row) in enumerate(plan):
         out = work / f"{row.name}_r{rep}.json"
         cmd = T.worker_command(row, str(REPO / data), out, epochs, eval_every, eval_n, stop_at, 42 + rep,
-                               max_steps=4 if q else 0, extra=extra)
+                               max_steps=4 if q else 0, extra=extra + ("--budget-min", str(args.budget_min)))
         jobs.append((row.name, out, cmd))
     runs: dict = {r.name: [] for r in rows}
     t0 = time.time()

@@ -102,3 +102,31 @@ def test_quick_pipeline_writes_report_and_plots(tmp_path):
     for png in ("acc_vs_time.png", "acc_vs_steps.png", "acc_vs_samples.png"):
         assert (out / png).stat().st_size > 0
     assert "| baseline |" in (out / "report.md").read_text()
+
+
+def test_budget_stops_at_the_first_eval_point_past_it(monkeypatch):
+    """--budget-min: training time (eval excluded) past the budget stops the run at that eval point."""
+    from benchmarks.harness import tta_worker as W
+
+    clock = {"t": 0.0}
+    monkeypatch.setattr(W.time, "perf_counter", lambda: clock["t"])
+
+    class FakeTrainer:
+        global_step, samples_seen, stop_training, _log_buf = 0, 0, False, {}
+
+        def evaluate(self):
+            clock["t"] += 100.0  # eval takes 100 s: must not count towards the budget
+            return {"acc": 0.0}
+
+    class Info:
+        is_main = False
+
+    tr, ev = FakeTrainer(), W.EvalEvery(10, None, 0.0, 10, Info(), budget_s=60.0)
+    ev.on_fit_start(tr)
+    for step in range(1, 101):
+        clock["t"] += 1.0  # 1 s of training per step
+        tr.global_step = step
+        ev.on_step_end(tr)
+        if tr.stop_training:
+            break
+    assert tr.global_step == 60 and [p["train_s"] for p in ev.points][-2:] == [50.0, 60.0]

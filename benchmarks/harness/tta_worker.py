@@ -65,6 +65,8 @@ def parse_args(argv=None):
     p.add_argument("--eval-every", type=int, default=50, help="optimizer steps between evals")
     p.add_argument("--eval-n", type=int, default=0, help="eval lines (0 = the whole val split)")
     p.add_argument("--stop-at", type=float, default=0.0, help="stop when held-out acc reaches this (0 = never)")
+    p.add_argument("--budget-min", type=float, default=0.0, help="stop after this much training time, minutes "
+                   "(eval excluded; 0 = none); the schedule horizon stays --epochs")
     p.add_argument("--methods", default="", help=f"comma list of {METHODS} (name=value)")
     p.add_argument("--ema", type=float, default=0.0, help="EMA decay (0 = off); eval uses EMA weights")
     p.add_argument("--workers", type=int, default=0)
@@ -75,10 +77,12 @@ def parse_args(argv=None):
 
 
 class EvalEvery:
-    """Callback: evaluate every N steps, excluding eval time from train_s; stop at the target."""
+    """Callback: evaluate every N steps, excluding eval time from train_s; stop at the target, or once
+    train_s passes budget_s (0 = no budget; checked at eval points, so a run overshoots by < N steps)."""
 
-    def __init__(self, every, eval_fn, stop_at, n_log, info):
+    def __init__(self, every, eval_fn, stop_at, n_log, info, budget_s: float = 0.0):
         self.every, self.eval_fn, self.stop_at, self.info = every, eval_fn, stop_at, info
+        self.budget_s = budget_s
         self.points, self.eval_s, self.t0 = [], 0.0, None
         self.n_log = n_log
 
@@ -109,6 +113,8 @@ class EvalEvery:
         if self.info.is_main:
             logging.getLogger("tta").info("point %s", row)
         if self.stop_at and (m.get("acc") or 0) >= self.stop_at:
+            tr.stop_training = True
+        if self.budget_s and train_s >= self.budget_s:
             tr.stop_training = True
 
     def on_epoch_start(self, tr): ...
@@ -194,7 +200,7 @@ def main(argv=None) -> int:
         state = evaluate_rec(D.unwrap(m), eval_loader, charset)
         return RecMetric.from_state({k: D.all_reduce_sum(float(v)) for k, v in state.items()})
 
-    ev = EvalEvery(args.eval_every, eval_fn, args.stop_at, args.eval_every, info)
+    ev = EvalEvery(args.eval_every, eval_fn, args.stop_at, args.eval_every, info, budget_s=60 * args.budget_min)
     callbacks.append(ev)  # last: the step-0 point shows the model after the init hooks
     trainer = Trainer(model, optimizer, step_fn, loader, lr_scheduler=sched, ema=ema, callbacks=callbacks,
                       epochs=args.epochs if not args.max_steps else 10 ** 6, max_steps=total,
