@@ -333,22 +333,26 @@ def find_conv_bn_pairs(model: nn.Layer, pairs: Sequence[tuple[str, str]] | None 
     return out
 
 
-def _fold(conv, bn) -> None:
-    w_np = conv.weight.numpy()
-    np_dtype = w_np.dtype
-    w = w_np.astype(np.float64)
+def folded_conv_bn(conv, bn) -> tuple[np.ndarray, np.ndarray]:
+    """(weight, bias) of ``bn(conv(x))`` as one conv, in float64, from BN's running statistics (eval mode).
+    A conv without bias and a BN without affine parameters count as bias 0 / gamma 1, beta 0."""
+    w = conv.weight.numpy().astype(np.float64)
     mean = bn._mean.numpy().astype(np.float64)
     var = bn._variance.numpy().astype(np.float64)
     gamma = bn.weight.numpy().astype(np.float64) if bn.weight is not None else np.ones_like(mean)
     beta = bn.bias.numpy().astype(np.float64) if bn.bias is not None else np.zeros_like(mean)
     scale = gamma / np.sqrt(var + float(bn._epsilon))
     b = conv.bias.numpy().astype(np.float64) if conv.bias is not None else np.zeros_like(mean)
-    dtype = conv.weight.dtype
-    conv.weight.set_value((w * scale.reshape([-1] + [1] * (w.ndim - 1))).astype(np_dtype))
-    new_b = ((b - mean) * scale + beta).astype(np_dtype)
+    return w * scale.reshape([-1] + [1] * (w.ndim - 1)), (b - mean) * scale + beta
+
+
+def _fold(conv, bn) -> None:
+    np_dtype = conv.weight.numpy().dtype
+    w, b = folded_conv_bn(conv, bn)
+    conv.weight.set_value(w.astype(np_dtype))
     if conv.bias is None:
-        conv.bias = conv.create_parameter(shape=[w.shape[0]], dtype=dtype, is_bias=True)
-    conv.bias.set_value(new_b)
+        conv.bias = conv.create_parameter(shape=[w.shape[0]], dtype=conv.weight.dtype, is_bias=True)
+    conv.bias.set_value(b.astype(np_dtype))
 
 
 def fuse_conv_bn(model: nn.Layer, pairs: Sequence[tuple[str, str]] | None = None) -> nn.Layer:

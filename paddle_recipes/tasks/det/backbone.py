@@ -18,6 +18,8 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from paddle_recipes.export import folded_conv_bn
+
 
 def get_act(name: str | None):
     if name is None:
@@ -38,18 +40,6 @@ class ConvBN(nn.Layer):
 
     def forward(self, x):
         return self.act(self.bn(self.conv(x)))
-
-
-def _fuse_conv_bn(conv: nn.Conv2D, bn: nn.BatchNorm2D):
-    """Return (weight, bias) numpy arrays of conv followed by BN in eval mode."""
-    w = conv.weight.numpy().astype("float64")
-    mean = bn._mean.numpy().astype("float64")
-    var = bn._variance.numpy().astype("float64")
-    gamma = bn.weight.numpy().astype("float64")
-    beta = bn.bias.numpy().astype("float64")
-    std = (var + bn._epsilon) ** 0.5
-    scale = gamma / std
-    return w * scale.reshape(-1, 1, 1, 1), beta - mean * scale
 
 
 class RepVggBlock(nn.Layer):
@@ -73,8 +63,8 @@ class RepVggBlock(nn.Layer):
         """Fold both branches into ``self.fused`` (3x3 conv with bias); drop the branches."""
         if self.fused is not None:
             return
-        w3, b3 = _fuse_conv_bn(self.conv3.conv, self.conv3.bn)
-        w1, b1 = _fuse_conv_bn(self.conv1.conv, self.conv1.bn)
+        w3, b3 = folded_conv_bn(self.conv3.conv, self.conv3.bn)
+        w1, b1 = folded_conv_bn(self.conv1.conv, self.conv1.bn)
         w = w3.copy()
         w[:, :, 1:2, 1:2] += w1  # a 1x1 kernel is a 3x3 kernel that is zero off-centre
         fused = nn.Conv2D(self.ch_in, self.ch_out, 3, padding=1)
