@@ -247,6 +247,16 @@ def test_override_with_a_wrong_key_suggests_the_paddleocr_key():
         load_any_config(FIXTURES / "ch_PP-OCRv4_rec.yml", ["Train.loader.batch_size=8"], ProposedRecConfig)
 
 
+def test_paddleocr_backbone_without_an_implementation_is_named_first():
+    """PaddleOCR's MobileNetV3 (ch_ppocr_mobile_v2.0_rec) is recognised but not built here: the error names
+    the backbone and what is built, before its own keys (model_name, ...) could be reported as unknown."""
+    data = with_change("rec_chinese_common_train_v2.0.yml", "Architecture.Backbone.name", "MobileNetV3")
+    data["Architecture"]["Backbone"]["model_name"] = "small"
+    with pytest.raises(ConfigError, match=r"Architecture\.Backbone\.name: 'MobileNetV3' is PaddleOCR's, but this "
+                                          r"version has no implementation of it; built here: PPLCNetV3, .*ResNet"):
+        translate(data)
+
+
 def test_unknown_key_in_the_file_suggests():
     data = load("rec_chinese_common_train_v2.0.yml")
     data["Global"]["print_batch_stp"] = 10

@@ -74,6 +74,16 @@ _SIGNATURE_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "eval_ba
 
 BACKBONES = ("PPLCNetV3", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
              "SVTRNet", "ResNet31", "ResNet45", "LCNetRec", "ResNet34vd")
+# PaddleOCR rec backbones recognised by name but not implemented here: a clear error, not a key error later.
+NOT_BUILT_BACKBONES = ("PPHGNet_small", "MobileNetV1Enhance", "MobileNetV3", "SVTRNet", "ResNet31", "ResNet45")
+
+
+def _built_backbones() -> list:
+    from paddle_recipes.tasks.ocr.models import BACKBONES as OURS, PPOCR_BACKBONE_NAMES
+
+    return [*PPOCR_BACKBONE_NAMES, *sorted(OURS)]
+
+
 NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
 ENCODER_TYPES = ("rnn", "svtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
@@ -368,6 +378,9 @@ class _Translator:
                 raise self.error(path, "needs a name")
             node = copy.deepcopy(node)
             node["name"] = _canon(node["name"], names, f"{path}.name", part.lower(), self.source)
+            if part == "Backbone" and node["name"] in NOT_BUILT_BACKBONES:
+                raise self.error(f"{path}.name", f"{node['name']!r} is PaddleOCR's, but this version has no "
+                                 f"implementation of it; built here: {', '.join(_built_backbones())}")
             if part == "Neck" and node["name"] == "SequenceEncoder":
                 _canon(node.get("encoder_type"), ENCODER_TYPES, f"{path}.encoder_type", "encoder_type", self.source)
             if part == "Head":
