@@ -40,9 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-import yaml
 
-from paddle_recipes.config import ConfigError, _suggest, flatten_opts, from_dict, load_config, parse_override
+from paddle_recipes.config import ConfigError, _suggest, load_config
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +73,11 @@ _SIGNATURE_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "eval_ba
 
 BACKBONES = ("PPLCNetV3", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
              "SVTRNet", "ResNet31", "ResNet45", "LCNetRec", "ResNet34vd")
-# PaddleOCR rec backbones recognised by name but not implemented here: a clear error, not a key error later.
-NOT_BUILT_BACKBONES = ("PPHGNet_small", "MobileNetV1Enhance", "MobileNetV3", "SVTRNet", "ResNet31", "ResNet45")
 
 
 def _built_backbones() -> list:
+    """Backbone names the model builder constructs (PaddleOCR's, then ours); a recognised PaddleOCR name
+    outside it is a clear error, not a key error later."""
     from paddle_recipes.tasks.ocr.models import BACKBONES as OURS, PPOCR_BACKBONE_NAMES
 
     return [*PPOCR_BACKBONE_NAMES, *sorted(OURS)]
@@ -378,7 +377,7 @@ class _Translator:
                 raise self.error(path, "needs a name")
             node = copy.deepcopy(node)
             node["name"] = _canon(node["name"], names, f"{path}.name", part.lower(), self.source)
-            if part == "Backbone" and node["name"] in NOT_BUILT_BACKBONES:
+            if part == "Backbone" and node["name"] not in _built_backbones():
                 raise self.error(f"{path}.name", f"{node['name']!r} is PaddleOCR's, but this version has no "
                                  f"implementation of it; built here: {', '.join(_built_backbones())}")
             if part == "Neck" and node["name"] == "SequenceEncoder":
@@ -824,19 +823,6 @@ def translate_rec_config(data: dict, source: str = "<dict>") -> Tuple[dict, Tran
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
     return _Translator(copy.deepcopy(data), source).run()
-
-
-def apply_overrides(data: dict, overrides: List[str]) -> dict:
-    """`-o Global.epoch_num=3 ...` on the raw dict (the translator then checks every key)."""
-    for text in flatten_opts(overrides or []):
-        keys, value = parse_override(text)
-        node = data
-        for k in keys[:-1]:
-            if not isinstance(node.get(k), dict):
-                node[k] = {}
-            node = node[k]
-        node[keys[-1]] = value
-    return data
 
 
 def load_any_config(path: str | Path | None, overrides: List[str] | None, schema: type,
