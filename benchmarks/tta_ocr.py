@@ -1,7 +1,7 @@
 """Time to 90% / 95% held-out accuracy on the default OCR task: PaddleOCR's recipe vs our speedup methods.
 
-    python benchmarks/tta_ocr.py --repeats 3 --parallel 2       # real run, idle 2-core box (see benchmarks/README.md)
-    python benchmarks/tta_ocr.py --rows baseline,all --repeats 1 --epochs 4   # a reduced check
+    python benchmarks/tta_ocr.py --rows baseline,dense,all --repeats 3 --budget-min 20 --parallel 2   # ~1.5 h
+    python benchmarks/tta_ocr.py --repeats 3 --parallel 2 --budget-min 20   # every row, ~5 h (benchmarks/README.md)
     python benchmarks/tta_ocr.py --quick                        # tiny sizes: pipeline/schema only (tests)
 
 Writes report.json (every eval point of every run, machine, peak, load), report.md, acc_vs_time.png,
@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,15 +36,16 @@ def parse_args(argv=None):
     p.add_argument("--parallel", type=int, default=1, help="rows run at a time (each pinned to its own cores "
                    "with taskset when available); 1 = one after the other")
     p.add_argument("--threads", type=int, default=1, help="math threads per row process")
-    p.add_argument("--epochs", type=int, default=20, help="epoch budget (and cosine horizon) of every row")
+    p.add_argument("--epochs", type=int, default=10, help="epoch budget (and cosine horizon) of every row "
+                   "(the default recipe's 10)")
     p.add_argument("--targets", default="0.9,0.95")
     p.add_argument("--stop-at", type=float, default=None, help="stop a run at this acc (default: highest target)")
     p.add_argument("--budget-min", type=float, default=0.0, help="stop a run after this much training time, minutes "
                    "(eval excluded; 0 = the --epochs budget); a row that misses a target in it gives a lower-bound ratio")
-    p.add_argument("--eval-every-samples", type=int, default=3200)
+    p.add_argument("--eval-every-samples", type=int, default=6400)
     p.add_argument("--eval-n", type=int, default=1000, help="held-out lines per eval (0 = all)")
-    p.add_argument("--data", default="datasets/cache/ocr_rec_100", help="synthetic set (generated when missing)")
-    p.add_argument("--num-train", type=int, default=12000)
+    p.add_argument("--data", default="datasets/cache/tta_ocr_100", help="synthetic set (generated when missing)")
+    p.add_argument("--num-train", type=int, default=48000, help="training lines (the default recipe's 48 000)")
     p.add_argument("--num-val", type=int, default=1000)
     p.add_argument("--quick", action="store_true", help="tiny data and steps: checks the pipeline, figures meaningless")
     p.add_argument("--timeout", type=float, default=7200.0, help="seconds per run")
@@ -109,19 +109,19 @@ def main(argv=None) -> int:
     t0 = time.time()
     par = max(1, args.parallel)
 
-    def job(i):
+    def job(i, slot):
         name_, out, cmd = jobs[i]
-        pin = _taskset(i % par, args.threads) if par > 1 else []
+        pin = _taskset(slot, args.threads) if par > 1 else []
         rec = run_one(pin + cmd, out, out.with_suffix(".log"), args.threads, args.timeout)
+        rec["slot"] = slot
         res = rec["result"] or {}
         last = (res.get("points") or [{}])[-1]
         print(f"[{i + 1}/{len(jobs)}] {name_}: rc {rec['returncode']}, {rec['wall_s']} s wall, "
               f"last acc {last.get('acc')} at step {last.get('step')}", flush=True)
         return name_, rec
 
-    with ThreadPoolExecutor(par) as ex:  # in order: slot i % par keeps its cores
-        for name_, rec in ex.map(job, range(len(jobs))):
-            runs[name_].append(rec)
+    for name_, rec in T.run_on_slots(len(jobs), par, job):  # a run keeps its slot's cores until it ends
+        runs[name_].append(rec)
     load["after"] = loadavg()
     load["total_seconds"] = round(time.time() - t0, 1)
     peaks = [r["result"]["peak_gflops"] for rs in runs.values() for r in rs if r.get("result")]

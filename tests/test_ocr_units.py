@@ -171,6 +171,24 @@ def test_model_forward_shapes(arch, ws, t):
     assert list(y.shape) == [2, t, 11]
 
 
+def test_conv_neck_context_groups():
+    """0 = depthwise (the default), 1 = dense; the dense conv mixes channels, the depthwise one cannot."""
+    from paddle_recipes.tasks.ocr.models import ConvNeck
+
+    depthwise, dense = ConvNeck(8, hidden_size=16), ConvNeck(8, hidden_size=16, context_groups=1)
+    assert depthwise.context.weight.shape == [16, 1, 1, 5] and dense.context.weight.shape == [16, 16, 1, 5]
+    x = paddle.zeros([1, 16, 1, 7])
+    x[:, 3] = 1.0                                    # one channel lit
+    # output channel 5 of the depthwise conv sees only (unlit) input channel 5: its bias everywhere
+    np.testing.assert_array_equal(depthwise.context(x)[0, 5].numpy(), np.full([1, 7], float(depthwise.context.bias[5])))
+    assert not np.allclose(dense.context(x)[0, 5].numpy(), float(dense.context.bias[5]))
+    with pytest.raises(ConfigError, match=r"Architecture.Neck.context_groups: 5 must divide hidden_size 16"):
+        ConvNeck(8, hidden_size=16, context_groups=5)
+    arch = {"Backbone": {"name": "DenseConvRec", "scale": 0.25, "width_stride": 8},
+            "Neck": {"name": "Conv", "hidden_size": 16, "context_groups": 4}, "Head": {"name": "CTCHead"}}
+    assert build_rec_model(arch, 11).neck.context.weight.shape == [16, 4, 1, 5]
+
+
 def test_build_rec_model_unknown_name():
     with pytest.raises(UnknownNameError, match=r"Architecture.Backbone.name: unknown name .ResNet9.; valid names: DenseConvRec, LCNetRec, ResNet34vd"):
         build_rec_model({"Backbone": {"name": "ResNet9"}, "Neck": {"name": "Conv"}, "Head": {"name": "CTCHead"}}, 5)

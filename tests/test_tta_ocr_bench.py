@@ -130,3 +130,28 @@ def test_budget_stops_at_the_first_eval_point_past_it(monkeypatch):
         if tr.stop_training:
             break
     assert tr.global_step == 60 and [p["train_s"] for p in ev.points][-2:] == [50.0, 60.0]
+
+
+def test_concurrent_runs_never_share_a_slot():
+    """A short job that ends early frees its own slot: the next job must not land on a slot still busy
+    (pinning by job index would put job 2 on job 0's cores here)."""
+    import threading
+    import time
+
+    durations = [0.4, 0.05, 0.3, 0.05, 0.2, 0.05]
+    spans, lock = [], threading.Lock()
+
+    def run(i, slot):
+        t0 = time.monotonic()
+        time.sleep(durations[i])
+        with lock:
+            spans.append((slot, t0, time.monotonic()))
+        return i
+
+    assert T.run_on_slots(len(durations), 2, run) == list(range(len(durations)))
+    assert {s for s, _, _ in spans} == {0, 1}
+    for a in range(len(spans)):
+        for b in range(a + 1, len(spans)):
+            (sa, a0, a1), (sb, b0, b1) = spans[a], spans[b]
+            if a0 < b1 and b0 < a1:  # ran at the same time
+                assert sa != sb, (spans[a], spans[b])

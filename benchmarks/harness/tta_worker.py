@@ -4,7 +4,7 @@ Builds the model and data like recipes/ocr_rec.py (same blocks: RecDataset, buil
 build_optimizer, Trainer), but evaluates by steps and stops at a target, and switches the speedup
 methods of paddle_recipes.speedups on by name. Writes one JSON with the eval curve:
 
-    python benchmarks/harness/tta_worker.py --data datasets/cache/ocr_rec_100 --out run.json \
+    python benchmarks/harness/tta_worker.py --data datasets/cache/tta_ocr_100 --out run.json \
         --lr 1e-3 --warmup-epochs 5 --batch 128 --epochs 20 --eval-every 50 --stop-at 0.95 \
         --methods blank_bias=0.8,metric_every=50,curriculum=300:3,backbone=DenseConvRec
 
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-METHODS = ("blank_bias", "metric_every", "curriculum", "backbone", "scale")
+METHODS = ("blank_bias", "metric_every", "curriculum", "backbone", "scale", "context_groups")
 
 
 def parse_methods(text: str) -> dict:
@@ -180,6 +180,8 @@ def main(argv=None) -> int:
     arch = {"Backbone": {"name": methods.get("backbone") or args.backbone,
                          "scale": float(methods.get("scale") or args.scale), "width_stride": args.width_stride},
             "Neck": {"name": args.neck, "hidden_size": args.hidden}, "Head": {"name": "CTCHead"}}
+    if "context_groups" in methods:  # Conv neck: 1 = dense context conv instead of depthwise
+        arch["Neck"]["context_groups"] = int(methods["context_groups"])
     model = build_rec_model(arch, charset.num_classes, in_channels=shape[0])
     flops = count_flops(model, [1] + shape)
     steps_per_epoch = len(loader)

@@ -191,12 +191,21 @@ class BiLSTMNeck(nn.Layer):
 
 
 class ConvNeck(nn.Layer):
-    """Light neck: im2seq + 1x1 reduction + depthwise 1-D context conv (kernel 5) along time."""
+    """Light neck: im2seq + 1x1 reduction + 1-D context conv (kernel 5) along time, residual.
 
-    def __init__(self, in_channels: int, hidden_size: int = 96):
+    context_groups: groups of the context conv; 0 (default) = hidden_size, i.e. depthwise; 1 = dense
+    (hidden_size x more FLOPs, but paddle's CPU depthwise kernels are ~6x slower per FLOP than dense
+    ones: docs/cards/dense_conv_backbone.md). Must divide hidden_size.
+    """
+
+    def __init__(self, in_channels: int, hidden_size: int = 96, context_groups: int = 0):
         super().__init__()
+        groups = context_groups or hidden_size
+        if groups < 1 or hidden_size % groups:
+            raise ConfigError(f"Architecture.Neck.context_groups: {context_groups} must divide hidden_size "
+                              f"{hidden_size} (0 = depthwise, 1 = dense)")
         self.reduce = ConvBN(in_channels, hidden_size, 1, act="hardswish")
-        self.context = nn.Conv2D(hidden_size, hidden_size, (1, 5), padding=(0, 2), groups=hidden_size)
+        self.context = nn.Conv2D(hidden_size, hidden_size, (1, 5), padding=(0, 2), groups=groups)
         self.im2seq = Im2Seq(hidden_size)
         self.out_channels = hidden_size
 
@@ -277,10 +286,12 @@ class BackboneConfig:
 class NeckConfig:
     """name: ours (Conv: light 1-D context | BiLSTM | Im2Seq) or PaddleOCR's SequenceEncoder
     (encoder_type reshape | fc | rnn | svtr). hidden_size: Conv channels, BiLSTM / rnn size per direction,
-    fc size. svtr only: dims, depth, hidden_dims, kernel_size, use_guide. None = the default.
+    fc size. context_groups (Conv): groups of its context conv, 0 = depthwise (default), 1 = dense.
+    svtr only: dims, depth, hidden_dims, kernel_size, use_guide. None = the default.
     Absent or null Neck section: no neck (PaddleOCR MultiHead models; our backbones then use Im2Seq)."""
     name: str = "Conv"
     hidden_size: Optional[int] = None
+    context_groups: Optional[int] = None
     encoder_type: Optional[str] = None
     dims: Optional[int] = None
     depth: Optional[int] = None
