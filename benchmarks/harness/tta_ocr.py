@@ -94,7 +94,7 @@ def worker_command(row: TtaRow, data: str, out: Path, epochs: int, eval_every_sa
     return cmd + list(extra)
 
 
-# ------------------------------------------------------------------ analysis (pure functions)
+# ------------------------------------------------------------------ scheduling
 def run_on_slots(n_jobs: int, slots: int, run) -> list:
     """Run ``run(job_index, slot)`` for every job, ``slots`` at a time, started in job order.
 
@@ -115,6 +115,7 @@ def run_on_slots(n_jobs: int, slots: int, run) -> list:
         return list(ex.map(job, range(n_jobs)))
 
 
+# ------------------------------------------------------------------ analysis (pure functions)
 def time_to(points: list[dict], target: float, key: str = "train_s") -> float | None:
     """``key`` (train_s / step / samples) at the first eval point with acc >= target, None if never."""
     for p in points:
