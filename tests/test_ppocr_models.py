@@ -4,12 +4,11 @@ Fixtures in tests/fixtures/ppocr_manifests/ were produced by building PaddleOCR'
 PaddleOCR's code (scratch run, not part of the repo):
   <preset>.json          state_dict names -> shapes (count, element total) of the published model;
   <preset>.outputs.json  PaddleOCR's outputs for a fixed input with the deterministic weights of
-                         ``det_value`` below (eval: CTC logits + softmax; train with dropout off:
+                         ``det_value`` (tests/ppocr_parity.py) (eval: CTC logits + softmax; train with dropout off:
                          CTC logits and NRTR logits for fixed labels).
 """
 import functools
 import json
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -17,24 +16,11 @@ import paddle
 import pytest
 
 from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss
+from ppocr_parity import assert_matches_float32_reference, assert_matches_reference, det_value, fixed_input
 from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
 PRESETS = ["PP-OCRv4_mobile_rec", "PP-OCRv5_mobile_rec", "PP-OCRv5_server_rec", "rec_r34_vd_none_bilstm_ctc"]
-
-
-def det_value(name, shape):
-    """Deterministic tensor for a parameter name (same rule used on PaddleOCR's model)."""
-    rng = np.random.RandomState(zlib.crc32(name.encode()) & 0x7FFFFFFF)
-    shape = list(shape)
-    if name.endswith("_variance"):
-        return rng.uniform(0.5, 1.5, shape).astype("float32")
-    n = rng.standard_normal(shape)
-    if len(shape) <= 1:
-        base = 1.0 if name.endswith((".weight", ".scale")) else 0.0
-        return (base + 0.1 * n).astype("float32")
-    fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
-    return (0.5 * n / np.sqrt(max(fan_in, 1))).astype("float32")
 
 
 def load_manifest(preset):
@@ -58,52 +44,63 @@ def test_state_dict_equals_paddleocr_manifest(preset):
     assert sum(int(np.prod(s)) for s in ours.values()) == m["num_elements"]
 
 
-def _set_det_weights(model):
-    sd = model.state_dict()
-    model.set_state_dict({k: (v if k.endswith(".pe") else paddle.to_tensor(det_value(k, v.shape)))
-                          for k, v in sd.items()})
+def _with_det_weights(model, dtype):
+    """The model cast to ``dtype`` with the deterministic parity weights (positional tables kept)."""
+    if dtype != "float32":  # (.to() breaks an LSTM's flattened weight buffer, so only when needed)
+        model.to(dtype=dtype)
+    model.set_state_dict({k: (v if k.endswith(".pe") else paddle.to_tensor(det_value(k, v.shape, dtype)))
+                          for k, v in model.state_dict().items()})
+    return model
+
+
+def _run(model, x, targets):
+    """eval (probs, logits) and, with targets, train-mode (dropout off) MultiHead outputs + MultiLoss."""
+    model.eval()
+    with paddle.no_grad():
+        model.set_eval_output("logits")
+        logits = model(x).numpy()
+        model.set_eval_output("probs")
+        res = {"eval_probs": model(x).numpy(), "eval_logits": logits}
+        if targets is None:
+            return res
+        model.train()
+        for layer in model.sublayers():  # dropout off, batch-norm in train mode (batch statistics)
+            if isinstance(layer, paddle.nn.Dropout):
+                layer.eval()
+        out = model(x, targets)
+        loss = MultiLoss()(out, targets[0], targets[2], targets[1])
+    res.update(train_ctc=out["ctc"].numpy(), train_gtc=out["gtc"].numpy(),
+               train_loss={k: float(loss[k]) for k in ("CTCLoss", "NRTRLoss", "loss")})
+    return res
 
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_outputs_equal_paddleocr(preset):
-    """Same weights + same input -> PaddleOCR's outputs (eval CTC logits/probs; train CTC + NRTR)."""
-    m, model = build(preset)
+    """Same weights + same input -> PaddleOCR's outputs, recorded in float64 with PaddleOCR's own code
+    (tests/scripts/make_ppocr_rec_fixtures.py). Ours in float64 must equal them to 1e-6 of their scale;
+    ours in float32 within a bound derived from its own float32 rounding (tests/ppocr_parity.py), so
+    the test holds on any CPU, including train-mode batch-norm that amplifies float32 differences."""
     ref = json.loads((FIXTURES / f"{preset}.outputs.json").read_text())
-    _set_det_weights(model)
-    x = paddle.to_tensor(np.random.RandomState(0).uniform(-1, 1, ref["input_shape"]).astype("float32"))
-    model.eval()
-    with paddle.no_grad():
-        probs = model(x).numpy()
-        model.set_eval_output("logits")
-        logits = model(x).numpy()
-        model.set_eval_output("probs")
-    assert list(probs.shape) == ref["eval_probs_shape"]
-    np.testing.assert_allclose(logits[:, :, :16], ref["eval_logits_slice_0_16"], atol=1e-4, rtol=1e-4)
-    np.testing.assert_allclose((logits.astype("float64") ** 2).sum(-1), ref["eval_logits_sumsq"], rtol=1e-4)
-    np.testing.assert_allclose(probs[:, :, :16], ref["eval_slice_0_16"], rtol=1e-3, atol=1e-8)
-    np.testing.assert_allclose(probs.max(-1), ref["eval_max"], rtol=1e-3)
-    assert probs.argmax(-1).tolist() == ref["eval_argmax"]
-    if "train_gtc_shape" not in ref:
+    m = load_manifest(preset)
+    outs = {}
+    for dtype in ("float64", "float32") if ref["dtype"] == "float64" else ("float32",):
+        model = _with_det_weights(build_ppocr_rec_model(m["architecture"], m["num_classes_ctc"]), dtype)
+        targets = None
+        if "train_ctc" in ref:
+            targets = [paddle.to_tensor(np.array(ref[k], dtype="int64"))
+                       for k in ("train_label_ctc", "train_label_gtc", "train_length")]
+        outs[dtype] = _run(model, paddle.to_tensor(fixed_input(ref["input_shape"], dtype)), targets)
+    if ref["dtype"] == "float32":  # eval-only reference (see FLOAT32_ONLY in the fixture script)
+        for key in ("eval_probs", "eval_logits"):
+            assert_matches_float32_reference(f"{preset}.{key}", outs["float32"][key], ref[key])
         return
-    model.train()
-    for layer in model.sublayers():  # dropout off, batch-norm in train mode (batch statistics)
-        if isinstance(layer, paddle.nn.Dropout):
-            layer.eval()
-    targets = [paddle.to_tensor(np.array(ref[k], dtype="int64"))
-               for k in ("train_label_ctc", "train_label_gtc", "train_length")]
-    with paddle.no_grad():
-        out = model(x, targets)
-    ctc, gtc = out["ctc"].numpy(), out["gtc"].numpy()
-    assert list(ctc.shape) == ref["train_ctc_shape"] and list(gtc.shape) == ref["train_gtc_shape"]
-    np.testing.assert_allclose(ctc[:, :, :16], ref["train_ctc_slice_0_16"], atol=1e-4, rtol=1e-4)
-    np.testing.assert_allclose((ctc.astype("float64") ** 2).sum(-1), ref["train_ctc_sumsq"], rtol=1e-4)
-    np.testing.assert_allclose(gtc[:, :, :16], ref["train_gtc_slice_0_16"], atol=1e-4, rtol=1e-4)
-    np.testing.assert_allclose((gtc.astype("float64") ** 2).sum(-1), ref["train_gtc_sumsq"], rtol=1e-4)
-    assert gtc.argmax(-1).tolist() == ref["train_gtc_argmax"]
-    if "train_loss" in ref:  # PaddleOCR's MultiLoss (CTCLoss + NRTRLoss with label smoothing) on the same outputs
-        loss = MultiLoss()(out, targets[0], targets[2], targets[1])
-        for key in ("CTCLoss", "NRTRLoss", "loss"):
-            np.testing.assert_allclose(float(loss[key]), ref["train_loss"][key], rtol=1e-4)
+    for key in ("eval_probs", "eval_logits", "train_ctc", "train_gtc"):
+        if key in ref:
+            assert_matches_reference(f"{preset}.{key}", outs["float64"][key], outs["float32"][key], ref[key])
+    if "train_loss" in ref:  # PaddleOCR's MultiLoss (CTCLoss + NRTRLoss, label smoothing) on the same outputs
+        for key, want in ref["train_loss"].items():  # 1e-5: PaddleOCR's smoothing targets are float32 one-hots
+            np.testing.assert_allclose(outs["float64"]["train_loss"][key], want, rtol=1e-5)
+            np.testing.assert_allclose(outs["float32"]["train_loss"][key], want, rtol=1e-4)
 
 
 def test_unknown_architecture_keys_are_rejected():
