@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's tests: the default suite (< 10 min), then the slow tests, both always run; exit 1 if either failed.
+cd "$(dirname "$0")/.."
+python3 -m pytest -q; default=$?
+python3 -m pytest -q -m slow; slow=$?
+echo "== default suite: rc $default; slow tests: rc $slow"
+[ "$default" -eq 0 ] && [ "$slow" -eq 0 ]
