@@ -29,14 +29,6 @@ from .trainer import NonFiniteError
 USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError)
 
 
-def __getattr__(name):  # GlobalConfig moved to paddle_recipes.training (kept importable from here)
-    if name == "GlobalConfig":
-        from .training import GlobalConfig
-
-        return GlobalConfig
-    raise AttributeError(name)
-
-
 def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_config: str | None = None,
                argv: list[str] | None = None, default_mode: str = "train",
                check: Callable[[Any], None] | None = None, description: str | None = None,

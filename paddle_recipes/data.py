@@ -293,6 +293,19 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
 
 
 # ----------------------------------------------------------------------------- image size guard
+IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+
+
+def list_images(path: str | os.PathLike) -> list[str]:
+    """An image file -> [it]; a folder -> its image files (IMAGE_EXTS, sorted). Missing path -> FileNotFoundError."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no such image or folder: {p}")
+    if p.is_dir():
+        return sorted(str(f) for f in p.iterdir() if f.suffix.lower() in IMAGE_EXTS)
+    return [str(p)]
+
+
 MAX_IMAGE_PIXELS = 80_000_000  # default guard: ~8e7 pixels (e.g. 10000 x 8000), ~240 MB decoded as RGB
 
 

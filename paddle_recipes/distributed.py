@@ -48,26 +48,6 @@ class DistInfo:
         return self.world_size > 1
 
 
-@dataclass
-class FleetConfig:
-    """Fleet DistributedStrategy knobs (seed 000 §5.2).
-
-    gradient_merge/k_steps/avg: static-graph gradient merge (our dygraph equivalent is GradAccumulator).
-    elastic/min_nnodes/max_nnodes: elastic training; pass `elastic_launch_args()` to the launcher.
-    fuse_all_reduce_ops / fuse_grad_size_in_MB: gradient all-reduce fusion.
-    """
-
-    gradient_merge: bool = False
-    k_steps: int = 1
-    avg: bool = True
-    elastic: bool = False
-    min_nnodes: int = 1
-    max_nnodes: int = 1
-    fuse_all_reduce_ops: bool = True
-    fuse_grad_size_in_MB: int = 32
-    find_unused_parameters: bool = False
-
-
 def _env_int(name: str, default: int) -> int:
     try:
         return int(os.environ.get(name, default))
@@ -236,17 +216,6 @@ def barrier() -> None:
         dist.barrier()
 
 
-def all_reduce_mean(value):
-    """Mean of a float or tensor over ranks (identity on one process)."""
-    if dist.get_world_size() <= 1:
-        return value
-    is_tensor = isinstance(value, paddle.Tensor)
-    t = value.clone() if is_tensor else paddle.to_tensor(float(value), dtype="float32")
-    dist.all_reduce(t)
-    t = t / dist.get_world_size()
-    return t if is_tensor else float(t.item())
-
-
 def all_reduce_sum(value):
     """Sum of a number/tensor over ranks (identity on one process)."""
     if dist.get_world_size() <= 1:
@@ -279,31 +248,3 @@ def setup_logging(info: DistInfo | None = None, log_file: str | None = None, lev
         fh.setFormatter(fmt)
         root.addHandler(fh)
     return root
-
-
-def fleet_strategy(cfg: FleetConfig | None = None):
-    """A paddle.distributed.fleet.DistributedStrategy built from `cfg`."""
-    from paddle.distributed import fleet
-
-    cfg = cfg or FleetConfig()
-    strategy = fleet.DistributedStrategy()
-    if cfg.gradient_merge:
-        if cfg.k_steps < 1:
-            raise ValueError("FleetConfig.k_steps must be >= 1")
-        strategy.gradient_merge = True
-        strategy.gradient_merge_configs = {"k_steps": cfg.k_steps, "avg": cfg.avg}
-    if cfg.elastic:
-        if not 1 <= cfg.min_nnodes <= cfg.max_nnodes:
-            raise ValueError("FleetConfig needs 1 <= min_nnodes <= max_nnodes for elastic training")
-        strategy.elastic = True
-    strategy.fuse_all_reduce_ops = cfg.fuse_all_reduce_ops
-    strategy.fuse_grad_size_in_MB = cfg.fuse_grad_size_in_MB
-    strategy.find_unused_parameters = cfg.find_unused_parameters
-    return strategy
-
-
-def elastic_launch_args(cfg: FleetConfig) -> list[str]:
-    """Launcher flags for elastic training: `--nnodes min:max` (paddle.distributed.launch syntax)."""
-    if not cfg.elastic:
-        return []
-    return ["--nnodes", f"{cfg.min_nnodes}:{cfg.max_nnodes}"]

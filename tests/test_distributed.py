@@ -50,17 +50,6 @@ def test_two_ranks_with_accumulation_use_no_sync(single, tmp_path):
     assert _max_diff(_params(single), _params(out)) <= 1e-5
 
 
-def test_fleet_strategy_from_config():
-    from paddle_recipes.distributed import FleetConfig, elastic_launch_args, fleet_strategy
-
-    s = fleet_strategy(FleetConfig(gradient_merge=True, k_steps=4, elastic=True, min_nnodes=2, max_nnodes=8))
-    assert s.gradient_merge and s.gradient_merge_configs["k_steps"] == 4 and s.gradient_merge_configs["avg"]
-    assert s.elastic
-    assert elastic_launch_args(FleetConfig(elastic=True, min_nnodes=2, max_nnodes=8)) == ["--nnodes", "2:8"]
-    with pytest.raises(ValueError, match="min_nnodes"):
-        fleet_strategy(FleetConfig(elastic=True, min_nnodes=3, max_nnodes=2))
-
-
 def test_single_process_setup_and_sampler_resume():
     from paddle_recipes.distributed import build_batch_sampler, setup
 

@@ -17,9 +17,15 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from paddle_recipes.compat.paddleocr import (PROPOSED_KEYS, is_paddleocr_config, load_any_config,  # noqa: E402
-                                             translate_rec_config)
+from paddle_recipes.compat.paddleocr import (PROPOSED_KEYS, is_paddleocr_config,  # noqa: E402
+                                             paddleocr_rec_translator, translate_rec_config)
 from paddle_recipes.config import ConfigError, from_dict, load_config, to_dict  # noqa: E402
+
+
+def load_any_config(path, overrides, schema, notes=None):
+    """`-c PATH -o ...` as the OCR recipe reads it: our YAML, or a PaddleOCR one through the translator
+    (its one-line notes appended to `notes`)."""
+    return load_config(path, overrides, schema, translators=(paddleocr_rec_translator(schema),), notes=notes)
 from paddle_recipes.optim import OptimizerConfig  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "paddleocr_configs"
@@ -223,7 +229,7 @@ def test_overrides_use_paddleocr_keys(tmp_path):
     cfg = load_any_config(FIXTURES / "PP-OCRv5_mobile_rec.yml",
                           [["Global.epoch_num=3", "Global.save_model_dir=" + str(tmp_path / "out")],
                            ["Train.dataset.data_dir=/data/rec", "Optimizer.lr.learning_rate=0.01",
-                            "Train.loader.num_workers=0"]], ProposedRecConfig, log=lines.append)
+                            "Train.loader.num_workers=0"]], ProposedRecConfig, notes=lines)
     assert cfg.Global.epochs == 3 and cfg.Global.output_dir == str(tmp_path / "out")
     assert cfg.Train.dataset.data_dir == "/data/rec" and cfg.Optimizer.lr == 0.01
     assert cfg.Train.loader.num_workers == 0
@@ -234,7 +240,7 @@ def test_overrides_use_paddleocr_keys(tmp_path):
 def test_overrides_of_our_own_keys_pass_through():
     cfg = load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml",
                           ["Global.max_steps=5", "AMP.enable=true", "EMA.enable=true", "Train.accumulate_steps=2"],
-                          ProposedRecConfig, log=lambda _: None)
+                          ProposedRecConfig)
     assert (cfg.Global.max_steps, cfg.AMP.enable, cfg.EMA.enable, cfg.Train.accumulate_steps) == (5, True, True, 2)
     with pytest.raises(ConfigError, match="Global.epochs.*did you mean 'epoch_num'"):
         load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml", ["Global.epochs=5"], ProposedRecConfig)

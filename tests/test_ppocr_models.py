@@ -125,17 +125,17 @@ def test_build_rec_model_dispatches_to_paddleocr_networks():
 
 @pytest.mark.parametrize("preset", ["PP-OCRv4_mobile_rec", "rec_r34_vd_none_bilstm_ctc"])
 def test_paddleocr_yaml_architecture_parses_into_dataclasses(preset):
-    """PaddleOCR's own Architecture section (from its YAML) -> our dataclasses -> the manifest's network."""
+    """PaddleOCR's own Architecture section (from its YAML; Transform: null is the translator's) -> our
+    ArchitectureConfig -> the manifest's network."""
     from paddle_recipes.config import ConfigError, from_dict
-    from paddle_recipes.tasks.ocr.models import build_rec_model
-    from paddle_recipes.tasks.ocr.ppocr_config import PPOCRArchitectureConfig
+    from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model
 
     m = load_manifest(preset)
-    cfg = from_dict(PPOCRArchitectureConfig, m["architecture"], "Architecture")
-    model = build_rec_model(cfg, m["num_classes_ctc"])
+    arch = {k: v for k, v in m["architecture"].items() if k != "Transform"}
+    model = build_rec_model(from_dict(ArchitectureConfig, arch, "Architecture"), m["num_classes_ctc"])
     assert {k: list(v.shape) for k, v in model.state_dict().items()} == m["tensors"]
     with pytest.raises(ConfigError, match="unknown key 'Architecture.Backbone.scal'"):
-        from_dict(PPOCRArchitectureConfig, {"Backbone": {"name": "PPLCNetV3", "scal": 1}}, "Architecture")
-    with pytest.raises(ValueError, match=r"Architecture.Backbone \(ResNet\): unknown keys \['scale'\]"):
-        build_rec_model(from_dict(PPOCRArchitectureConfig, {**m["architecture"], "Backbone": {
-            "name": "ResNet", "layers": 34, "scale": 0.5}}, "Architecture"), 10)
+        from_dict(ArchitectureConfig, {"Backbone": {"name": "PPLCNetV3", "scal": 1}}, "Architecture")
+    with pytest.raises(ConfigError, match=r"Architecture.Backbone: ResNet does not take \['scale'\]"):
+        from_dict(ArchitectureConfig, {**arch, "Backbone": {"name": "ResNet", "layers": 34, "scale": 0.5}},
+                  "Architecture")

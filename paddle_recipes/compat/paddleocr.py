@@ -2,7 +2,7 @@
 
     ours, report = translate_rec_config(yaml.safe_load(open(p)), source=p)
     logger.info(report.no_effect_line())      # one line: "no effect here: Global.use_gpu, ..."
-    cfg = load_any_config(path, overrides, RecConfig)   # file + -o, PaddleOCR or ours
+    cfg = load_config(path, overrides, RecConfig, translators=(paddleocr_rec_translator(RecConfig),))
 
 Every key of the PaddleOCR file is accounted for: it maps onto a key of ours (``report.mapped``:
 PaddleOCR path -> our path, or "fixed: ..." when our pipeline always does what the value asks), or it
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
-from paddle_recipes.config import ConfigError, _suggest, load_config
+from paddle_recipes.config import ConfigError, _suggest
 
 logger = logging.getLogger(__name__)
 
@@ -823,18 +823,6 @@ def translate_rec_config(data: dict, source: str = "<dict>") -> Tuple[dict, Tran
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
     return _Translator(copy.deepcopy(data), source).run()
-
-
-def load_any_config(path: str | Path | None, overrides: List[str] | None, schema: type,
-                    log: Callable[[str], None] | None = None) -> Any:
-    """`-c PATH -o k=v ...` for our YAML or a PaddleOCR rec one, typed by `schema`: config.load_config with
-    paddleocr_rec_translator(schema) (a PaddleOCR file takes its -o overrides in its own keys). The
-    translator's notes ("no effect here", approximations) go to `log` (default: this module's logger)."""
-    notes: List[str] = []
-    cfg = load_config(path, overrides, schema, translators=(paddleocr_rec_translator(schema),), notes=notes)
-    for note in notes:
-        (log or logger.info)(note)
-    return cfg
 
 
 def _schema_has(schema: type, path: str) -> bool:

@@ -24,7 +24,8 @@ from paddle_recipes.tasks.det.config import DetConfig, build_model
 from paddle_recipes.tasks.det.deploy import export_ppdet_checked
 from paddle_recipes.tasks.det.normalize import collate_kwargs
 from paddle_recipes.tasks.det.ppdet_weights import is_ppdet_checkpoint, load_ppdet_weights
-from paddle_recipes.tasks.det.predict_export import draw_predictions, list_images, same_detections, write_deploy_files
+from paddle_recipes.data import list_images
+from paddle_recipes.tasks.det.predict_export import draw_predictions, same_detections, write_deploy_files
 from paddle_recipes.tasks.det.evaluate import evaluate_detector
 from paddle_recipes.tasks.det.synth import make_shapes_dataset
 

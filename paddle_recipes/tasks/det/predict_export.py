@@ -14,14 +14,6 @@ from .postprocess import postprocess_batch
 from .visualize import draw_detections
 
 logger = logging.getLogger(__name__)
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
-
-
-def list_images(path: str) -> list[str]:
-    src = Path(path)
-    if not src.exists():
-        raise FileNotFoundError(f"Predict.images: {src} does not exist")
-    return sorted(str(f) for f in src.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES) if src.is_dir() else [str(src)]
 
 
 def load_rgb(path: str) -> np.ndarray:

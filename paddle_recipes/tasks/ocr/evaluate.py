@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
@@ -10,6 +9,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
+from ...data import list_images
 from ...ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
@@ -18,9 +18,6 @@ from .postprocess import ctc_greedy_decode
 from .transforms import INFER_MAX_WIDTH, decode_image, pad_batch, resize_norm_infer
 
 logger = logging.getLogger(__name__)
-
-IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
-
 
 def outputs_logits(model) -> bool:
     """False for models whose eval forward gives probabilities (PaddleOCR's: softmax in eval)."""
@@ -56,23 +53,6 @@ def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = Non
     if was_training:
         model.train()
     return {**metric.state(), "infer_seconds": infer_seconds}
-
-
-def reduced_rec_metrics(state: Dict[str, float], reduce=float) -> Dict[str, float]:
-    """evaluate_rec's state, each value passed through ``reduce`` (e.g. distributed.all_reduce_sum) -> the eval
-    metrics: acc, norm_edit_dis, num_samples (RecMetric.from_state) and infer_seconds (for PaddleOCR's fps)."""
-    state = {k: reduce(float(v)) for k, v in state.items()}
-    return {**RecMetric.from_state(state), "infer_seconds": state["infer_seconds"]}
-
-
-def list_images(path: str | os.PathLike) -> List[str]:
-    """An image file -> [it]; a folder -> its image files (sorted). Missing path -> FileNotFoundError."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"no such image or folder: {p}")
-    if p.is_dir():
-        return sorted(str(f) for f in p.iterdir() if f.suffix.lower() in IMAGE_EXTS)
-    return [str(p)]
 
 
 @paddle.no_grad()

@@ -481,20 +481,6 @@ def is_up_to_date(out_dir: str | os.PathLike, meta: dict) -> bool:
         return False
 
 
-def wait_for_dataset(out_dir: str | os.PathLike, meta: dict, timeout_s: float = 7200, poll_s: float = 2.0) -> None:
-    """Block until another process (rank 0) has finished writing the set described by ``meta``.
-
-    Used instead of a collective barrier, which would time out (GLOO) during a long generation.
-    """
-    import time
-
-    t0 = time.time()
-    while not is_up_to_date(out_dir, meta):
-        if time.time() - t0 > timeout_s:
-            raise TimeoutError(f"waited {timeout_s:.0f} s for the synthetic set in {out_dir} (rank 0 generating it)")
-        time.sleep(poll_s)
-
-
 def build_dataset(out_dir: str | os.PathLike, chars: Sequence[str], splits: dict, cfg: SynthConfig,
                   fmt: str = "both", workers: int = 2, force: bool = False) -> Path:
     """Generate every split ({"train": n, "val": m, "heldout": k}) into ``out_dir``; cached by a
