@@ -4,9 +4,13 @@ Layout of `save_checkpoint(root, state, tag="step_000100")`::
 
     root/step_000100/model.pdparams      model weights (PaddleOCR/ppdet-compatible .pdparams)
     root/step_000100/optimizer.pdopt     optimizer state (incl. LR scheduler inside paddle optimizers)
-    root/step_000100/ema.pdparams        EMA shadow weights, if given
+    root/step_000100/ema.pdparams        EMA shadow weights (state["ema"]["shadow"]), if given
     root/step_000100/state.pkl           everything else: epoch, step, amp, accumulator, lr, rng, config, ...
     root/latest                          text file naming the newest complete checkpoint
+
+The state is assembled Fabric-style: `collect_state({"model": layer, "optimizer": PortableOptimizer(opt),
+"ema": ema, "epoch": 3, ...})` asks each object for its own state_dict() (plain values are kept as they
+are) and `restore_state(objects, state)` hands each object its part back (set_state_dict).
 
 A checkpoint is written into a temporary folder and renamed into place, then `latest` is
 replaced atomically (os.replace), so a crash mid-save never leaves a half checkpoint behind
@@ -37,6 +41,9 @@ import numpy as np
 import paddle
 
 TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams"}
+# an entry whose tensors sit under a sub-key: that sub-key goes to the tensor file (a plain weights file that
+# load_weights / Global.pretrained_model read), the rest of the entry (e.g. EMA's num_updates) to state.pkl
+TENSOR_SUBKEY = {"ema": "shadow"}
 STATE_FILE = "state.pkl"
 LATEST = "latest"
 LOCK_FILE = ".lock"
@@ -87,6 +94,32 @@ def set_rng_state(state: dict) -> None:
         paddle.set_cuda_rng_state(state["paddle_cuda"])
 
 
+class _RngStates:
+    """The process's RNG streams as a checkpoint object (rng_state / set_rng_state)."""
+
+    state_dict = staticmethod(rng_state)
+    set_state_dict = staticmethod(set_rng_state)
+
+
+RNG = _RngStates()
+
+
+def collect_state(objects: dict) -> dict:
+    """name -> object.state_dict() for objects that have one; other values (numbers, dicts) as they are."""
+    return {k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in objects.items()}
+
+
+def restore_state(objects: dict, state: dict) -> None:
+    """Hand each object its part of a loaded checkpoint `state` (set_state_dict). A part this run needs
+    but the checkpoint lacks is a CheckpointError naming the checkpoint."""
+    missing = [k for k in objects if state.get(k) is None]
+    if missing:
+        raise CheckpointError(f"{state.get('path', 'checkpoint')}: no {', '.join(missing)} state, but this run "
+                              f"uses {'them' if len(missing) > 1 else 'it'}")
+    for name, obj in objects.items():
+        obj.set_state_dict(state[name])
+
+
 def _param_names(optimizer) -> list[str]:
     from .amp import _param_list
 
@@ -126,6 +159,19 @@ def load_portable_optimizer_state(optimizer, state: dict) -> None:
     optimizer.set_state_dict(_rename_keys(state, {f"@param_{i}": n for i, n in enumerate(names)}))
 
 
+class PortableOptimizer:
+    """An optimizer as a checkpoint object: its state keyed by parameter position (portable_optimizer_state)."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def state_dict(self) -> dict:
+        return portable_optimizer_state(self.optimizer)
+
+    def set_state_dict(self, state: dict) -> None:
+        load_portable_optimizer_state(self.optimizer, state)
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -161,10 +207,16 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _write_folder(tmp: Path, state: dict) -> None:
-    for key, fname in TENSOR_FILES.items():
-        if state.get(key) is not None:
-            paddle.save(state[key], str(tmp / fname))
     rest = {k: v for k, v in state.items() if k not in TENSOR_FILES}
+    for key, fname in TENSOR_FILES.items():
+        value = state.get(key)
+        if value is None:
+            continue
+        sub = TENSOR_SUBKEY.get(key)
+        if sub is not None and isinstance(value, dict) and sub in value:
+            rest[key] = {k: v for k, v in value.items() if k != sub}
+            value = value[sub]
+        paddle.save(value, str(tmp / fname))
     with open(tmp / STATE_FILE, "wb") as f:
         pickle.dump(rest, f, protocol=pickle.HIGHEST_PROTOCOL)
         f.flush()
@@ -189,8 +241,9 @@ def _place(tmp: Path, final: Path) -> None:
 def save_checkpoint(root: str | os.PathLike, state: dict, tag: str, keep_last: int = 3) -> Path:
     """Write `state` atomically under root/tag and point root/latest at it. Returns the folder.
 
-    state keys "model", "optimizer", "ema" hold state_dicts saved with paddle.save; every other
-    key is pickled into state.pkl (plain python, numpy, RNG states, small tensors are fine).
+    state keys "model", "optimizer", "ema" hold state_dicts saved with paddle.save (of "ema", its
+    "shadow" weights; the rest of it goes to state.pkl); every other key is pickled into state.pkl
+    (plain python, numpy, RNG states, small tensors are fine).
     Raises NonFiniteStateError (nothing written) when model/ema/optimizer hold inf/nan, and
     CheckpointError naming the folder when the disk is full (after pruning old checkpoints down
     to the newest valid one and one retry) or not writable; the previous checkpoint is kept.
@@ -431,7 +484,9 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
             state = pickle.load(f)
         for key, fname in TENSOR_FILES.items():
             if (folder / fname).exists():
-                state[key] = paddle.load(str(folder / fname))
+                tensors = paddle.load(str(folder / fname))
+                sub = TENSOR_SUBKEY.get(key)
+                state[key] = {**state[key], sub: tensors} if sub and isinstance(state.get(key), dict) else tensors
     except CheckpointError:
         raise
     except Exception as exc:

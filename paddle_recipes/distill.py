@@ -304,16 +304,18 @@ class DistillStep:
     distillation loss is scaled by w instead (so per-task weights cover the soft term too).
 
     `self.step` is the temperature-schedule step: it counts calls in training mode unless a
-    `DistillCallback` syncs it to the Trainer's optimizer step.
+    `DistillCallback` syncs it to the Trainer's optimizer step. `total_steps`: length of the schedule in
+    optimizer steps; None (default) = the Trainer's total_steps, set by a `DistillCallback` (1 without one).
     """
 
     def __init__(self, teacher: nn.Layer, base_step_fn: Callable, distill_loss: DistillLoss,
-                 total_steps: int, teacher_step_fn: Optional[Callable] = None):
+                 total_steps: Optional[int] = None, teacher_step_fn: Optional[Callable] = None):
         self.teacher = teacher
         self.base_step_fn = base_step_fn
         self.teacher_step_fn = teacher_step_fn or base_step_fn
         self.distill_loss = distill_loss
-        self.total_steps = int(total_steps)
+        self.follows_trainer = total_steps is None
+        self.total_steps = 1 if total_steps is None else int(total_steps)
         self.step = 0
         self.teacher.eval()
         for p in self.teacher.parameters():
@@ -343,7 +345,7 @@ class DistillStep:
 
 
 def make_distill_step(teacher: nn.Layer, base_step_fn: Callable, distill_loss: DistillLoss,
-                      total_steps: int, teacher_step_fn: Optional[Callable] = None) -> DistillStep:
+                      total_steps: Optional[int] = None, teacher_step_fn: Optional[Callable] = None) -> DistillStep:
     """Wrap a Trainer train_step_fn with teacher -> student distillation (see DistillStep)."""
     return DistillStep(teacher, base_step_fn, distill_loss, total_steps, teacher_step_fn)
 
@@ -351,13 +353,16 @@ def make_distill_step(teacher: nn.Layer, base_step_fn: Callable, distill_loss: D
 class DistillCallback(Callback):
     """Trainer callback: keeps `distill_step.step` equal to `trainer.global_step` (optimizer steps),
     so gradient accumulation does not advance the temperature schedule per micro-step, and a
-    resumed run continues the schedule where it stopped."""
+    resumed run continues the schedule where it stopped. A step built without total_steps gets
+    `trainer.total_steps` (Composer's max_duration)."""
 
     def __init__(self, distill_step: DistillStep):
         self.distill_step = distill_step
 
     def _sync(self, trainer) -> None:
         self.distill_step.step = int(trainer.global_step)
+        if self.distill_step.follows_trainer and trainer.total_steps:
+            self.distill_step.total_steps = int(trainer.total_steps)
 
     def on_fit_start(self, trainer) -> None:
         self._sync(trainer)

@@ -8,12 +8,8 @@ Message bodies as PaddleOCR's tools/program.py and tools/infer_rec.py print them
     infer_img: imgs/word_1.png
     \t result: 韩国小馆\t0.9987263
 
-    best = BestMetric("acc")
-    metrics = rec_cur_metric(evaluate(...), num_samples=n, seconds=t)
-    logger.info(format_cur_metric(metrics))
-    if best.update(metrics, epoch):
-        save("best")
-    logger.info(best.line())
+    Trainer(..., eval_log=PPOCREvalLog(cur_metric))   # the two eval lines after every evaluation
+    logger.info(format_cur_metric(rec_cur_metric(evaluate(...), num_samples=n, seconds=t)))
 """
 from __future__ import annotations
 
@@ -22,7 +18,7 @@ from typing import Mapping
 import numpy as np
 
 __all__ = ["PPOCR_LOG_FORMAT", "PPOCR_DATE_FORMAT", "format_metric_line", "format_cur_metric", "rec_cur_metric",
-           "BestMetric", "format_infer_rec", "format_rec_result_line"]
+           "PPOCREvalLog", "format_infer_rec", "format_rec_result_line"]
 
 PPOCR_LOG_FORMAT = "[%(asctime)s] %(name)s %(levelname)s: %(message)s"  # logging.Formatter(fmt, datefmt)
 PPOCR_DATE_FORMAT = "%Y/%m/%d %H:%M:%S"
@@ -62,36 +58,23 @@ def rec_cur_metric(metrics: Mapping[str, object], num_samples: float | None = No
     return out
 
 
-class BestMetric:
-    """PaddleOCR's ``best_model_dict``: starts as ``{main: 0}``; an eval whose ``main`` value is >= the best
-    so far (ties count, as in PaddleOCR) replaces its values and sets ``best_epoch``.
+class PPOCREvalLog:
+    """The trainer's eval lines in PaddleOCR's form (a trainer.EvalLog): ``cur metric, ...`` for this eval,
+    then ``best metric, ..., best_epoch: N`` for the best so far (trainer.BestMetric: PaddleOCR's tie rule).
 
-    main: key of the metric to maximise (``acc`` for recognition).
+    cur_metric(metrics) -> dict: what both lines show of an eval's metrics (default: its scalar metrics;
+    recognition: rec_cur_metric's acc, norm_edit_dis, fps).
     """
 
-    def __init__(self, main: str = "acc"):
-        self.main = main
-        self.best: dict = {main: 0}
+    def __init__(self, cur_metric=None):
+        self.cur_metric = cur_metric or (lambda m: {k: v for k, v in m.items() if not isinstance(v, dict)})
 
-    def update(self, metrics: Mapping[str, object], epoch: int) -> bool:
-        """Record an eval after ``epoch`` (1-based, as PaddleOCR logs it); True when it is the new best."""
-        if self.main not in metrics:
-            raise KeyError(f"BestMetric: eval metrics lack the main key {self.main!r} (got {sorted(metrics)})")
-        if _plain(metrics[self.main]) >= self.best[self.main]:
-            self.best.update({k: _plain(v) for k, v in metrics.items()})
-            self.best["best_epoch"] = int(epoch)
-            return True
-        return False
-
-    def line(self) -> str:
-        """``best metric, acc: ..., norm_edit_dis: ..., fps: ..., best_epoch: N``."""
-        return format_metric_line("best metric", self.best)
-
-    def state_dict(self) -> dict:
-        return dict(self.best)
-
-    def load_state_dict(self, state: Mapping[str, object]) -> None:
-        self.best = {self.main: 0, **dict(state)}
+    def lines(self, metrics: Mapping[str, object], best) -> list[str]:
+        out = [format_cur_metric(self.cur_metric(dict(metrics)))]
+        if best.epoch is not None:
+            out.append(format_metric_line("best metric", {**self.cur_metric(dict(best.metrics)),
+                                                          "best_epoch": best.epoch}))
+        return out
 
 
 def _score_str(score) -> str:

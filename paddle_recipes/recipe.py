@@ -42,6 +42,7 @@ from .assets import resolve_path
 from .checkpoint import CheckpointError, load_weights
 from .cli import exit_on_user_error, run_recipe
 from .data import build_loader
+from .ppocr_logs import PPOCREvalLog
 from .training import Run, build_training, count_params
 
 logger = logging.getLogger(__name__)
@@ -287,7 +288,7 @@ class Recipe:
                              eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),
                              collate=self.collate("train"), callbacks=self.callbacks(), main_metric=self.main_metric,
                              batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast,
-                             cur_metric=self.cur_metric)
+                             eval_log=PPOCREvalLog(self.cur_metric))
         self.log.info("%s: %s, world %d, EMA %s", self.name, self.describe(run), self.info.world_size,
                       "on" if run.ema is not None else "off")
         return run.fit()

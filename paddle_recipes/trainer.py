@@ -33,7 +33,6 @@ from .accumulate import GradAccumulator
 from .amp import Amp
 from .data import DataError
 from .distributed import DistInfo, all_reduce_sum, barrier, unwrap
-from .ppocr_logs import format_cur_metric, format_metric_line
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +84,73 @@ def scalar_metrics(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if not isinstance(v, dict)}
 
 
+def _plain(v):
+    """numpy / paddle scalars -> Python numbers (what a checkpoint and a log line hold)."""
+    return v.item() if hasattr(v, "item") and not isinstance(v, (bool, int, float, str)) else v
+
+
+def planned_steps(num_batches: int, accumulate_steps: int, epochs: int, max_steps: int = 0) -> int:
+    """Optimizer steps of a run: epochs x ceil(batches / accumulate_steps) (a partial accumulation window
+    at an epoch end is stepped), capped by max_steps (0 = no cap)."""
+    per_epoch = max(1, math.ceil(num_batches / max(1, accumulate_steps)))
+    return min(max_steps, epochs * per_epoch) if max_steps else epochs * per_epoch
+
+
+class BestMetric:
+    """The best evaluation so far, higher is better, with PaddleOCR's tie rule: an eval equal to the best
+    so far replaces it, so `best` holds the latest of equal evals.
+
+    main: the metric key (None or absent from an eval = not tracked). value: metrics[main] of the best eval
+    (None before the first); metrics: its scalar metrics; epoch: its 1-based epoch.
+    """
+
+    def __init__(self, main: str | None):
+        self.main = main
+        self.value: float | None = None
+        self.metrics: dict = {}
+        self.epoch: int | None = None
+
+    def update(self, metrics: dict, epoch: int) -> bool:
+        """Record an eval of the weights of `epoch` (1-based); True when it is the new best."""
+        if not self.main or self.main not in metrics:
+            return False
+        value = float(_plain(metrics[self.main]))
+        if self.value is not None and value < self.value:
+            return False
+        self.value, self.epoch = value, int(epoch)
+        self.metrics = {k: _plain(v) for k, v in scalar_metrics(metrics).items()}
+        return True
+
+    def state_dict(self) -> dict:
+        return {"value": self.value, "metrics": dict(self.metrics), "epoch": self.epoch}
+
+    def set_state_dict(self, state: dict) -> None:
+        self.value, self.metrics, self.epoch = state["value"], dict(state["metrics"]), state["epoch"]
+
+
+class EvalLog:
+    """How an evaluation is written to the log, after the trainer's own `eval at epoch E, global_step S: ...`
+    line. This default adds `best <main>: <value> (epoch E)`; ppocr_logs.PPOCREvalLog writes PaddleOCR's
+    `cur metric, ...` / `best metric, ..., best_epoch: E` lines instead."""
+
+    def lines(self, metrics: dict, best: BestMetric) -> list[str]:
+        return [] if best.value is None else [f"best {best.main}: {best.value} (epoch {best.epoch})"]
+
+
+class _Callbacks:
+    """The callbacks' states in a checkpoint (a list, by position)."""
+
+    def __init__(self, callbacks: list):
+        self.callbacks = callbacks
+
+    def state_dict(self) -> list:
+        return [cb.state_dict() for cb in self.callbacks]
+
+    def set_state_dict(self, states: list) -> None:
+        for cb, state in zip(self.callbacks, states):
+            cb.set_state_dict(state)
+
+
 class Trainer:
     """Epoch/step loop with AMP, accumulation, EMA, LR schedule, logging, eval, checkpoints, resume.
 
@@ -92,16 +158,18 @@ class Trainer:
     log_every: optimizer steps between log lines. save_every_steps: 0 = only at epoch ends.
     save_every_epochs / eval_every_epochs: 0 disables. keep_last: checkpoints kept.
     main_metric: eval key used to keep output_dir/checkpoints/best (higher is better; PaddleOCR's tie rule:
-    an eval equal to the best so far becomes the new best, so `best` holds the latest of equal evals).
-    lr_step_per: "step" (optimizer step) or "epoch".
+    an eval equal to the best so far becomes the new best, so `best` holds the latest of equal evals);
+    `trainer.best` (BestMetric) tracks it. The LR scheduler steps once per optimizer step.
     max_nonfinite_steps: raise NonFiniteError after this many skipped (inf/nan) steps in a row (0 = never).
     skipped_steps (attribute): optimizer steps skipped for inf/nan gradients (checkpointed with AMP state).
     refused_saves (attribute): checkpoints not written because a tensor was inf/nan.
     eval_batch_step: PaddleOCR's [start, every] in optimizer steps: also evaluate after optimizer step s
     when s > start and (s - start) % every == 0 (() = off). keep_every_epochs: every this many epochs the
     epoch-end checkpoint is tagged iter_epoch_N and never pruned (0 = off).
-    cur_metric(metrics) -> dict: what the `cur metric, k: v, ...` eval line shows (default: every metric);
-    the `best metric, ..., best_epoch: N` line repeats it for the best eval (PaddleOCR's log lines).
+    eval_log: an EvalLog, the lines written after each evaluation (default: EvalLog(); PaddleOCR's
+    `cur metric` / `best metric` lines: ppocr_logs.PPOCREvalLog).
+    total_steps (attribute): optimizer steps this run will take (planned_steps; max_steps caps it).
+    eval_history (attribute): one row per evaluation, {"global_step", "epoch", **metrics}.
     """
 
     def __init__(self, model: paddle.nn.Layer, optimizer, train_step: Callable, train_loader, *,
@@ -110,12 +178,9 @@ class Trainer:
                  log_every: int = 10, output_dir: str | None = None, eval_fn: Callable | None = None,
                  eval_every_epochs: int = 1, save_every_epochs: int = 1, save_every_steps: int = 0,
                  keep_last: int = 3, dist_info: DistInfo | None = None, batch_size_fn: Callable = default_batch_size,
-                 main_metric: str | None = None, lr_step_per: str = "step", config: Any = None,
+                 main_metric: str | None = None, config: Any = None,
                  timer=None, scalar_writer=None, eval_batch_step=(), keep_every_epochs: int = 0,
-                 cur_metric: Callable[[dict], dict] | None = None,
-                 max_nonfinite_steps: int = 20):
-        if lr_step_per not in ("step", "epoch"):
-            raise ValueError("lr_step_per must be 'step' or 'epoch'")
+                 eval_log: EvalLog | None = None, max_nonfinite_steps: int = 20):
         self.model, self.optimizer, self.train_step, self.train_loader = model, optimizer, train_step, train_loader
         self.lr_scheduler, self.ema, self.callbacks = lr_scheduler, ema, list(callbacks)
         self.amp = amp or Amp()
@@ -125,19 +190,18 @@ class Trainer:
         self.eval_fn, self.eval_every_epochs = eval_fn, eval_every_epochs
         self.save_every_epochs, self.save_every_steps, self.keep_last = save_every_epochs, save_every_steps, keep_last
         self.info = dist_info or DistInfo()
-        self.batch_size_fn, self.main_metric, self.lr_step_per = batch_size_fn, main_metric, lr_step_per
+        self.batch_size_fn, self.main_metric = batch_size_fn, main_metric
         self.config, self.scalar_writer = config, scalar_writer
         self.timer = timer
         self.eval_batch_step, self.keep_every_epochs = tuple(eval_batch_step or ()), keep_every_epochs
-        self.cur_metric = cur_metric or scalar_metrics
-        self.best_record: dict = {}    # the `best metric` line: cur_metric of the best eval + best_epoch
-        self._eval_step: int | None = None  # global_step of the last evaluation
+        self.eval_log = eval_log or EvalLog()
+        self.best = BestMetric(main_metric)
+        self.eval_history: list[dict] = []  # one row per evaluation: global_step, epoch, metrics
         # progress
         self.epoch = 0                 # current epoch (0-based)
         self.batch_in_epoch = 0        # micro-batches consumed in the current epoch
         self.global_step = 0           # optimizer steps taken
         self.samples_seen = 0
-        self.best_metric: float | None = None
         self.last_metrics: dict = {}
         self.history: list[dict] = []  # one row per log line (for benchmarks)
         self.stop_training = False
@@ -148,6 +212,25 @@ class Trainer:
         self._buffers = float_buffers(model)
         self._buffer_snapshot: list | None = None
         self._saved_step: int | None = None  # global_step of the newest checkpoint written by this run
+
+    @property
+    def best_metric(self) -> float | None:
+        """main_metric of the best evaluation so far (None before the first)."""
+        return self.best.value
+
+    @property
+    def last_eval_step(self) -> int | None:
+        """global_step of the last evaluation (None before the first)."""
+        return self.eval_history[-1]["global_step"] if self.eval_history else None
+
+    @property
+    def total_steps(self) -> int | None:
+        """Optimizer steps this run takes in all (max_steps caps it; None for a loader without len)."""
+        try:
+            n = len(self.train_loader)
+        except TypeError:
+            return self.max_steps or None
+        return planned_steps(n, self.accumulator.steps, self.epochs, self.max_steps)
 
     @property
     def skipped_steps(self) -> int:
@@ -178,27 +261,22 @@ class Trainer:
         return math.ceil(n / self.accumulator.steps)
 
     # ------------------------------------------------------------------ state
+    def checkpoint_objects(self) -> dict:
+        """What a checkpoint holds, Fabric-style: name -> object that saves and loads its own state
+        (state_dict / set_state_dict). Absent parts (no EMA, no LR scheduler) are left out."""
+        objects = {"model": unwrap(self.model), "optimizer": ckpt.PortableOptimizer(self.optimizer),
+                   "amp": self.amp, "accumulator": self.accumulator, "lr": self.lr_scheduler, "ema": self.ema,
+                   "best": self.best, "callbacks": _Callbacks(self.callbacks), "rng": ckpt.RNG}
+        return {k: v for k, v in objects.items() if v is not None}
+
     def state_dict(self) -> dict:
-        state = {
-            "model": unwrap(self.model).state_dict(),
-            "optimizer": ckpt.portable_optimizer_state(self.optimizer),
-            "amp": self.amp.state_dict(),
-            "accumulator": self.accumulator.state_dict(),
-            "lr": self.lr_scheduler.state_dict() if self.lr_scheduler is not None else None,
-            "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch, "global_step": self.global_step,
-            "samples_seen": self.samples_seen, "best_metric": self.best_metric, "best_record": self.best_record,
-            "rng": ckpt.rng_state(),
-            "callbacks": [cb.state_dict() for cb in self.callbacks],
-            "world_size": self.info.world_size,
-        }
-        if self.ema is not None:
-            state["ema"] = self.ema.ema_state_dict()
-            state["ema_num_updates"] = self.ema.num_updates
+        progress = {"epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch, "global_step": self.global_step,
+                    "samples_seen": self.samples_seen, "world_size": self.info.world_size}
         if self.config is not None:
             from .config import to_dict
 
-            state["config"] = to_dict(self.config)
-        return state
+            progress["config"] = to_dict(self.config)
+        return {**ckpt.collect_state(self.checkpoint_objects()), **progress}
 
     def load_state_dict(self, state: dict) -> None:
         current_cfg = None
@@ -207,26 +285,15 @@ class Trainer:
 
             current_cfg = to_dict(self.config)
         ckpt.check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
-        unwrap(self.model).set_state_dict(state["model"])
-        ckpt.load_portable_optimizer_state(self.optimizer, state["optimizer"])
-        self.amp.set_state_dict(state["amp"])
-        self.accumulator.set_state_dict(state["accumulator"])
-        if self.lr_scheduler is not None and state.get("lr") is not None:
-            self.lr_scheduler.set_state_dict(state["lr"])
-        if self.ema is not None:
-            if "ema" not in state:
-                raise ckpt.CheckpointError(f"{state.get('path')}: no EMA state, but this run uses EMA")
-            self.ema.set_state_dict({"shadow": state["ema"], "num_updates": state["ema_num_updates"]})
+        objects = self.checkpoint_objects()
+        rng = objects.pop("rng")  # restored last: loading the others must not move the RNG streams
+        ckpt.restore_state(objects, state)
         self.epoch, self.batch_in_epoch = state["epoch"], state["batch_in_epoch"]
         self.global_step, self.samples_seen = state["global_step"], state["samples_seen"]
-        self.best_metric = state.get("best_metric")
-        self.best_record = dict(state.get("best_record") or {})
-        for cb, cb_state in zip(self.callbacks, state.get("callbacks", [])):
-            cb.set_state_dict(cb_state)
         if state.get("world_size", 1) != self.info.world_size:
             logger.warning("resuming a %d-process checkpoint on %d processes: the data order changes",
                            state.get("world_size", 1), self.info.world_size)
-        ckpt.set_rng_state(state["rng"])
+        ckpt.restore_state({"rng": rng}, state)
 
     def save(self, tag: str | None = None) -> Path | None:
         """Checkpoint on rank 0 (atomic). Returns the folder (None on other ranks / no output_dir)."""
@@ -264,24 +331,19 @@ class Trainer:
                 metrics = self.eval_fn(self.model)
         self.model.train()
         self.last_metrics = dict(metrics)
-        self._eval_step = self.global_step
         epoch = self.epoch + (1 if self.batch_in_epoch else 0)  # 1-based epoch of these weights (PaddleOCR's)
-        cur = self.cur_metric(metrics)
-        logger.info(format_cur_metric(cur))
-        line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}" for k, v in metrics.items()
-                         if not isinstance(v, dict))  # nested reports (e.g. per font) go to summary.json
+        self.eval_history.append({"global_step": self.global_step, "epoch": self.epoch, **metrics})
+        line = ", ".join(f"{k}: {v:.6f}" if isinstance(v, float) else f"{k}: {v}"
+                         for k, v in scalar_metrics(metrics).items())  # nested reports (per font) go to summary.json
         logger.info("eval at epoch %d, global_step %d: %s", epoch, self.global_step, line)
         if self.scalar_writer is not None and self.info.is_main:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)):
                     self.scalar_writer.add_scalar(f"eval/{k}", float(v), self.global_step)
-        key = self.main_metric
-        if key and key in metrics and (self.best_metric is None or metrics[key] >= self.best_metric):
-            self.best_metric = float(metrics[key])
-            self.best_record = {**cur, "best_epoch": epoch}
+        if self.best.update(metrics, epoch):
             self.save("best")
-        if self.best_record:
-            logger.info(format_metric_line("best metric", self.best_record))
+        for msg in self.eval_log.lines(metrics, self.best):
+            logger.info(msg)
         self._call("on_eval_end", metrics)
         return metrics
 
@@ -328,7 +390,7 @@ class Trainer:
     def _optimizer_step(self) -> None:
         stepped = self.amp.step(self.optimizer)
         self.optimizer.clear_grad()
-        if self.lr_scheduler is not None and self.lr_step_per == "step":
+        if self.lr_scheduler is not None:
             self.lr_scheduler.step()
         if stepped:
             self.nonfinite_in_a_row = 0
@@ -451,11 +513,9 @@ class Trainer:
             finished_epoch = self.epoch
             self.epoch += 1
             self.batch_in_epoch = 0
-            if self.lr_scheduler is not None and self.lr_step_per == "epoch":
-                self.lr_scheduler.step()
             self._call("on_epoch_end")
             if (self.eval_fn is not None and self.eval_every_epochs and (finished_epoch + 1) % self.eval_every_epochs == 0
-                    and self._eval_step != self.global_step):  # not again after a step eval of the same weights
+                    and self.last_eval_step != self.global_step):  # not again after a step eval of the same weights
                 self.evaluate()
             if self.keep_every_epochs and (finished_epoch + 1) % self.keep_every_epochs == 0:
                 self.save(f"{ckpt.KEEP_PREFIX}{finished_epoch + 1}")  # never pruned; also what `latest` names

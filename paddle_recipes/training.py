@@ -11,7 +11,7 @@
 build_training owns, in this order: the distributed batch sampler and loader (or a loader you pass),
 total optimizer steps, optimizer + LR schedule (optim.build_optimizer; Optimizer.warmup_epochs resolved
 to steps here), Amp.prepare, EMA, DDP wrapping,
-the scalar writer, the resume source (Global.resume / Global.checkpoints) and the Trainer.
+the scalar writer, the resume source (Global.resume) and the Trainer.
 
 Final-eval rule of Run.fit(): after training, evaluate once more only when evaluation or saving is on
 (eval_every_epochs > 0, eval_batch_step set or save_every_epochs > 0) and the last evaluation is not of the final weights.
@@ -38,7 +38,7 @@ from .data import LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
-from .trainer import Callback, Trainer, default_batch_size
+from .trainer import EvalLog, Trainer, default_batch_size, planned_steps
 
 logger = logging.getLogger(__name__)
 DEVICE_KINDS = ("cpu", "gpu", "xpu", "npu", "mlu", "dcu")
@@ -53,7 +53,7 @@ class GlobalConfig:
     checkpoints, exports, summary.json. log_every: optimizer steps between log lines.
     eval_every_epochs / save_every_epochs: 0 disables (both 0: no final eval, no `best`). keep_last:
     checkpoints kept. resume: checkpoint folder/root to continue from ("auto" = output_dir/checkpoints
-    when it exists). checkpoints: PaddleOCR's name for resume (an alias; set one of the two).
+    when it exists; PaddleOCR's Global.checkpoints, translated by compat.paddleocr).
     pretrained_model: init weights before training (PaddleOCR meaning): a .pdparams file, a path prefix
     without extension, or a checkpoint folder; loaded strictly. weights: in train mode, init weights like
     pretrained_model (must exist); in eval/predict/export, the weights to use ("" = output_dir/checkpoints:
@@ -83,7 +83,6 @@ class GlobalConfig:
     cal_metric_during_train: bool = True
     keep_last: int = 2
     resume: str = ""
-    checkpoints: str = ""
     pretrained_model: str = ""
     weights: str = ""
     use_ema_weights: bool = True
@@ -109,9 +108,6 @@ class GlobalConfig:
                                   f"{', '.join(DEVICE_KINDS)} (optionally with ':N', e.g. gpu:1)")
         self.eval_batch_step = parse_eval_batch_step(self.eval_batch_step)
         check_number("Global.keep_every_epochs", self.keep_every_epochs, low=0)
-        if self.resume and self.checkpoints and self.resume != self.checkpoints:
-            raise ConfigError(f"Global.resume ({self.resume!r}) and Global.checkpoints ({self.checkpoints!r}) "
-                              "are the same setting: set one")
         if self.pretrained_model and self.weights:
             raise ConfigError("Global.pretrained_model and Global.weights both set init weights: set one")
 
@@ -176,9 +172,8 @@ class TrainingConfig:
 
 
 def resume_from(g: GlobalConfig, output_dir: str | None = None) -> str | None:
-    """Global.resume, or its PaddleOCR alias Global.checkpoints -> Trainer.fit(resume_from=...);
-    "auto" looks in <output_dir or Global.output_dir>/checkpoints."""
-    return resume_source(g.resume or g.checkpoints, output_dir or g.output_dir)
+    """Global.resume -> Trainer.fit(resume_from=...); "auto" looks in <output_dir or Global.output_dir>/checkpoints."""
+    return resume_source(g.resume, output_dir or g.output_dir)
 
 
 def scalar_writer(g: GlobalConfig, info) -> ScalarWriter | None:
@@ -189,19 +184,6 @@ def scalar_writer(g: GlobalConfig, info) -> ScalarWriter | None:
         logger.warning("Global.use_visualdl: visualdl is not installed (pip install 'paddle-recipes[vdl]'); "
                        "writing JSONL scalars only")
     return ScalarWriter(g.vdl_dir or str(Path(g.output_dir) / "vdl"))
-
-
-class _EvalTracker(Callback):
-    """Remembers every evaluation of this process (summary.json `eval_history`) and the step of the last
-    one (for the final-eval rule)."""
-
-    def __init__(self):
-        self.step: int | None = None
-        self.history: list[dict] = []
-
-    def on_eval_end(self, trainer, metrics: dict) -> None:
-        self.step = trainer.global_step
-        self.history.append({"global_step": trainer.global_step, "epoch": trainer.epoch, **metrics})
 
 
 @dataclass
@@ -215,19 +197,22 @@ class Run:
     writer: ScalarWriter | None
     resume: str | None
     steps_per_epoch: int
-    total_steps: int
     output_dir: Path
     skipped: Callable[[], dict] | None = None
-    _tracker: _EvalTracker = field(default_factory=_EvalTracker)
 
     @property
     def model(self):
         return self.trainer.model
 
+    @property
+    def total_steps(self) -> int:
+        """Optimizer steps of the whole run (the LR schedule's length): Trainer.total_steps."""
+        return self.trainer.total_steps
+
     def needs_final_eval(self) -> bool:
         g, t = self.cfg.Global, self.trainer
         enabled = bool(g.eval_every_epochs or g.save_every_epochs or g.eval_batch_step)
-        return t.eval_fn is not None and enabled and self._tracker.step != t.global_step
+        return t.eval_fn is not None and enabled and t.last_eval_step != t.global_step
 
     def fit(self, extra: dict | None = None) -> dict:
         """Train, evaluate once more if the final-eval rule says so, write summary.json; returns the summary."""
@@ -245,7 +230,7 @@ class Run:
                    "main_metric": t.main_metric, "best_metric": t.best_metric,
                    "skipped_steps": t.skipped_steps, "refused_saves": t.refused_saves,
                    "skipped": self.skipped() if self.skipped is not None else {},
-                   **(extra or {}), "eval_history": self._tracker.history, "history": t.history, "config": to_dict(self.cfg)}
+                   **(extra or {}), "eval_history": t.eval_history, "history": t.history, "config": to_dict(self.cfg)}
         if self.info.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
@@ -257,7 +242,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                    collate: Callable | None = None, loader=None, callbacks=(), main_metric: str | None = None,
                    batch_size_fn: Callable = default_batch_size, output_dir: str | None = None,
                    skipped: Callable[[], dict] | None = None, eval_autocast: bool = False,
-                   cur_metric: Callable[[dict], dict] | None = None) -> Run:
+                   eval_log: EvalLog | None = None) -> Run:
     """Build the loader, optimizer + LR, AMP, EMA, DDP wrapper, scalar writer, resume source and Trainer.
 
     cfg: a TrainingConfig-shaped object (Global, Optimizer, AMP, Train.accumulate_steps; EMA optional;
@@ -267,7 +252,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     {"loss": Tensor, **scalars}. eval_fn(model) -> {metric: float} (runs with EMA weights; under
     amp.autocast() when eval_autocast, for O2 fp16 weights). output_dir: "" = Global.output_dir.
     skipped() -> {split: {reason: count}} for summary.json (collective: called on every rank).
-    cur_metric(metrics) -> dict shown in the `cur metric, ...` / `best metric, ...` eval lines (default: all).
+    eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: ppocr_logs.PPOCREvalLog).
     """
     g = cfg.Global
     acc_steps = cfg.Train.accumulate_steps
@@ -279,8 +264,8 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
         if len(loader) == 0:
             raise ConfigError(f"Train: {len(train_set)} samples is less than one batch of "
                               f"{lc.batch_size_per_card} x {info.world_size} processes")
-    steps_per_epoch = max(1, len(loader) // acc_steps)
-    total = g.max_steps or g.epochs * steps_per_epoch
+    steps_per_epoch = planned_steps(len(loader), acc_steps, 1)
+    total = planned_steps(len(loader), acc_steps, g.epochs, g.max_steps)
     opt_cfg = resolve_warmup(cfg.Optimizer, steps_per_epoch)
     if opt_cfg is not cfg.Optimizer and info.is_main:
         logger.info("Optimizer.warmup_epochs %g = %d optimizer steps (%d per epoch)", cfg.Optimizer.warmup_epochs,
@@ -300,18 +285,16 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                 with amp.autocast():
                     return eval_fn(m)
             return eval_fn(m)
-    tracker = _EvalTracker()
     trainer = Trainer(model, optimizer, step, loader, lr_scheduler=lr_scheduler, amp=amp,
-                      accumulator=GradAccumulator(acc_steps), ema=ema, callbacks=[*callbacks, tracker],
+                      accumulator=GradAccumulator(acc_steps), ema=ema, callbacks=list(callbacks),
                       epochs=g.epochs, max_steps=g.max_steps, log_every=g.log_every, output_dir=str(out),
                       eval_fn=run_eval, eval_every_epochs=g.eval_every_epochs, save_every_epochs=g.save_every_epochs,
                       save_every_steps=g.save_every_steps, max_nonfinite_steps=g.max_nonfinite_steps,
                       keep_last=g.keep_last, dist_info=info, main_metric=main_metric, config=cfg,
                       batch_size_fn=batch_size_fn, scalar_writer=writer, eval_batch_step=g.eval_batch_step,
-                      keep_every_epochs=g.keep_every_epochs, cur_metric=cur_metric)
+                      keep_every_epochs=g.keep_every_epochs, eval_log=eval_log)
     return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
-               steps_per_epoch=steps_per_epoch, total_steps=total, output_dir=out, skipped=skipped,
-               _tracker=tracker)
+               steps_per_epoch=steps_per_epoch, output_dir=out, skipped=skipped)
 
 
 def count_params(model) -> int:

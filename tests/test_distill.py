@@ -155,10 +155,12 @@ def test_distill_step_on_plain_models_pulls_student_to_teacher():
 
 def test_distill_callback_syncs_to_optimizer_steps():
     class FakeTrainer:
-        global_step = 0
+        global_step, total_steps = 0, 40
 
-    step = make_distill_step(nn.Linear(2, 2), lambda m, b: {"logits": m(b)}, DistillLoss(2.0), 10)
+    step = make_distill_step(nn.Linear(2, 2), lambda m, b: {"logits": m(b)}, DistillLoss(2.0))
     cb, tr = DistillCallback(step), FakeTrainer()
+    cb.on_fit_start(tr)
+    assert step.total_steps == 40  # the temperature schedule spans the trainer's run
     step(nn.Linear(2, 2), paddle.randn([3, 2]))
     step(nn.Linear(2, 2), paddle.randn([3, 2]))   # two micro-steps ...
     tr.global_step = 1

@@ -210,8 +210,8 @@ def test_skipped_step_leaves_bn_and_ema_untouched(tmp_path):
     for k in ema_seen[0]:
         np.testing.assert_array_equal(ema_seen[0][k], ema_seen[1][k])  # EMA not updated on the skip
     state = load_checkpoint(tmp_path / "run" / "checkpoints")
-    for part in ("model", "ema"):
-        assert all(np.isfinite(v.numpy()).all() for v in state[part].values()), part
+    for part, weights in (("model", state["model"]), ("ema", state["ema"]["shadow"])):
+        assert all(np.isfinite(v.numpy()).all() for v in weights.values()), part
     assert state["amp"]["skipped_steps"] == 1  # survives resume; summary.json reads trainer.skipped_steps
 
 

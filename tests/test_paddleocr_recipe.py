@@ -151,8 +151,8 @@ def test_paddleocr_key_this_version_lacks_is_a_one_line_error(tmp_path, capsys):
     assert len(err) == 1 and "Optimizer.clip_norm: not supported by this version" in err[0], err
 
 
-def test_multiscale_training_resumes_exactly_from_global_checkpoints(tmp_path):
-    """Our smoke preset with Train.sampler: 2 epochs straight == 1 epoch, then Global.checkpoints -> 2 epochs
+def test_multiscale_training_resumes_exactly(tmp_path):
+    """Our smoke preset with Train.sampler: 2 epochs straight == 1 epoch, then Global.resume -> 2 epochs
     (same weights bit for bit: the multi-scale plan depends only on (seed, epoch))."""
     import paddle
 
@@ -168,7 +168,7 @@ def test_multiscale_training_resumes_exactly_from_global_checkpoints(tmp_path):
     straight = run(["-c", smoke, "-o", *opts, f"Global.output_dir={tmp_path / 'a'}", "Global.epochs=2"])
     run(["-c", smoke, "-o", *opts, f"Global.output_dir={tmp_path / 'b'}", "Global.epochs=1"])
     resumed = run(["-c", smoke, "-o", *opts, f"Global.output_dir={tmp_path / 'b'}", "Global.epochs=2",
-                   f"Global.checkpoints={tmp_path / 'b' / 'checkpoints'}"])
+                   f"Global.resume={tmp_path / 'b' / 'checkpoints'}"])
     assert straight["global_step"] == resumed["global_step"] == 10  # 16 lines: batches 4, 2, 4, 2, 4 per epoch
     assert resumed["resumed_from"]
     a, b = (paddle.load(str(resolve_weights_file(tmp_path / d / "checkpoints", prefer_ema=False))) for d in "ab")

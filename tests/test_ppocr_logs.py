@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from paddle_recipes.ppocr_logs import (PPOCR_DATE_FORMAT, PPOCR_LOG_FORMAT, BestMetric, format_cur_metric,
+from paddle_recipes.ppocr_logs import (PPOCR_DATE_FORMAT, PPOCR_LOG_FORMAT, PPOCREvalLog, format_cur_metric,
                                        format_infer_rec, format_rec_result_line, rec_cur_metric)
 
 
@@ -21,17 +21,20 @@ def test_cur_metric_line_matches_paddleocr():
 
 
 def test_best_metric_follows_paddleocr_rules():
-    best = BestMetric("acc")
+    from paddle_recipes.trainer import BestMetric
+
+    best, log = BestMetric("acc"), PPOCREvalLog()
     assert best.update({"acc": 0.5, "norm_edit_dis": 0.7, "fps": 10.0}, epoch=1)
-    assert not best.update({"acc": 0.4, "norm_edit_dis": 0.9, "fps": 11.0}, epoch=2)
-    assert best.line() == "best metric, acc: 0.5, norm_edit_dis: 0.7, fps: 10.0, best_epoch: 1"
-    assert best.update({"acc": 0.5, "norm_edit_dis": 0.8, "fps": 12.0}, epoch=3)  # a tie replaces (>=)
-    assert best.line() == "best metric, acc: 0.5, norm_edit_dis: 0.8, fps: 12.0, best_epoch: 3"
+    assert not best.update({"acc": 0.4, "norm_edit_dis": 0.9, "fps": np.float32(11.0)}, epoch=2)
+    assert log.lines({"acc": 0.4, "fps": np.float32(11.0)}, best) == [
+        "cur metric, acc: 0.4, fps: 11.0", "best metric, acc: 0.5, norm_edit_dis: 0.7, fps: 10.0, best_epoch: 1"]
+    assert best.update({"acc": 0.5, "norm_edit_dis": 0.8, "fps": 12.0, "per_font": {"a": 1.0}}, epoch=3)  # tie: >=
+    assert log.lines({"acc": 0.5}, best)[1] == "best metric, acc: 0.5, norm_edit_dis: 0.8, fps: 12.0, best_epoch: 3"
     again = BestMetric("acc")
-    again.load_state_dict(best.state_dict())
-    assert again.line() == best.line()
-    with pytest.raises(KeyError, match="'acc'"):
-        best.update({"hmean": 0.3}, epoch=4)
+    again.set_state_dict(best.state_dict())
+    assert log.lines({"acc": 0.5}, again) == log.lines({"acc": 0.5}, best)
+    assert not best.update({"hmean": 0.3}, epoch=4) and best.epoch == 3  # no main key: not tracked
+    assert PPOCREvalLog().lines({"acc": 0.1}, BestMetric("acc")) == ["cur metric, acc: 0.1"]  # no best yet
 
 
 def test_infer_rec_lines_match_paddleocr():

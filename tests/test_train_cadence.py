@@ -10,6 +10,7 @@ import paddle
 import pytest
 
 from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.distributed import DistInfo
 from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training
@@ -31,7 +32,7 @@ def _step(model, batch):
     return {"loss": paddle.nn.functional.mse_loss(model(x), y)}
 
 
-def _fit(tmp_path, scores=None, cur_metric=None, **g):
+def _fit(tmp_path, scores=None, cur_metric=None, ppocr_lines=True, **g):
     """32 samples, batch 4, accumulate 2: 4 optimizer steps per epoch. eval_fn returns scores in turn."""
     cfg = from_dict(TrainingConfig, {"Global": {"output_dir": str(tmp_path), "epochs": 3, "log_every": 4, **g},
                                      "Optimizer": {"name": "sgd", "lr": 0.01, "schedule": "constant"},
@@ -43,7 +44,7 @@ def _fit(tmp_path, scores=None, cur_metric=None, **g):
 
     paddle.seed(0)
     run = build_training(cfg, paddle.nn.Linear(4, 1), Squares(), step=_step, info=DistInfo(), eval_fn=eval_fn,
-                         main_metric="score", cur_metric=cur_metric)
+                         main_metric="score", eval_log=PPOCREvalLog(cur_metric) if ppocr_lines else None)
     return run, run.fit()
 
 
@@ -70,7 +71,8 @@ def test_best_is_saved_on_step_evals_with_paddleocr_tie_rule(tmp_path, caplog):
     assert _steps(summary) == [3, 6, 9, 12]
     best = load_checkpoint(tmp_path / "checkpoints" / "best")
     assert best["global_step"] == 9  # the tie at step 9 replaced the 0.9 of step 6 (PaddleOCR: >=)
-    assert best["best_record"] == {"score": 0.9, "best_epoch": 3} and summary["best_metric"] == 0.9
+    assert best["best"] == {"value": 0.9, "metrics": {"score": 0.9, "n": 8}, "epoch": 3}
+    assert summary["best_metric"] == 0.9
     msgs = [r.getMessage() for r in caplog.records]
     assert msgs.count("cur metric, score: 0.9") == 2 and "cur metric, score: 0.3" in msgs
     # epoch of a mid-epoch eval = the epoch in progress (1-based), as PaddleOCR logs it
@@ -85,6 +87,15 @@ def test_default_cur_metric_shows_every_metric(tmp_path, caplog):
     _fit(tmp_path, scores=[0.25], epochs=1, eval_every_epochs=1)
     msgs = [r.getMessage() for r in caplog.records]
     assert "cur metric, score: 0.25, n: 8" in msgs and "best metric, score: 0.25, n: 8, best_epoch: 1" in msgs
+
+
+def test_eval_log_is_pluggable_and_plain_by_default(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    run, _ = _fit(tmp_path, scores=[0.25, 0.5], epochs=2, eval_every_epochs=1, ppocr_lines=False)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert not [m for m in msgs if m.startswith(("cur metric", "best metric"))]
+    assert [m for m in msgs if m.startswith("best score")] == ["best score: 0.25 (epoch 1)", "best score: 0.5 (epoch 2)"]
+    assert run.total_steps == run.trainer.total_steps == 8  # 2 epochs x 32 / (4 x 2)
 
 
 def test_keep_every_epochs_keeps_tagged_checkpoints_through_pruning(tmp_path):

@@ -114,10 +114,9 @@ def test_global_weights_in_train_mode_load_or_fail_in_one_line(tmp_path):
         recipe.init_weights(recipe.build_model())
 
 
-def test_checkpoints_is_resume_alias_and_conflicts_are_rejected(tmp_path):
-    assert GlobalConfig(checkpoints="auto").checkpoints == "auto"
-    with pytest.raises(ConfigError, match="same setting"):
-        from_dict(GlobalConfig, {"resume": "a", "checkpoints": "b"})
+def test_paddleocr_checkpoints_is_not_ours_and_conflicts_are_rejected(tmp_path):
+    with pytest.raises(ConfigError, match="unknown key 'Global.checkpoints'"):  # compat.paddleocr maps it
+        from_dict(GlobalConfig, {"checkpoints": "auto"}, "Global")
     with pytest.raises(ConfigError, match="set one"):
         from_dict(GlobalConfig, {"weights": "a", "pretrained_model": "b"})
 

@@ -65,9 +65,9 @@ class ErnieMultitask(Recipe):
 
     def check(self) -> None:
         g, a = self.cfg.Global, self.cfg.Architecture
-        if g.pretrained_model or g.weights or (g.resume or g.checkpoints) not in ("", "auto"):
+        if g.pretrained_model or g.weights or g.resume not in ("", "auto"):
             raise ConfigError("ernie_multitask trains several models: Global.pretrained_model/weights are not "
-                              "supported and Global.resume/checkpoints can only be 'auto' (per phase)")
+                              "supported and Global.resume can only be 'auto' (per phase)")
         if self.cfg.Distill.hidden_weight > 0 and a.teacher.hidden_size != a.student.hidden_size:
             raise ConfigError("Distill.hidden_weight > 0 needs Architecture.teacher.hidden_size == student.hidden_size")
 
@@ -83,8 +83,6 @@ class ErnieMultitask(Recipe):
                              loader=MultiTaskLoader(train_arrays, tr.batch_size, sampler, tr.steps_per_epoch, info=self.info),
                              callbacks=callbacks, main_metric=self.main_metric, output_dir=str(out_dir),
                              batch_size_fn=lambda b: int(b["input_ids"].shape[0]))
-        if hasattr(step, "total_steps"):
-            step.total_steps = run.total_steps  # the temperature schedule spans this run's optimizer steps
         summary = run.fit()
         net = dist_utils.unwrap(run.model)
         if self.info.is_main:
@@ -128,7 +126,7 @@ class ErnieMultitask(Recipe):
             dc, student = cfg.Distill, build(arch.student, 1)
             feat_step = make_multitask_step(cfg.Train.loss_weights, with_hidden=dc.hidden_weight > 0,
                                             with_attentions=dc.attn_weight > 0)
-            dstep = make_distill_step(teacher, feat_step, dc.loss(), total_steps=1)  # total set by phase()
+            dstep = make_distill_step(teacher, feat_step, dc.loss())  # DistillCallback: trainer's total_steps
             report["student_params"] = count_params(student)
             distilled, report["distill"] = self.phase("distill", student, transfer, dstep, [DistillCallback(dstep)])
             report["distill"]["temperature"] = repr(dstep.distill_loss.temperature)
