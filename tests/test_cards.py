@@ -6,12 +6,26 @@ from pathlib import Path
 
 import pytest
 
-CARDS = sorted((Path(__file__).resolve().parents[1] / "docs" / "cards").glob("*.md"))
+REPO = Path(__file__).resolve().parents[1]
+CARDS = sorted((REPO / "docs" / "cards").glob("*.md"))
 PARTS = ("**What it does.**", "**When it helps.**", "**Defaults and units.**", "**Measured effect.**")
 
 
-def test_there_are_cards():
-    assert len(CARDS) >= 5
+def block_modules() -> list[str]:
+    """The modules of README's "The blocks" table (`| `x.py` | job | use it alone |`)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    table = text.split("## The blocks", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(\w+)\.py` \|", table, flags=re.M)
+
+
+def test_every_block_module_has_a_card():
+    """A card covers a module when its title line names `paddle_recipes.<module>`."""
+    titles = {card.name: card.read_text(encoding="utf-8").splitlines()[0] for card in CARDS}
+    blocks = block_modules()
+    assert len(blocks) >= 10 and all((REPO / "paddle_recipes" / f"{m}.py").exists() or
+                                     (REPO / "paddle_recipes" / m / "__init__.py").exists() for m in blocks)
+    missing = [m for m in blocks if not any(re.search(rf"`paddle_recipes\.{m}[`.]", t) for t in titles.values())]
+    assert not missing, f"block modules without a card in docs/cards/: {missing}"
 
 
 @pytest.mark.parametrize("card", CARDS, ids=[c.stem for c in CARDS])
@@ -22,4 +36,4 @@ def test_card_parts_and_example(card):
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, f"{card.name}: no python example"
     for code in blocks:
-        exec(compile(code, str(card), "exec"), {"__name__": f"card_{card.stem}"})
+        exec(compile(code, str(card), "exec", dont_inherit=True), {"__name__": f"card_{card.stem}"})

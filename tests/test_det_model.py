@@ -111,10 +111,18 @@ def test_varifocal_closed_form():
 def test_tiny_model_shapes_and_finite_loss():
     model = build_ppyoloe("tiny", num_classes=3)
     model.eval()
-    boxes, scores = model(paddle.randn([2, 3, 96, 128]))
+    image = paddle.randn([2, 3, 96, 128])
+    boxes, scores = model(image)
     L = 12 * 16 + 6 * 8 + 3 * 4
     assert boxes.shape == [2, L, 4] and scores.shape == [2, L, 3]
-    assert float(scores.min()) >= 0 and float(scores.max()) <= 1
+    # eval outputs = the head's raw outputs decoded: sigmoid scores, anchor -/+ expected DFL distance x stride
+    cls_logits, reg, anchors, strides = (t.numpy() for t in model.head(model.neck(model.backbone(image))))
+    np.testing.assert_allclose(scores.numpy(), 1 / (1 + np.exp(-cls_logits.astype(np.float64))), rtol=1e-5, atol=1e-6)
+    prob = np.exp(reg - reg.max(-1, keepdims=True))
+    dist = (prob / prob.sum(-1, keepdims=True)) @ np.arange(reg.shape[-1], dtype=np.float64) * strides  # [B, L, 4] px
+    expected = np.concatenate([anchors - dist[..., :2], anchors + dist[..., 2:]], axis=-1)
+    np.testing.assert_allclose(boxes.numpy(), expected, rtol=1e-5, atol=1e-3)
+    assert (strides[:192] == 8).all() and (strides[-12:] == 32).all()  # P3 (12 x 16 cells) ... P5 (3 x 4)
     model.train()
     gt_bbox = T([[[4., 4, 60, 50], [0, 0, 0, 0]], [[10., 20, 90, 90], [30, 30, 120, 90]]])
     gt_class = T([[[0], [0]], [[2], [1]]], dtype="int64")

@@ -50,8 +50,12 @@ def test_smoke_trains_one_process(smoke):
     assert ev["num_samples"] == 16 and ev["heldout_num_samples"] == 16
     assert set(ev["val"]["per_tag"]) <= train_fonts and set(ev["heldout"]["per_tag"]) <= eval_fonts
     assert sum(v["n"] for v in ev["heldout"]["per_tag"].values()) == 16 and len(ev["heldout"]["per_tag"]) >= 2
-    for key in ("heldout_acc", "heldout_norm_edit_dis", "heldout_mean_font_acc", "mean_font_acc"):
-        assert 0.0 <= ev[key] <= 1.0, key
+    for pre, report in (("", ev["val"]), ("heldout_", ev["heldout"])):  # overall = the fonts' sum, mean = per font
+        per = list(report["per_tag"].values())
+        assert ev[pre + "acc"] == pytest.approx(sum(v["acc"] * v["n"] for v in per) / ev[pre + "num_samples"], abs=1e-12)
+        assert ev[pre + "mean_font_acc"] == pytest.approx(sum(v["acc"] for v in per) / len(per), abs=1e-12)
+        for v in per:  # accuracies are whole lines out of n
+            assert v["acc"] * v["n"] == pytest.approx(round(v["acc"] * v["n"]), abs=1e-9)
     assert "heldout_acc" in s["eval_history"][-1] and s["main_metric"] == "acc"
     for font in ev["heldout"]["per_tag"]:
         assert f"{font} " in log.split("heldout per font:")[1].splitlines()[0], font
@@ -64,8 +68,12 @@ def test_eval_mode(smoke):
     metrics = json.loads(proc.stdout.strip().splitlines()[-1])
     assert metrics["num_samples"] == 16 and metrics["heldout"]["num_samples"] == 16
     assert set(metrics["heldout"]["per_tag"]) <= {f.name for f in fonts_for("eval")}
-    assert 0.0 <= metrics["acc"] <= 1.0 and 0.0 <= metrics["norm_edit_dis"] <= 1.0
     assert metrics["weights"].endswith("ema.pdparams")
+    # the `best` EMA weights are those of training's last eval: eval mode must score them identically
+    ev = _summary(smoke["out"])["final_eval"]
+    for key in ("acc", "norm_edit_dis", "num_samples", "heldout_acc", "heldout_norm_edit_dis", "heldout_mean_font_acc"):
+        assert metrics[key] == ev[key], key
+    assert metrics["heldout"]["per_tag"] == ev["heldout"]["per_tag"]
 
 
 def test_predict_prints_text_and_confidence(smoke):
