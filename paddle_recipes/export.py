@@ -1,12 +1,12 @@
-"""Deployment blocks: jit export, Paddle Inference predictor (+TensorRT config), conv-BN folding, PTQ.
+"""Deployment blocks: jit export, Paddle Inference predictor (+TensorRT config), conv-BN folding.
 
     exp = export_model(model, [InputSpec([None, 3, 32, 320], "float32", "x")], "output/rec/inference")
     pred = create_predictor(exp.prefix, device="cpu", threads=2)
     (logits,) = predict(pred, {"x": batch})
 
     fused = fuse_conv_bn(model)                  # eval-mode copy, Conv+BN folded into Conv
-    int8 = quantize_ptq(model, calib_batches)    # dygraph PTQ (absmax observers), converted
-    report = save_quantized(int8, input_spec, "output/rec/int8")
+
+INT8 post-training quantization lives with the task that uses it: paddle_recipes.tasks.nlp.ptq.
 
 TensorRT (GPU builds only): ``create_predictor(prefix, device="gpu", use_trt=True,
 trt=TrtConfig(precision="fp16", min_shapes=..., max_shapes=..., opt_shapes=...))``;
@@ -21,7 +21,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import paddle
@@ -30,8 +30,7 @@ from paddle import nn
 __all__ = [
     "ExportedModel", "inference_files", "export_model", "create_predictor", "predict",
     "TrtConfig", "validate_trt", "trt_config_to_dict", "trt_config_to_yaml", "apply_trt",
-    "find_conv_bn_pairs", "fuse_conv_bn", "measure_latency",
-    "quantize_ptq", "quant_size_report", "save_quantized", "file_sizes",
+    "find_conv_bn_pairs", "fuse_conv_bn", "measure_latency", "file_sizes",
 ]
 
 
@@ -73,7 +72,7 @@ def export_model(model: nn.Layer, input_spec: Sequence, out_prefix: str | os.Pat
 
     input_spec: list of ``paddle.static.InputSpec`` (None dims = dynamic) or example tensors.
     legacy_ir: write the old ``.pdmodel`` program instead of paddle 3.x's PIR ``.json``
-    (needed for PTQ-converted models, see :func:`save_quantized`).
+    (needed for PTQ-converted models, see tasks.nlp.ptq.save_quantized).
     """
     out_prefix = str(out_prefix)
     Path(out_prefix).parent.mkdir(parents=True, exist_ok=True)
@@ -390,100 +389,3 @@ def measure_latency(fn: Callable, *inputs, warmup: int = 3, iters: int = 20) -> 
     times.sort()
     return {"mean_ms": statistics.fmean(times), "median_ms": statistics.median(times),
             "p90_ms": times[min(len(times) - 1, int(0.9 * len(times)))], "min_ms": times[0], "iters": iters}
-
-
-# ----------------------------------------------------------------------------- PTQ
-def quantize_ptq(model: nn.Layer, calib_batches: Iterable, quant_bits: int = 8,
-                 activation=None, weight=None,
-                 layer_types: Sequence[type] | None = (nn.Conv2D, nn.Linear),
-                 forward_fn: Callable[[nn.Layer, Any], Any] | None = None) -> nn.Layer:
-    """Dynamic-graph post-training quantization; returns a converted copy (model is not modified).
-
-    Observers default to ``AbsmaxObserver(quant_bits)`` (per-tensor) for the inputs and weights
-    of ``layer_types`` (default Conv2D and Linear: the matmul-heavy layers). ``layer_types=None``
-    uses paddle's global config, which also wraps the outputs of other layers (embeddings,
-    norms, activations) and costs much more accuracy on transformers.
-    ``calib_batches`` are fed as ``forward_fn(model, batch)`` -- by default ``model(batch)``,
-    ``model(*batch)`` for a list/tuple or ``model(**batch)`` for a dict. The result runs in
-    dygraph with quant/dequant ops (simulated INT8); export it with :func:`save_quantized`.
-    """
-    from paddle.quantization import PTQ, QuantConfig
-    from paddle.quantization.observers import AbsmaxObserver
-
-    act = activation or AbsmaxObserver(quant_bits=quant_bits)
-    wgt = weight or AbsmaxObserver(quant_bits=quant_bits)
-    if layer_types is None:
-        qconfig = QuantConfig(activation=act, weight=wgt)
-    else:
-        qconfig = QuantConfig(activation=None, weight=None)
-        qconfig.add_type_config(list(layer_types), activation=act, weight=wgt)
-    ptq = PTQ(qconfig)
-    was_training = model.training
-    model.eval()
-    try:
-        observed = ptq.quantize(model, inplace=False)
-    finally:
-        if was_training:
-            model.train()
-    observed.eval()
-    n = 0
-    with paddle.no_grad():
-        for batch in calib_batches:
-            if forward_fn is not None:
-                forward_fn(observed, batch)
-            elif isinstance(batch, Mapping):
-                observed(**batch)
-            elif isinstance(batch, (list, tuple)):
-                observed(*batch)
-            else:
-                observed(batch)
-            n += 1
-    if n == 0:
-        raise ValueError("quantize_ptq: calib_batches is empty; give a few representative batches")
-    converted = ptq.convert(observed, inplace=False)
-    converted.eval()
-    return converted
-
-
-def quant_size_report(qmodel: nn.Layer) -> dict:
-    """Parameter bytes of a :func:`quantize_ptq` model if stored fp32 vs. with its quantized
-    weights packed as int8 (scales and other params stay fp32). No export needed."""
-    quanted = {n[: -len("weight_quanter")] for n, _ in qmodel.named_sublayers() if n.endswith("weight_quanter")}
-    q_elems, other = 0, 0
-    for name, p in qmodel.named_parameters():
-        numel = int(np.prod(p.shape)) if len(p.shape) else 1
-        if name.endswith("weight") and name[: -len("weight")] in quanted:
-            q_elems += numel
-        else:
-            other += numel
-    return {"quantized_weight_elements": q_elems, "fp32_param_bytes": 4 * (q_elems + other),
-            "int8_packed_bytes_estimate": q_elems + 4 * other}
-
-
-def save_quantized(qmodel: nn.Layer, input_spec: Sequence, out_prefix: str | os.PathLike,
-                   fp32_prefix: str | os.PathLike | None = None) -> dict:
-    """Export a :func:`quantize_ptq` model for Paddle Inference and report sizes (bytes).
-
-    Saved in the legacy ``.pdmodel`` format: in paddle 3.3 the PIR exporter cannot save the
-    quant/dequant ops (dynamic batch dims fail, and the saved program does not run). Weights
-    are stored as int8-valued float32 plus per-tensor scales (paddle's "ONNX style");
-    TensorRT-int8 / oneDNN pick INT8 kernels at load time. ``int8_packed_bytes_estimate`` is
-    the parameter size with those weights packed as int8 (see :func:`quant_size_report`).
-    Models whose layers only trace under PIR (e.g. ``nn.MultiHeadAttention`` in paddle 3.3)
-    raise RuntimeError; their dygraph int8 model still runs and can be evaluated.
-    """
-    try:
-        exp = export_model(qmodel, input_spec, out_prefix, legacy_ir=True)
-    except Exception as exc:
-        raise RuntimeError(
-            f"save_quantized: paddle {paddle.__version__} could not export this quantized model in the "
-            f"legacy program format ({type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}). "
-            "The dygraph model from quantize_ptq still runs simulated INT8 (evaluate it directly), and "
-            "quant_size_report(qmodel) gives the size figures.") from exc
-    report = {"prefix": exp.prefix, "format": exp.format, **exp.sizes(), **quant_size_report(qmodel)}
-    if fp32_prefix is not None:
-        ref = file_sizes(fp32_prefix)
-        report["fp32_total_bytes"] = ref["total_bytes"]
-        report["fp32_params_bytes"] = ref["params_bytes"]
-        report["packed_ratio_vs_fp32_params"] = report["int8_packed_bytes_estimate"] / max(ref["params_bytes"], 1)
-    return report

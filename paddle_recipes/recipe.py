@@ -93,33 +93,23 @@ def prepare_on_rank0(root: str | os.PathLike, fingerprint: dict, build: Callable
 
 
 def merge_skips(stats: list, info, output_dir: str | os.PathLike | None = None) -> dict:
-    """Union of skipped-sample places over ranks, one log line per split; writes skipped.json (rank 0).
+    """Skip statistics merged over ranks, one log line per split; writes skipped.json (rank 0).
 
-    stats: objects with `.name` and `.places` {reason: set of places} (tasks.ocr.dataset.SkipStats), and
-    optionally `.missing` (Counter: character outside the dict -> labels containing it) and
-    `.top_missing(n)`. Returns {split: {reason: count}}, plus "missing_chars": [[char, labels], ...]
-    (top 20) for stats with `.missing`. Collective when world_size > 1: call on every rank.
+    stats: objects with `.name`, `rank_state()` (picklable: what this rank saw), `merged(states)` (the
+    union over ranks, a stats object of the same kind), `report()` (a JSON-able dict) and `summary()`
+    (one log line); e.g. tasks.ocr.dataset.SkipStats. Returns {split: report}. Collective when
+    world_size > 1: call on every rank.
     """
     merged = {}
     for st in stats:
-        has_missing = hasattr(st, "missing")
-        mine = {"places": {r: sorted(p) for r, p in st.places.items()},
-                "missing": dict(st.missing) if has_missing else {}}
+        mine = st.rank_state()
         gathered: list = []
         if info.world_size > 1:
             paddle.distributed.all_gather_object(gathered, mine)
         else:
             gathered = [mine]
-        union = type(st)(st.name)
-        for g in gathered:
-            for reason, ps in g["places"].items():
-                union.places.setdefault(reason, set()).update(ps)
-            # label-time skips are found by every rank over the whole set: per char, the max over ranks
-            for ch, n in g["missing"].items():
-                union.missing[ch] = max(union.missing.get(ch, 0), n)
-        merged[st.name] = union.counts()
-        if has_missing:
-            merged[st.name]["missing_chars"] = [[c, n] for c, n in union.top_missing(20)]
+        union = st.merged(gathered)
+        merged[st.name] = union.report()
         if info.is_main:
             logger.info("data summary: %s", union.summary())
     if info.is_main and output_dir is not None:

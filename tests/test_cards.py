@@ -12,10 +12,10 @@ PARTS = ("**What it does.**", "**When it helps.**", "**Defaults and units.**", "
 
 
 def block_modules() -> list[str]:
-    """The modules of README's "The blocks" table (`| `x.py` | job | use it alone |`)."""
+    """The modules of README's "The blocks" table (`| `x.py` | ...` or a package `| `x/` | ...`)."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     table = text.split("## The blocks", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"^\| `(\w+)\.py` \|", table, flags=re.M)
+    return re.findall(r"^\| `(\w+)(?:\.py|/)` \|", table, flags=re.M)
 
 
 def test_every_block_module_has_a_card():

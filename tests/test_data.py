@@ -1,4 +1,4 @@
-"""Tests for paddle_recipes.data: loader, label files, lmdb, albumentations adapter."""
+"""Tests for paddle_recipes.data (loader, label files, lmdb) and the det albumentations adapter."""
 from __future__ import annotations
 
 import warnings
@@ -8,10 +8,10 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes import data as D
-from paddle_recipes.data import (AlbumentationsAdapter, LabelFileDataset, LabelFileError, LmdbDataset,
-                                 LmdbFormatError, LoaderConfig, bbox_compose, build_loader,
-                                 read_label_file, write_lmdb)
+from paddle_recipes.data import (LabelFileDataset, LabelFileError, LmdbDataset, LmdbFormatError, LoaderConfig,
+                                 build_loader, read_label_file, write_lmdb)
+from paddle_recipes.data import loader as D
+from paddle_recipes.tasks.det.augment import AlbumentationsAdapter, bbox_compose
 
 
 # ------------------------------------------------------------------ label files

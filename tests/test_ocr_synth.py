@@ -268,7 +268,7 @@ def test_summary_names_the_top_missing_characters(tmp_path):
     assert ds.stats.top_missing(1) == [("龘", 3)]
     summary = ds.stats.summary()
     assert "'龘'x3 '鑫'x2 'Ａ'x1" in summary
-    assert ds.stats.to_dict()["missing_chars"] == [["龘", 3], ["鑫", 2], ["Ａ", 1]]
+    assert ds.stats.report()["missing_chars"] == [["龘", 3], ["鑫", 2], ["Ａ", 1]]
     st = SkipStats("x")
     for i in range(25):
         st.add(f"f:{i}", "unknown_char", missing=[chr(0x4E00 + i)] * (1 + (i == 3)))

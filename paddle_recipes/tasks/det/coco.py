@@ -193,7 +193,7 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
 
 def build_train_augment(hflip: float = 0.5, color: float = 0.5, affine: float = 0.5, min_visibility: float = 0.3,
                         seed: int | None = None):
-    """Bbox-aware albumentations pipeline wrapped in ``paddle_recipes.data.AlbumentationsAdapter``.
+    """Bbox-aware albumentations pipeline wrapped in ``augment.AlbumentationsAdapter``.
 
     Horizontal flip, brightness/contrast + HSV jitter, random scale (0.75-1.25) / translate (10 %).
     Boxes are pascal_voc pixels; boxes less than ``min_visibility`` visible after the affine are
@@ -204,7 +204,7 @@ def build_train_augment(hflip: float = 0.5, color: float = 0.5, affine: float = 
     except ImportError:  # optional dependency
         logger.warning("albumentations not installed; training without augmentation")
         return None
-    from paddle_recipes.data import AlbumentationsAdapter, bbox_compose
+    from .augment import AlbumentationsAdapter, bbox_compose
 
     compose = bbox_compose([
         A.HorizontalFlip(p=hflip),

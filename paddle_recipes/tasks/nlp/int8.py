@@ -1,6 +1,6 @@
 """INT8 weight pack: a real int8 file for a paddle.quantization PTQ model (dygraph).
 
-`export.quantize_ptq` (PTQ + QuantConfig(AbsmaxObserver)) returns a converted model whose
+`ptq.quantize_ptq` (PTQ + QuantConfig(AbsmaxObserver)) returns a converted model whose
 quantized Linear weights are int8-valued float32 tensors plus scales -- the file is still fp32
 sized. This pack stores, per state-dict entry:
   - "int8-exact": float tensors whose values are all integers in [-127, 127] (the PTQ-quantized

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from ...export import quantize_ptq
+from .ptq import quantize_ptq
 from . import int8 as int8_pack
 from .multitask import IGNORE_INDEX, evaluate_tasks, make_batch, predict
 

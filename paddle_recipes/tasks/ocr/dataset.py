@@ -136,9 +136,25 @@ class SkipStats:
                      + (f" (+{len(self.missing) - len(top)} more)" if len(self.missing) > len(top) else ""))
         return text
 
-    def to_dict(self, top: int = 20) -> dict:
-        """For summary.json: {"counts": {reason: n}, "missing_chars": [[char, labels], ...]}."""
-        return {"counts": self.counts(), "missing_chars": [[c, k] for c, k in self.top_missing(top)]}
+    # ---------------------------------------------------------------- cross-rank merge (recipe.merge_skips)
+    def rank_state(self) -> dict:
+        """What this rank saw, picklable: {"places": {reason: [place, ...]}, "missing": {char: labels}}."""
+        return {"places": {r: sorted(p) for r, p in self.places.items()}, "missing": dict(self.missing)}
+
+    def merged(self, states: Sequence[dict]) -> "SkipStats":
+        """The union over ranks of rank_state()s: places are unioned; label-time skips (characters outside the
+        dict) are found by every rank over the whole set, so per character the max over ranks, not the sum."""
+        union = type(self)(self.name)
+        for s in states:
+            for reason, places in s["places"].items():
+                union.places.setdefault(reason, set()).update(places)
+            for ch, n in s["missing"].items():
+                union.missing[ch] = max(union.missing.get(ch, 0), n)
+        return union
+
+    def report(self, top: int = 20) -> dict:
+        """skipped.json / summary.json entry: {reason: count, ..., "missing_chars": [[char, labels], ...]}."""
+        return {**self.counts(), "missing_chars": [[c, k] for c, k in self.top_missing(top)]}
 
 
 def _check_path(path: str, key: str, kind: str = "path") -> Path:

@@ -1,0 +1,281 @@
+"""The DataLoader block: ``build_loader`` (workers, persistent workers, shared memory with a /dev/shm check,
+prefetching, buffer reader, worker seeding) and the load-error guard that turns a failing sample or collate
+into one DataError line in the main process.
+
+    loader = build_loader(dataset, batch_sampler, LoaderConfig(num_workers=2))
+
+Note: paddle.io.DataLoader has no ``pin_memory`` option (unlike torch). Host->device
+copies are overlapped by ``use_buffer_reader=True`` (a background prefetch thread)
+instead; there is nothing to pin.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["LoaderConfig", "build_loader", "shm_free_mb", "seed_worker", "DataError", "GuardedDataset",
+           "GuardedCollate", "current_sample_key"]
+
+SHM_PATH = "/dev/shm"
+
+
+# ----------------------------------------------------------------------------- loader
+@dataclass
+class LoaderConfig:
+    """Options of ``paddle.io.DataLoader`` as used by the recipes.
+
+    num_workers: worker processes (0 = load in the main process).
+    persistent_workers: keep workers alive across epochs (only applied when num_workers > 0).
+    use_shared_memory: pass batches from workers through /dev/shm (fast; needs enough shm).
+    prefetch_factor: batches prefetched per worker.
+    use_buffer_reader: background thread that prefetches the next batch (paddle's
+        replacement for torch's pin_memory, which paddle does not have).
+    timeout: seconds to wait for a worker batch (0 = forever).
+    seed: base seed mixed into every worker's numpy/random seed (None = only paddle's
+        per-iterator seed, itself drawn from the main process's numpy RNG).
+    min_shm_mb: free /dev/shm (MB) required before shared memory is used with workers.
+    """
+
+    num_workers: int = 0
+    persistent_workers: bool = False
+    use_shared_memory: bool = True
+    prefetch_factor: int = 2
+    use_buffer_reader: bool = True
+    timeout: int = 0
+    seed: int | None = 0
+    min_shm_mb: int = 512
+
+    def __post_init__(self):
+        from ..config import ConfigError
+
+        for name in ("num_workers", "timeout"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.prefetch_factor < 1:
+            raise ConfigError(f"prefetch_factor must be >= 1, got {self.prefetch_factor}")
+        for name in ("batch_size_per_card", "batch_size"):  # subclasses add a batch size
+            value = getattr(self, name, None)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be >= 1, got {value}")
+
+
+# ----------------------------------------------------------------------------- load errors
+class DataError(RuntimeError):
+    """Loading a sample or collating a batch failed; the message names the sample (and its file)."""
+
+
+ERROR_KEY = "__data_error__"
+
+
+class _LoadFailure:
+    """What GuardedDataset returns instead of raising: picklable, so it crosses worker processes."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+def _describe(exc: BaseException, where: str) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{where}: {type(exc).__name__}: {exc}{at}"
+
+
+_SAMPLE = threading.local()
+
+
+def current_sample_key() -> tuple[int, int] | None:
+    """(epoch, index) of the sample being loaded in this thread (set by GuardedDataset when the batch
+    sampler yields epoch keys), else None. Augmentations and collate functions derive their random
+    draws from it, so the data of a resumed run equals the uninterrupted run's, whatever the
+    workers, prefetching or resume point."""
+    return getattr(_SAMPLE, "key", None)
+
+
+class GuardedDataset:
+    """Wraps a map-style dataset: an exception in ``__getitem__`` becomes a failure marker.
+
+    Keys may be ``(epoch, index)`` (ResumableBatchSampler with_epoch): the key is published via
+    current_sample_key(); the inner dataset gets the bare index when ``unwrap_keys``, else the key
+    (for reproducible.SeededDataset).
+
+    Paddle's DataLoader with ``num_workers=0`` waits forever when ``__getitem__`` raises (the
+    error dies in its reader thread); with workers it may end as "Blocking queue is killed".
+    The marker travels like a sample, GuardedCollate turns the batch into an error batch, and
+    the loader (see build_loader) raises DataError in the main process.
+    """
+
+    def __init__(self, dataset, unwrap_keys: bool = False):
+        self.dataset = dataset
+        self.unwrap_keys = unwrap_keys
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getattr__(self, name):  # stats, records, skipped, ... of the wrapped dataset
+        if name == "dataset":
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, (tuple, list)) and len(idx) == 2:  # (epoch, index); other key shapes pass through
+            _SAMPLE.key = (int(idx[0]), int(idx[1]))
+            if self.unwrap_keys:
+                idx = int(idx[1])
+        else:
+            _SAMPLE.key = None
+        try:
+            return self.dataset[idx]
+        except Exception as exc:  # noqa: BLE001 - reported in the main process, not swallowed
+            return _LoadFailure(_describe(exc, f"sample {idx}"))
+
+
+class GuardedCollate:
+    """collate_fn wrapper: a batch with a failed sample (or a failing collate) -> an error batch.
+
+    The error batch is ``{ERROR_KEY: uint8 array of the utf-8 message}``: it holds an array, so
+    paddle's DataLoader does not drop it, and it crosses shared memory like any batch.
+    """
+
+    def __init__(self, collate_fn: Callable | None = None):
+        self.collate_fn = collate_fn
+
+    @staticmethod
+    def error_batch(message: str) -> dict:
+        return {ERROR_KEY: np.frombuffer(message.encode("utf-8", "replace"), dtype=np.uint8).copy()}
+
+    def __call__(self, samples):
+        failed = [s.message for s in samples if isinstance(s, _LoadFailure)]
+        if failed:
+            more = f" (+{len(failed) - 1} more in this batch)" if len(failed) > 1 else ""
+            return self.error_batch(failed[0] + more)
+        try:
+            if self.collate_fn is not None:
+                return self.collate_fn(samples)
+            from paddle.io.dataloader.collate import default_collate_fn
+
+            return default_collate_fn(samples)
+        except Exception as exc:  # noqa: BLE001
+            return self.error_batch(_describe(exc, f"collating a batch of {len(samples)}"))
+
+
+def raise_if_error_batch(batch) -> None:
+    """Raise DataError when ``batch`` is an error batch made by GuardedCollate."""
+    if isinstance(batch, dict) and ERROR_KEY in batch:
+        raw = batch[ERROR_KEY]
+        raw = raw.numpy() if hasattr(raw, "numpy") else np.asarray(raw)
+        raise DataError(bytes(np.asarray(raw, dtype=np.uint8).reshape(-1)).decode("utf-8", "replace"))
+
+
+def _checked_loader_class():
+    import paddle
+
+    class CheckedDataLoader(paddle.io.DataLoader):
+        """paddle.io.DataLoader that raises DataError (in the main process) for an error batch."""
+
+        def __iter__(self):
+            for batch in super().__iter__():
+                raise_if_error_batch(batch)
+                yield batch
+
+    return CheckedDataLoader
+
+
+def shm_free_mb(path: str | None = None) -> float | None:
+    """Free space of /dev/shm (or ``path``) in MB, or None when it does not exist (non-Linux)."""
+    path = path or SHM_PATH
+    if not os.path.isdir(path):
+        return None
+    return shutil.disk_usage(path).free / (1024 * 1024)
+
+
+class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
+    """worker_init_fn: seed numpy/random/paddle per worker, then call the user's init fn.
+
+    seed = hash(paddle's per-iterator worker seed, base_seed, worker_id). paddle draws its
+    per-iterator seed from the main process's numpy RNG, so seeding the main process makes
+    workers deterministic, and non-persistent workers still get new seeds every epoch.
+    """
+
+    def __init__(self, base_seed: int | None = 0, user_fn: Callable[[int], None] | None = None):
+        self.base_seed = base_seed
+        self.user_fn = user_fn
+
+    def __call__(self, worker_id: int) -> None:
+        import paddle
+
+        info = paddle.io.get_worker_info()
+        paddle_seed = int(info.seed) if info is not None else 0
+        entropy = [paddle_seed & 0xFFFFFFFF, worker_id]
+        if self.base_seed is not None:
+            entropy.append(int(self.base_seed) & 0xFFFFFFFF)
+        seed = int(np.random.SeedSequence(entropy).generate_state(1)[0])
+        np.random.seed(seed)
+        random.seed(seed)
+        paddle.seed(seed)
+        if self.user_fn is not None:
+            self.user_fn(worker_id)
+
+
+def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
+                 collate_fn: Callable | None = None,
+                 worker_init_fn: Callable[[int], None] | None = None):
+    """Build a ``paddle.io.DataLoader`` from a dataset and a batch sampler.
+
+    Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after).
+    With a ResumableBatchSampler (distributed.build_batch_sampler) every sample's (epoch, index)
+    is published to current_sample_key(), from which AlbumentationsAdapter and DetCollate draw
+    their randomness: exact resume without checkpointing those RNG streams.
+    An exception while loading a sample or collating a batch (main process or worker) is raised
+    in the main process as one DataError naming the sample and the original message (which should
+    name the file); datasets that can skip bad samples should do so themselves and count them.
+    With workers, shared memory is disabled (with one warning) when /dev/shm has less than
+    ``cfg.min_shm_mb`` free, instead of crashing later with a bus error.
+    """
+
+    cfg = cfg or LoaderConfig()
+    if batch_sampler is None:
+        raise ValueError("build_loader needs a batch_sampler (e.g. paddle.io.BatchSampler or "
+                         "paddle_recipes.distributed.build_batch_sampler)")
+    if cfg.num_workers < 0:
+        raise ValueError(f"LoaderConfig.num_workers must be >= 0, got {cfg.num_workers}")
+    use_shm = cfg.use_shared_memory
+    if use_shm and cfg.num_workers > 0:
+        free = shm_free_mb()
+        if free is not None and free < cfg.min_shm_mb:
+            warnings.warn(
+                f"/dev/shm has only {free:.0f} MB free (< {cfg.min_shm_mb} MB needed); "
+                "DataLoader falls back to use_shared_memory=False (slower worker->main copies). "
+                "Fix: give the container more shared memory, e.g. `docker run --shm-size=8g ...` "
+                "(or set Train.loader.num_workers=0 / lower LoaderConfig.min_shm_mb).",
+                RuntimeWarning, stacklevel=2)
+            use_shm = False
+    workers = cfg.num_workers > 0
+    unwrap = False
+    from ..reproducible import ResumableBatchSampler
+
+    if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
+        batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices
+        unwrap = True
+    return _checked_loader_class()(
+        GuardedDataset(dataset, unwrap_keys=unwrap),
+        batch_sampler=batch_sampler,
+        collate_fn=GuardedCollate(collate_fn),
+        num_workers=cfg.num_workers,
+        use_buffer_reader=cfg.use_buffer_reader,
+        prefetch_factor=cfg.prefetch_factor,
+        use_shared_memory=use_shm,
+        timeout=cfg.timeout,
+        worker_init_fn=seed_worker(cfg.seed, worker_init_fn) if workers else None,
+        persistent_workers=bool(cfg.persistent_workers and workers),
+        return_list=True,
+    )
