@@ -30,6 +30,7 @@ import numpy as np
 import paddle
 
 from .checkpoint import CheckpointError, resolve_checkpoint
+from .serialization import UnsafeWeightsError, load_weights_file
 
 _LOG = logging.getLogger("paddle_recipes.pretrained")
 
@@ -99,7 +100,9 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
         reinit_prefixes = tuple(target.class_dependent_params()) if hasattr(target, "class_dependent_params") else ()
     file = resolve_weights_file(path, prefer_ema)
     try:
-        weights = paddle.load(str(file))
+        weights = load_weights_file(file)
+    except UnsafeWeightsError:
+        raise
     except Exception as exc:
         raise CheckpointError(f"cannot read pretrained weights {file}: {type(exc).__name__}: {exc}") from exc
     if not isinstance(weights, dict):
