@@ -59,10 +59,14 @@ class UnsafeWeightsError(WeightsFileError):
     """A weights file's pickle references a global a weights file never needs (it could run code)."""
 
 
+class _RefusedCall(Exception):
+    """An allowed global called with arguments other than the one form weights files use."""
+
+
 def _latin1_encode(obj, encoding="latin1"):
     """Protocol 2's bytes: _codecs.encode(str, 'latin1'); nothing else."""
     if not isinstance(obj, str) or encoding.lower().replace("-", "") != "latin1":
-        raise pickle.UnpicklingError(f"_codecs.encode({type(obj).__name__}, {encoding!r}) is not how bytes are pickled")
+        raise _RefusedCall("_codecs.encode (other than protocol 2's bytes form)")
     return obj.encode("latin1")
 
 
@@ -70,7 +74,7 @@ def _dense_tensor_eval(expr, env=None, *_):
     """paddle's reduce_DenseTensor writes eval('data', {'data': ndarray}): return the array, evaluate nothing."""
     if expr == "data" and isinstance(env, dict) and set(env) == {"data"} and isinstance(env["data"], np.ndarray):
         return env["data"]
-    raise pickle.UnpicklingError("builtins.eval used other than for a paddle DenseTensor")
+    raise _RefusedCall("builtins.eval (other than paddle's DenseTensor form)")
 
 
 _BUILTINS = {"tuple": tuple, "list": list, "dict": dict, "set": set, "frozenset": frozenset, "complex": complex,
@@ -105,15 +109,18 @@ class _RestrictedUnpickler(pickle.Unpickler):
         try:
             return self.allowed[(module, name)]
         except KeyError:
-            raise UnsafeWeightsError(
-                f"refusing to load {self.source}: it references {module}.{name}, which a weights file never "
-                "needs (unpickling it could run code); only numpy arrays, paddle tensors, dicts, lists, tuples, "
-                "strings and numbers are loaded. Re-save the weights with paddle.save(model.state_dict(), ...) "
-                "where you trust the file") from None
+            raise _refusal(self.source, f"{module}.{name}") from None
 
     def persistent_load(self, pid):
         raise UnsafeWeightsError(f"refusing to load {self.source}: it holds a persistent id ({str(pid)[:40]}), "
                                  "which paddle weights files never use")
+
+
+def _refusal(source: str, what: str) -> UnsafeWeightsError:
+    return UnsafeWeightsError(
+        f"refusing to load {source}: it references {what}, which a weights file never needs (unpickling it could "
+        "run code); only numpy arrays, paddle tensors, dicts, lists, tuples, strings and numbers are loaded. "
+        "Re-save the weights with paddle.save(model.state_dict(), ...) where you trust the file")
 
 
 def _unpickle(path: Path, allowed: Mapping) -> Any:
@@ -122,6 +129,8 @@ def _unpickle(path: Path, allowed: Mapping) -> Any:
             return _RestrictedUnpickler(f, str(path), allowed).load()
     except WeightsFileError:
         raise
+    except _RefusedCall as exc:
+        raise _refusal(str(path), str(exc)) from None
     except FileNotFoundError:
         raise WeightsFileError(f"weights file not found: {path}") from None
     except MemoryError:
@@ -294,7 +303,7 @@ def save_safetensors(state: Mapping, path: str | os.PathLike, metadata: Mapping[
 
 
 def load_safetensors(path: str | os.PathLike, return_numpy: bool = False) -> dict:
-    """{name: paddle.Tensor} (or ndarray) of a safetensors file; bfloat16 entries come back as bfloat16
+    """{name: paddle.Tensor} (or ndarray; keys sorted) of a safetensors file; bfloat16 entries come back as bfloat16
     tensors (as uint16 arrays with return_numpy, like paddle.load). Raises WeightsFileError (one line)."""
     from safetensors import safe_open
 
