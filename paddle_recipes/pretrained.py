@@ -57,13 +57,15 @@ class LoadReport:
 
 
 def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True) -> Path:
-    """``x.pdparams`` | prefix ``x`` (-> ``x.pdparams``) | checkpoint folder/root -> the weights file."""
+    """``x.pdparams`` / ``x.safetensors`` | prefix ``x`` (-> ``x.pdparams``, else ``x.safetensors``) | checkpoint
+    folder/root -> the weights file."""
     p = Path(path)
     if p.is_file():
         return p
     with_suffix = Path(str(p) + ".pdparams")
-    if with_suffix.is_file():
-        return with_suffix
+    for candidate in (with_suffix, Path(str(p) + ".safetensors")):
+        if candidate.is_file():
+            return candidate
     if p.is_dir():
         folder = resolve_checkpoint(p)
         ema = folder / "ema.pdparams"

@@ -320,3 +320,32 @@ def test_ernie_phase_weights_refuse_crafted_files(tmp_path, capsys, phase):
     _refused(capsys, ErnieMultitask, ["-c", str(CONFIGS / "ernie_multitask_smoke.yml"), "-o", f"Global.output_dir={out}",
                                       f"Global.phases=[{phase}]", "Data.num_tasks=2", "Data.train_size=8",
                                       "Data.eval_size=8", *opts], path, marker)
+
+
+def test_export_safetensors_round_trip_through_the_recipe(tmp_path, ocr_data):
+    """Export.safetensors=true writes the exported (EMA) weights as model.safetensors: exactly the weights the
+    export loaded, and Global.weights=model.safetensors evaluates exactly as the checkpoint does."""
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+
+    out = tmp_path / "out"
+    base = ["-c", str(CONFIGS / "ocr_rec_smoke.yml"), "-o", f"Global.output_dir={out}", f"Synthetic.root={ocr_data}",
+            "Synthetic.num_heldout=0", "Synthetic.format=label_file", "Global.epochs=1"]
+
+    def run(argv):
+        _fresh_logging()
+        return OcrRec.main(argv)
+
+    run(base)
+    report = run(["--mode", "export", *base, "Export.safetensors=true"])
+    path = Path(report["safetensors"])
+    assert path == out / "inference" / "model.safetensors" and report["weights"].endswith("ema.pdparams")
+    exported, source = load_weights_file(path), load_weights_file(report["weights"])
+    assert sorted(exported) == sorted(source)
+    for k, v in source.items():
+        assert exported[k].dtype == v.dtype, k
+        np.testing.assert_array_equal(exported[k].numpy(), v.numpy())
+    from_ckpt = run(["--mode", "eval", *base])
+    from_st = run(["--mode", "eval", *base, f"Global.weights={path}"])
+    assert from_st.pop("weights") == str(path) and from_ckpt.pop("weights") == report["weights"]
+    for k in ("acc", "norm_edit_dis", "num_samples"):
+        assert from_st[k] == from_ckpt[k], k
