@@ -97,7 +97,7 @@ def _legacy_state_globals() -> dict:
     import paddle
 
     cls = type(paddle.get_rng_state()[0])
-    return {(mod, cls.__name__): cls for mod in (cls.__module__, "paddle.base.core", "paddle.fluid.core")}
+    return {(cls.__module__, cls.__name__): cls}  # paddle.base.libpaddle.GeneratorState
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -112,11 +112,12 @@ class _RestrictedUnpickler(pickle.Unpickler):
             raise _refusal(self.source, f"{module}.{name}") from None
 
     def persistent_load(self, pid):
-        raise UnsafeWeightsError(f"refusing to load {self.source}: it holds a persistent id ({str(pid)[:40]}), "
+        raise UnsafeWeightsError(f"refusing to load {self.source}: it holds a persistent id ({str(pid)[:40]!r}), "
                                  "which paddle weights files never use")
 
 
 def _refusal(source: str, what: str) -> UnsafeWeightsError:
+    what = what if what.isprintable() else repr(what)  # names come from the file: keep the error one line
     return UnsafeWeightsError(
         f"refusing to load {source}: it references {what}, which a weights file never needs (unpickling it could "
         "run code); only numpy arrays, paddle tensors, dicts, lists, tuples, strings and numbers are loaded. "

@@ -85,6 +85,11 @@ def test_persistent_ids_and_other_globals_are_refused(tmp_path):
         path.write_bytes(pickle.dumps({"w": obj}, protocol=4))
         with pytest.raises(UnsafeWeightsError, match=rf"it references {name},"):
             load_weights_file(path)
+    # a name with a newline (STACK_GLOBAL takes any string) stays on one line
+    path.write_bytes(b"\x80\x04\x8c\x02os\x8c\x0csystem\nhello\x93.")
+    with pytest.raises(UnsafeWeightsError) as exc:
+        load_weights_file(path)
+    assert "\n" not in str(exc.value) and "it references 'os.system\\nhello'," in str(exc.value)
 
 
 # ----------------------------------------------------------------------------- what paddle.save writes loads as before
