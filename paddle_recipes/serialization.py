@@ -231,7 +231,10 @@ def load_weights_file(path: str | os.PathLike, return_numpy: bool = False) -> An
     path = Path(path)
     if is_safetensors(path):
         return load_safetensors(path, return_numpy)
-    return _as_paddle_result(_unpickle(path, WEIGHTS_GLOBALS), str(path), return_numpy)
+    try:
+        return _as_paddle_result(_unpickle(path, WEIGHTS_GLOBALS), str(path), return_numpy)
+    except RecursionError:  # a cyclic or absurdly deep structure: no weights file is either
+        raise WeightsFileError(f"{path}: not a readable weights file (cyclic or too deeply nested)") from None
 
 
 def load_plain(path: str | os.PathLike) -> Any:

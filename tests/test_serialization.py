@@ -169,7 +169,11 @@ def test_unreadable_files_are_one_line_errors(tmp_path):
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     text = tmp_path / "text.pdparams"
     text.write_text("not weights\n")
-    for path in (cut, text, tmp_path / "absent.pdparams"):
+    cyclic = tmp_path / "cyclic.pdparams"
+    loop = [np.ones(2)]
+    loop.append(loop)
+    cyclic.write_bytes(pickle.dumps({"w": loop}, protocol=4))
+    for path in (cut, text, tmp_path / "absent.pdparams", cyclic):
         with pytest.raises(WeightsFileError) as exc:
             load_weights_file(path)
         assert str(path) in str(exc.value) and "\n" not in str(exc.value)
