@@ -358,3 +358,25 @@ def test_export_safetensors_round_trip_through_the_recipe(tmp_path, ocr_data):
     assert from_st.pop("weights") == str(path) and from_ckpt.pop("weights") == report["weights"]
     for k in ("acc", "norm_edit_dis", "num_samples"):
         assert from_st[k] == from_ckpt[k], k
+
+
+def test_det_export_safetensors_holds_the_weights_before_fusion(tmp_path):
+    """Det export fuses RepVGG blocks (in place in the native layout, on a copy in ppdet's); model.safetensors is
+    written before, so in both layouts it holds exactly the checkpoint's EMA weights (the names Global.weights loads)."""
+    from paddle_recipes.recipes.det_ppyoloe import DetPPYOLOE
+
+    base = ["-c", str(CONFIGS / "det_ppyoloe_smoke.yml"), "-o", f"Global.output_dir={tmp_path / 'out'}",
+            f"Synthetic.root={tmp_path / 'data'}", "Synthetic.num_train=4", "Synthetic.num_val=2", "Global.epochs=1",
+            "Train.sizes=[64]", "Eval.size=64", "Train.loader.batch_size_per_card=4"]
+    _fresh_logging()
+    DetPPYOLOE.main(base)
+    source = load_weights_file(tmp_path / "out" / "checkpoints" / "best" / "ema.pdparams")
+    for layout in ("native", "ppdet"):
+        _fresh_logging()
+        report = DetPPYOLOE.main(["--mode", "export", *base, f"Export.layout={layout}", "Export.safetensors=true"])
+        assert report["safetensors"] == str(tmp_path / "out" / "inference" / "model.safetensors"), layout
+        assert layout == "ppdet" or report["repvgg_fused"] > 0
+        exported = load_weights_file(report["safetensors"])
+        assert sorted(exported) == sorted(source), layout
+        for k, v in source.items():
+            np.testing.assert_array_equal(exported[k].numpy(), v.numpy())
