@@ -6,6 +6,7 @@ Layout of `save_checkpoint(root, state, tag="step_000100")`::
     root/step_000100/optimizer.pdopt     optimizer state (incl. LR scheduler inside paddle optimizers)
     root/step_000100/ema.pdparams        EMA shadow weights (state["ema"]["shadow"]), if given
     root/step_000100/state.pkl           everything else: epoch, step, amp, accumulator, lr, rng, config, ...
+                                         (plain python / numpy values only: serialization.check_plain)
     root/latest                          text file naming the newest complete checkpoint
 
 The state is assembled Fabric-style: `collect_state({"model": layer, "optimizer": PortableOptimizer(opt),
@@ -23,13 +24,13 @@ the newest valid one and retries once, then raises CheckpointError naming the pa
 write errors (read-only dir): the previous checkpoint stays intact. `clean_stale` removes temp
 folders left by a crash. `OutputLock` keeps two runs out of one output dir.
 `check_compatible` compares a checkpoint's weights and saved config with the current model.
+Every file is read through `serialization` (restricted unpickler): a crafted checkpoint cannot run code.
 """
 from __future__ import annotations
 
 import errno
 import logging
 import os
-import pickle
 import random
 import shutil
 import socket
@@ -39,6 +40,8 @@ from typing import Any
 
 import numpy as np
 import paddle
+
+from .serialization import UnsafeWeightsError, dump_plain, load_plain, load_weights_file
 
 TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams"}
 # an entry whose tensors sit under a sub-key: that sub-key goes to the tensor file (a plain weights file that
@@ -79,19 +82,34 @@ def first_nonfinite(state_dict) -> str | None:
 
 
 def rng_state() -> dict:
-    """Python, numpy and paddle (CPU + CUDA) RNG states."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "paddle": paddle.get_rng_state()}
+    """Python, numpy and paddle (CPU + CUDA) RNG states, as plain values (paddle's GeneratorStates as
+    their __getstate__ tuples), so state.pkl needs no class to load."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(),
+             "paddle": [g.__getstate__() for g in paddle.get_rng_state()]}
     if paddle.is_compiled_with_cuda() and paddle.device.get_device().startswith("gpu"):
-        state["paddle_cuda"] = paddle.get_cuda_rng_state()
+        state["paddle_cuda"] = [g.__getstate__() for g in paddle.get_cuda_rng_state()]
     return state
+
+
+def _generator_states(states: list) -> list:
+    """paddle GeneratorStates from rng_state()'s tuples (objects of older checkpoints pass through)."""
+    cls = type(paddle.get_rng_state()[0])
+    out = []
+    for s in states:
+        if isinstance(s, (tuple, list)):
+            g = cls.__new__(cls)
+            g.__setstate__(tuple(s))
+            s = g
+        out.append(s)
+    return out
 
 
 def set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
-    paddle.set_rng_state(state["paddle"])
+    paddle.set_rng_state(_generator_states(state["paddle"]))
     if "paddle_cuda" in state and paddle.is_compiled_with_cuda():
-        paddle.set_cuda_rng_state(state["paddle_cuda"])
+        paddle.set_cuda_rng_state(_generator_states(state["paddle_cuda"]))
 
 
 class _RngStates:
@@ -218,7 +236,7 @@ def _write_folder(tmp: Path, state: dict) -> None:
             value = value[sub]
         paddle.save(value, str(tmp / fname))
     with open(tmp / STATE_FILE, "wb") as f:
-        pickle.dump(rest, f, protocol=pickle.HIGHEST_PROTOCOL)
+        dump_plain(rest, f, "checkpoint state")
         f.flush()
         os.fsync(f.fileno())
 
@@ -242,8 +260,9 @@ def save_checkpoint(root: str | os.PathLike, state: dict, tag: str, keep_last: i
     """Write `state` atomically under root/tag and point root/latest at it. Returns the folder.
 
     state keys "model", "optimizer", "ema" hold state_dicts saved with paddle.save (of "ema", its
-    "shadow" weights; the rest of it goes to state.pkl); every other key is pickled into state.pkl
-    (plain python, numpy, RNG states, small tensors are fine).
+    "shadow" weights; the rest of it goes to state.pkl); every other key is pickled into state.pkl and
+    must be plain python / numpy values (TypeError naming the key otherwise, nothing written;
+    serialization.check_plain).
     Raises NonFiniteStateError (nothing written) when model/ema/optimizer hold inf/nan, and
     CheckpointError naming the folder when the disk is full (after pruning old checkpoints down
     to the newest valid one and one retry) or not writable; the previous checkpoint is kept.
@@ -480,14 +499,15 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     """Read a checkpoint written by save_checkpoint (folder or root). Raises CheckpointError."""
     folder = resolve_checkpoint(path)
     try:
-        with open(folder / STATE_FILE, "rb") as f:
-            state = pickle.load(f)
+        state = load_plain(folder / STATE_FILE)
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{folder / STATE_FILE} holds a {type(state).__name__}, not a checkpoint state")
         for key, fname in TENSOR_FILES.items():
             if (folder / fname).exists():
-                tensors = paddle.load(str(folder / fname))
+                tensors = load_weights_file(folder / fname)
                 sub = TENSOR_SUBKEY.get(key)
                 state[key] = {**state[key], sub: tensors} if sub and isinstance(state.get(key), dict) else tensors
-    except CheckpointError:
+    except (CheckpointError, UnsafeWeightsError):
         raise
     except Exception as exc:
         raise CheckpointError(f"cannot read checkpoint {folder}: {type(exc).__name__}: {exc}") from exc
@@ -499,11 +519,13 @@ def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bo
     """Load weights into `model` from a checkpoint folder/root or a .pdparams file. Returns what was loaded."""
     path = Path(path)
     if path.is_file():
-        weights, source = paddle.load(str(path)), str(path)
+        weights, source = load_weights_file(path), str(path)
     else:
         folder = resolve_checkpoint(path)
         fname = "ema.pdparams" if prefer_ema and (folder / "ema.pdparams").exists() else "model.pdparams"
-        weights, source = paddle.load(str(folder / fname)), str(folder / fname)
+        weights, source = load_weights_file(folder / fname), str(folder / fname)
+    if not isinstance(weights, dict):
+        raise CheckpointError(f"{source} holds a {type(weights).__name__}, not a state_dict")
     from .distributed import unwrap
 
     target = unwrap(model)

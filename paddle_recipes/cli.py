@@ -25,8 +25,9 @@ from .checkpoint import CheckpointError
 from .config import ConfigError, ConfigTranslator, add_config_args, dump_config, flatten_opts, load_config
 from .data import DataError
 from .trainer import NonFiniteError
+from .serialization import WeightsFileError
 
-USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError)
+USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError)
 
 
 def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_config: str | None = None,

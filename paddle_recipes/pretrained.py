@@ -30,6 +30,7 @@ import numpy as np
 import paddle
 
 from .checkpoint import CheckpointError, resolve_checkpoint
+from .serialization import UnsafeWeightsError, load_weights_file
 
 _LOG = logging.getLogger("paddle_recipes.pretrained")
 
@@ -56,13 +57,15 @@ class LoadReport:
 
 
 def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True) -> Path:
-    """``x.pdparams`` | prefix ``x`` (-> ``x.pdparams``) | checkpoint folder/root -> the weights file."""
+    """``x.pdparams`` / ``x.safetensors`` | prefix ``x`` (-> ``x.pdparams``, else ``x.safetensors``) | checkpoint
+    folder/root -> the weights file."""
     p = Path(path)
     if p.is_file():
         return p
     with_suffix = Path(str(p) + ".pdparams")
-    if with_suffix.is_file():
-        return with_suffix
+    for candidate in (with_suffix, Path(str(p) + ".safetensors")):
+        if candidate.is_file():
+            return candidate
     if p.is_dir():
         folder = resolve_checkpoint(p)
         ema = folder / "ema.pdparams"
@@ -99,7 +102,9 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
         reinit_prefixes = tuple(target.class_dependent_params()) if hasattr(target, "class_dependent_params") else ()
     file = resolve_weights_file(path, prefer_ema)
     try:
-        weights = paddle.load(str(file))
+        weights = load_weights_file(file)
+    except UnsafeWeightsError:
+        raise
     except Exception as exc:
         raise CheckpointError(f"cannot read pretrained weights {file}: {type(exc).__name__}: {exc}") from exc
     if not isinstance(weights, dict):

@@ -43,6 +43,7 @@ from .checkpoint import CheckpointError, load_weights
 from .cli import exit_on_user_error, run_recipe
 from .data import build_loader
 from .ppocr_logs import PPOCREvalLog
+from .serialization import save_safetensors
 from .training import Run, build_training, count_params
 
 logger = logging.getLogger(__name__)
@@ -59,9 +60,12 @@ class PredictConfig:
 
 @dataclass
 class ExportConfig:
-    """out_prefix: "" = output_dir/inference/model. parity_batch: samples compared dygraph vs Paddle Inference."""
+    """out_prefix: "" = output_dir/inference/model. parity_batch: samples compared dygraph vs Paddle Inference.
+    safetensors: also write <export folder>/model.safetensors, the loaded (EMA) weights before any deploy
+    fusion, in the safetensors format (no pickle; Global.weights / pretrained_model read it)."""
     out_prefix: str = ""
     parity_batch: int = 4
+    safetensors: bool = False
 
 
 def prepare_on_rank0(root: str | os.PathLike, fingerprint: dict, build: Callable[[], T], info,
@@ -253,6 +257,15 @@ class Recipe:
         if path:
             self.load_pretrained(model, path)
 
+    def export_weights(self, model, out_dir: Path) -> dict:
+        """Export.safetensors: `model`'s weights as out_dir/model.safetensors (rank 0); the report entry."""
+        if not getattr(self.cfg.Export, "safetensors", False):
+            return {}
+        path = Path(out_dir) / "model.safetensors"
+        if self.info.is_main:
+            save_safetensors(dist_utils.unwrap(model).state_dict(), path)
+        return {"safetensors": str(path)}
+
     def eval_loader(self, dataset):
         """This rank's shard (rank::world_size) of `dataset`, in order; metrics are reduced by the task."""
         lc = self.cfg.Eval.loader
@@ -302,6 +315,8 @@ class Recipe:
         from .export import create_predictor, predict as run_predictor
 
         model, src = self.load_for_inference()
+        prefix = self.cfg.Export.out_prefix or str(Path(self.cfg.Global.output_dir) / "inference" / "model")
+        weights_file = self.export_weights(model, Path(prefix).parent)  # before deploy_model may fuse layers
         inputs = self.parity_inputs(model)
         def outputs(net):
             with paddle.no_grad():
@@ -310,13 +325,13 @@ class Recipe:
         ref = None if self.parity_after_deploy else outputs(model)  # before deploy_model may fuse layers in place
         deploy, report = self.deploy_model(model)
         ref = ref if ref is not None else outputs(deploy)
-        prefix = self.cfg.Export.out_prefix or str(Path(self.cfg.Global.output_dir) / "inference" / "model")
         exp, entries = self.export_files(deploy, prefix)
         report.update(entries)
         pred = create_predictor(exp.prefix, device="gpu" if paddle.is_compiled_with_cuda() else "cpu", threads=2)
         out = run_predictor(pred, inputs)
         diffs = [float(np.abs(a - b).max()) for a, b in zip(out, ref)]
-        report = {"prefix": exp.prefix, "format": exp.format, "weights": src, **report, "max_abs_diff": max(diffs)}
+        report = {"prefix": exp.prefix, "format": exp.format, "weights": src, **weights_file, **report,
+                  "max_abs_diff": max(diffs)}
         report.update({f"max_abs_diff_{n}": d for n, d in zip(self.output_names, diffs)})
         out_dir = Path(exp.prefix).parent
         report.update(self.export_extras(ref, out, inputs, out_dir), **exp.sizes())

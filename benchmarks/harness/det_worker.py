@@ -81,6 +81,7 @@ def evaluate(args) -> dict:
     from paddle_recipes.tasks.det.config import ArchitectureConfig, LossConfig, NmsConfig, build_model
     from paddle_recipes.tasks.det.evaluate import evaluate_detector
     from paddle_recipes.tasks.det.ppdet_weights import load_ppdet_weights
+    from paddle_recipes.serialization import load_weights_file
 
     paddle.set_device("cpu")
     index = load_coco(args.ann, args.image_dir)
@@ -93,7 +94,7 @@ def evaluate(args) -> dict:
         if fmt == "ppdet":  # strict: every tensor of ppdet's model maps onto ours with its shape
             loaded = load_ppdet_weights(model, path, num_classes_ok=False).line()
         elif fmt == "ours":
-            missing, unexpected = model.set_state_dict(paddle.load(path))
+            missing, unexpected = model.set_state_dict(load_weights_file(path))
             if missing or unexpected:
                 raise SystemExit(f"{path}: missing {missing[:3]}, unexpected {unexpected[:3]}")
             loaded = f"{len(model.state_dict())} tensors loaded"

@@ -134,7 +134,8 @@ class DetPPYOLOE(Recipe):
         model, src = self.load_for_inference()
         images = self.parity_inputs(model)["image"]
         out_dir = Path(e.out_prefix).parent if e.out_prefix else Path(self.cfg.Global.output_dir) / "inference"
-        report = export_ppdet_checked(
+        report = self.export_weights(model, out_dir)  # before export_ppdet_checked fuses the model
+        report |= export_ppdet_checked(
             model, out_dir, self.eval_index.cat_names, images, self.parity_batch["scale_factor"].numpy()[:len(images)],
             nms=self.cfg.Eval.nms.kwargs(), input_size=self.cfg.Eval.size, norm=self.cfg.Architecture.normalize,
             upsample=e.upsample, fold_bn=e.fold_bn, layout=e.layout, model_name=e.model_name)

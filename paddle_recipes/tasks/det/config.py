@@ -125,7 +125,8 @@ class DetExportConfig:
     layout: native (out_prefix.* + infer_cfg.yml + trt_config.yml; outputs boxes, scores) | ppdet
     (PaddleDetection's deploy layout: model.json/.pdiparams + infer_cfg.yml, inputs image + scale_factor,
     NMS in the graph) | paddlex (inference.* + inference.yml, Global.model_name = model_name); ppdet and
-    paddlex write into the folder of out_prefix (default output_dir/inference)."""
+    paddlex write into the folder of out_prefix (default output_dir/inference). safetensors: also write the
+    loaded (EMA) weights as <export folder>/model.safetensors (no pickle; Global.weights reads it)."""
     out_prefix: str = ""
     parity_batch: int = 2
     fold_bn: bool = True
@@ -133,6 +134,7 @@ class DetExportConfig:
     trt: TrtConfig = field(default_factory=default_trt)
     layout: str = "native"
     model_name: str = ""
+    safetensors: bool = False
 
     def __post_init__(self):
         check_name("Export.upsample", self.upsample, ("repeat", "interp"))

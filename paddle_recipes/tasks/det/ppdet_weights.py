@@ -34,6 +34,7 @@ import paddle
 
 from paddle_recipes.checkpoint import CheckpointError
 from paddle_recipes.pretrained import resolve_weights_file
+from paddle_recipes.serialization import UnsafeWeightsError, load_weights_file
 
 from .neck import SPP
 
@@ -165,7 +166,9 @@ def is_ppdet_checkpoint(source: str | os.PathLike | Mapping) -> bool:
 def _read_state(path: str | os.PathLike) -> dict:
     p = resolve_weights_file(path)
     try:
-        state = paddle.load(str(p), return_numpy=True)
+        state = load_weights_file(p, return_numpy=True)
+    except UnsafeWeightsError:
+        raise
     except Exception as exc:  # corrupt / not a paddle file
         raise CheckpointError(f"{p}: cannot read as a paddle state dict ({type(exc).__name__}: {exc})") from None
     if not isinstance(state, dict):
@@ -244,7 +247,7 @@ def load_ppdet_weights(model, path: str | os.PathLike | Mapping, *, num_classes_
     """Load a ppdet PP-YOLOE / PP-YOLOE+ checkpoint into ``model`` (our ``PPYOLOE``, any DDP wrap).
 
     path: ``x.pdparams``, its prefix ``x``, or an already loaded state dict (read a file once when
-        routing: ``state = paddle.load(f); if is_ppdet_checkpoint(state): load_ppdet_weights(m, state, source=f)``).
+        routing: ``state = load_weights_file(f); if is_ppdet_checkpoint(state): load_ppdet_weights(m, state, source=f)``).
     source: the name used in messages for a state dict (default "<state dict>").
     num_classes_ok: a checkpoint with another class count loads with ``head.pred_cls.*``
         re-initialised (weight 0, bias for a ``prior_prob`` score) and one log line; False: error.

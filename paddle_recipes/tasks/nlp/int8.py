@@ -120,7 +120,7 @@ def load_int8(model: paddle.nn.Layer, path: str | os.PathLike) -> paddle.nn.Laye
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"int8 pack not found: {path}")
-    with np.load(path) as arrays:
+    with np.load(path, allow_pickle=False) as arrays:  # never unpickle (object arrays are refused)
         state = unpack_state_dict(arrays)
     own = model.state_dict()
     missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 
+from ...serialization import load_weights_file
 from .ptq import quantize_ptq
 from . import int8 as int8_pack
 from .multitask import IGNORE_INDEX, evaluate_tasks, make_batch, predict
@@ -90,7 +91,7 @@ def load_phase_model(model, path, phase: str, needs: str):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"phase '{phase}' needs phase '{needs}' first ({path} missing)")
-    model.set_state_dict(paddle.load(str(path)))
+    model.set_state_dict(load_weights_file(path))
     return model
 
 
