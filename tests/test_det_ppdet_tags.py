@@ -89,3 +89,11 @@ def test_piecewise_schedule_equals_ppdets_own_step_by_step():
             ours.step()
             theirs.step()
         assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_broken_yaml_is_one_line_naming_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("architecture: YOLOv3\nYOLOv3:\n  backbone: [CSPResNet\n")
+    with pytest.raises(ConfigError) as err:
+        _load(bad)
+    assert "\n" not in str(err.value) and "bad.yml" in str(err.value) and "line" in str(err.value), str(err.value)
