@@ -16,7 +16,12 @@ silently change meaning (another architecture, keep-ratio resize, a non-COCO met
 
 Keys this emits that the det recipe must have (see the report to the lead):
 ``Architecture.normalize`` {mean, std, is_scale}, ``Global.pretrained_model``,
-``Optimizer.warmup_epochs`` (warm-up length in epochs; ppdet's ``LinearWarmup.epochs``).
+``Optimizer.warmup_epochs`` (warm-up length in epochs; ppdet's ``LinearWarmup.epochs``),
+``Optimizer.schedule: piecewise`` with ``milestone_epochs`` / ``lr_factors`` (ppdet's ``PiecewiseDecay``).
+
+ppdet's YAML object tags (``- !PiecewiseDecay {...}``) are read by ``PpdetLoader`` as ``{name: ..., ...}``;
+``ppdet_config_translator`` carries that loader (``yaml_loader``) and ppdet's ``-o`` spellings
+(``override_aliases``: ``-o weights=x.pdparams`` = ``-o Global.weights=x.pdparams``) for ``config.load_config``.
 """
 from __future__ import annotations
 
