@@ -281,12 +281,14 @@ ConfigTranslator = Callable[[dict, Path], Optional[tuple[dict, list[str]]]]
 
 
 def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator],
-                     overrides: Sequence[str] = ()) -> tuple[dict, list[str], bool]:
+                     overrides: Sequence[str] = ()) -> tuple[dict, list[str], list[str]]:
     """Offer a config file's raw mapping to each translator in order; the first that recognises it
     (returns (config dict, notes) instead of None) supplies the base config. A translator with a
     ``recognise(raw) -> bool`` attribute takes `overrides` in the file's own keys (PaddleOCR's
-    ``-o Global.epoch_num=1``): they are applied to the raw mapping before it translates.
-    Returns (config dict, notes, overrides consumed); untranslated: (data, [], False)."""
+    ``-o Global.epoch_num=1``): they are applied to the raw mapping before it translates. A translator with
+    an ``override_aliases`` attribute ({foreign key: our dotted key}, e.g. ppdet's ``weights`` ->
+    ``Global.weights``) has overrides of those keys renamed.
+    Returns (config dict, notes, the overrides still to apply); untranslated: (data, [], overrides)."""
     for translate in translators:
         recognise = getattr(translate, "recognise", None)
         own_keys = bool(overrides) and recognise is not None and recognise(data)
@@ -298,15 +300,30 @@ def translate_config(data: dict, path: Path, translators: Sequence[ConfigTransla
         result = translate(raw, path)
         if result is not None:
             translated, notes = result
-            return translated, list(notes), own_keys
-    return data, [], False
+            aliases = getattr(translate, "override_aliases", {})
+            left = [] if own_keys else [_alias(text, aliases) for text in overrides]
+            return translated, list(notes), left
+    return data, [], list(overrides)
+
+
+def _alias(text: str, aliases: dict) -> str:
+    key, sep, value = text.partition("=")
+    return f"{aliases[key.strip()]}={value}" if sep and key.strip() in aliases else text
+
+
+def yaml_error_line(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: the problem and where (line:column), without PyYAML's multi-line context."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else str(problem)
 
 
 def load_config(path: str | Path | None, overrides: list[str] | None, schema: type,
                 translators: Sequence[ConfigTranslator] = (), notes: list[str] | None = None) -> Any:
     """Read YAML `path` (None = schema defaults), apply `overrides`, return a typed `schema` instance.
 
-    translators: foreign-config readers (e.g. PaddleDetection / PaddleOCR YAMLs), each
+    translators: foreign-config readers (e.g. PaddleDetection / PaddleOCR YAMLs; one with a ``yaml_loader``
+    attribute, a yaml Loader class, reads the file, e.g. to accept ppdet's ``!Tag`` objects), each
     ``translator(raw: dict, path: Path) -> (config dict for schema, notes: list[str]) | None`` (None = not
     mine); the first match replaces the file's mapping before `overrides` are applied (or, for a translator
     with a ``recognise`` attribute, the overrides are applied to the file's mapping in its own keys first,
@@ -319,20 +336,19 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"config file not found: {p}")
+        loader = next((t.yaml_loader for t in translators if getattr(t, "yaml_loader", None)), yaml.SafeLoader)
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            data = yaml.load(p.read_text(encoding="utf-8"), Loader=loader) or {}
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+            raise ConfigError(f"{p}: invalid YAML: {yaml_error_line(exc)}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping")
         if not data:
             raise ConfigError(f"{p}: the config file is empty")
         source = str(p)
-        data, found, consumed = translate_config(data, p, translators, flatten_opts(overrides or []))
+        data, found, overrides = translate_config(data, p, translators, flatten_opts(overrides or []))
         if notes is not None:
             notes.extend(found)
-        if consumed:
-            overrides = []
         names = [f.name for f in dataclasses.fields(schema)]
         if "Global" in names and "Global" not in data and all(k in names for k in data):  # unknown keys: from_dict says
             raise ConfigError(f"{p}: no 'Global' section (required; sections here: {sorted(map(str, data))})")

@@ -14,6 +14,7 @@ trt=TrtConfig(precision="fp16", min_shapes=..., max_shapes=..., opt_shapes=...))
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import statistics
@@ -83,7 +84,7 @@ def export_model(model: nn.Layer, input_spec: Sequence, out_prefix: str | os.Pat
     model.eval()
     try:
         if legacy_ir:
-            with paddle.pir_utils.DygraphOldIrGuard():
+            with paddle.pir_utils.DygraphOldIrGuard(), _old_ir_unary_ops():
                 paddle.jit.save(model, out_prefix, input_spec=list(input_spec))
         else:
             paddle.jit.save(model, out_prefix, input_spec=list(input_spec))
@@ -91,6 +92,55 @@ def export_model(model: nn.Layer, input_spec: Sequence, out_prefix: str | os.Pat
         if was_training:
             model.train()
     return inference_files(out_prefix)
+
+
+def in_old_ir_static() -> bool:
+    """True while tracing a legacy (.pdmodel) program: neither dygraph nor PIR."""
+    return not (paddle.in_dynamic_mode() or paddle.framework.in_pir_mode())
+
+
+def append_old_ir_op(op_type: str, inputs: dict, outputs: dict, attrs: dict | None = None) -> dict:
+    """Append ``op_type`` to the legacy program being traced; ``outputs`` = {slot: dtype}; returns {slot: Variable}."""
+    from paddle.base.layer_helper import LayerHelper
+
+    helper = LayerHelper(op_type)
+    outs = {k: helper.create_variable_for_type_inference(dtype=v) for k, v in outputs.items()}
+    helper.append_op(type=op_type, inputs=inputs, outputs=outs, attrs=attrs or {})
+    return outs
+
+
+@contextlib.contextmanager
+def _old_ir_unary_ops():
+    """paddle 3.3 binds F.sigmoid / paddle.exp / paddle.tanh / paddle.sum to the PIR ``_C_ops``, which reject the legacy
+    program's Variables ("must be Value, but got Variable"); while a legacy program is traced they append the
+    legacy ops instead (same kernels). Restored on exit."""
+    import paddle.nn.functional as F
+    from paddle.base.framework import Variable
+
+    patched = [(F, "sigmoid"), (paddle, "sigmoid"), (paddle, "exp"), (paddle, "tanh"), (paddle, "sum"), (Variable, "sum")]
+    saved = [(mod, name, getattr(mod, name)) for mod, name in patched]
+
+    def shim(op_type, orig):
+        def op(x, **kwargs):
+            if not in_old_ir_static():
+                return orig(x, **kwargs)
+            return append_old_ir_op(op_type, {"X": x}, {"Out": x.dtype})["Out"]
+        return op
+
+    def reduce_sum(x, axis=None, dtype=None, keepdim=False, name=None):
+        if dtype is not None or not in_old_ir_static():
+            return saved[4][2](x, axis=axis, dtype=dtype, keepdim=keepdim)
+        dims = [] if axis is None else [axis] if isinstance(axis, int) else list(axis)
+        return append_old_ir_op("reduce_sum", {"X": x}, {"Out": x.dtype},
+                                {"dim": dims, "keep_dim": keepdim, "reduce_all": not dims})["Out"]
+
+    try:
+        for mod, name, orig in saved:
+            setattr(mod, name, reduce_sum if name == "sum" else shim(name, orig))
+        yield
+    finally:
+        for mod, name, orig in saved:
+            setattr(mod, name, orig)
 
 
 # ----------------------------------------------------------------------------- predictor

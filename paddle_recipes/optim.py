@@ -16,7 +16,7 @@ import paddle
 from .config import ConfigError, check_name
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
-SCHEDULES = ("constant", "cosine", "linear", "step")
+SCHEDULES = ("constant", "cosine", "linear", "step", "piecewise")
 
 
 @dataclass
@@ -28,6 +28,9 @@ class OptimizerConfig:
     epochs (float, 0 = off; set one of the two): warmup_steps = round(warmup_epochs * steps_per_epoch),
     resolved by training.build_training (see resolve_warmup). min_lr: floor of cosine/linear.
     step_size/gamma: for "step" (decay every step_size optimizer steps).
+    piecewise: lr * lr_factors[i] from milestone i on (ppdet's PiecewiseDecay); milestones in optimizer steps
+    counted from the start of training (warmup included), or milestone_epochs in epochs (set one of the two;
+    resolved like warmup_epochs); len(lr_factors) == number of milestones.
     """
 
     name: str = "adamw"
@@ -43,6 +46,9 @@ class OptimizerConfig:
     min_lr: float = 0.0
     step_size: int = 1000
     gamma: float = 0.1
+    milestones: list[int] = dataclasses.field(default_factory=list)
+    milestone_epochs: list[float] = dataclasses.field(default_factory=list)
+    lr_factors: list[float] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         from .config import ConfigError, check_number
@@ -60,17 +66,26 @@ class OptimizerConfig:
         check_number("Optimizer.warmup_epochs", self.warmup_epochs, low=0)
         check_number("Optimizer.step_size", self.step_size, low=1)
         check_number("Optimizer.gamma", self.gamma, low=0, low_open=True)
+        if self.milestones and self.milestone_epochs:
+            raise ConfigError("Optimizer.milestones (steps) and Optimizer.milestone_epochs are the same setting: set one")
+        n = len(self.milestones or self.milestone_epochs)
+        if self.schedule == "piecewise" and (not n or n != len(self.lr_factors)):
+            raise ConfigError(f"Optimizer.schedule piecewise needs milestones (or milestone_epochs) and as many "
+                              f"lr_factors: got {n} milestones, {len(self.lr_factors)} lr_factors")
         if self.warmup_steps and self.warmup_epochs:
             raise ConfigError(f"Optimizer.warmup_steps ({self.warmup_steps}) and Optimizer.warmup_epochs "
                               f"({self.warmup_epochs}) are the same setting: set one")
 
 
 def resolve_warmup(cfg: OptimizerConfig, steps_per_epoch: int) -> OptimizerConfig:
-    """A copy of `cfg` with warmup_epochs turned into warmup_steps = round(warmup_epochs * steps_per_epoch)
-    (optimizer steps per epoch); `cfg` itself when warmup_epochs is 0."""
-    if not cfg.warmup_epochs:
+    """A copy of `cfg` with warmup_epochs / milestone_epochs turned into optimizer steps (round(epochs *
+    steps_per_epoch)); `cfg` itself when neither is set."""
+    if not (cfg.warmup_epochs or cfg.milestone_epochs):
         return cfg
-    return dataclasses.replace(cfg, warmup_steps=int(round(cfg.warmup_epochs * steps_per_epoch)), warmup_epochs=0.0)
+    to_steps = lambda e: int(round(e * steps_per_epoch))  # noqa: E731
+    return dataclasses.replace(cfg, warmup_steps=to_steps(cfg.warmup_epochs) if cfg.warmup_epochs else cfg.warmup_steps,
+                               warmup_epochs=0.0, milestones=cfg.milestones or [to_steps(e) for e in cfg.milestone_epochs],
+                               milestone_epochs=[])
 
 
 def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):
@@ -83,6 +98,9 @@ def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):
         sched = paddle.optimizer.lr.PolynomialDecay(cfg.lr, decay_steps=decay_steps, end_lr=cfg.min_lr, power=1.0)
     elif cfg.schedule == "step":
         sched = paddle.optimizer.lr.StepDecay(cfg.lr, step_size=cfg.step_size, gamma=cfg.gamma)
+    elif cfg.schedule == "piecewise":  # the warmup wrapper below starts this one warmup_steps late
+        sched = paddle.optimizer.lr.PiecewiseDecay([max(0, m - cfg.warmup_steps) for m in cfg.milestones],
+                                                   [cfg.lr] + [cfg.lr * f for f in cfg.lr_factors])
     else:
         sched = paddle.optimizer.lr.LambdaDecay(cfg.lr, lambda _: 1.0)
     if cfg.warmup_steps > 0:
@@ -93,8 +111,9 @@ def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):
 def build_optimizer(cfg: OptimizerConfig, parameters, total_steps: int):
     """(optimizer, lr_scheduler). Norm/bias parameters get no weight decay under adamw.
     Optimizer.warmup_epochs must be resolved first (resolve_warmup)."""
-    if cfg.warmup_epochs:
-        raise ValueError("Optimizer.warmup_epochs is in epochs: resolve it with resolve_warmup(cfg, steps_per_epoch)")
+    if cfg.warmup_epochs or cfg.milestone_epochs:
+        raise ValueError("Optimizer.warmup_epochs / milestone_epochs are in epochs: resolve them with "
+                         "resolve_warmup(cfg, steps_per_epoch)")
     sched = build_lr_scheduler(cfg, total_steps)
     params = [p for p in parameters if not p.stop_gradient]
     clip = paddle.nn.ClipGradByGlobalNorm(cfg.grad_clip_norm) if cfg.grad_clip_norm > 0 else None

@@ -41,6 +41,7 @@ from . import distributed as dist_utils
 from .assets import resolve_path
 from .checkpoint import CheckpointError, load_weights
 from .cli import exit_on_user_error, run_recipe
+from .config import ConfigError
 from .data import build_loader
 from .ppocr_logs import PPOCREvalLog
 from .serialization import save_safetensors
@@ -250,10 +251,17 @@ class Recipe:
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
         load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log)
 
-    def init_weights(self, model) -> None:
-        """Train mode: Global.pretrained_model or Global.weights, when set, initialise `model`."""
+    def init_weights_source(self) -> str:
+        """Train mode's init weights: Global.pretrained_model or Global.weights ("" = none; both: an error)."""
         g = self.cfg.Global
-        path = g.pretrained_model or g.weights
+        if g.pretrained_model and g.weights:
+            raise ConfigError(f"Global.pretrained_model ({g.pretrained_model}) and Global.weights ({g.weights}) both "
+                              "set init weights for training: set one (-o Global.pretrained_model=null)")
+        return g.pretrained_model or g.weights
+
+    def init_weights(self, model) -> None:
+        """Train mode: the init_weights_source(), when set, initialises `model`."""
+        path = self.init_weights_source()
         if path:
             self.load_pretrained(model, path)
 
@@ -282,6 +290,7 @@ class Recipe:
 
     # ------------------------------------------------------------------ modes
     def train(self) -> dict:
+        self.init_weights_source()  # a conflict is reported before any data is read
         train_set = self.build_dataset("train")
         eval_loader = self.eval_loader(self.build_dataset("eval"))
         model = self.build_model()

@@ -55,9 +55,10 @@ class GlobalConfig:
     checkpoints kept. resume: checkpoint folder/root to continue from ("auto" = output_dir/checkpoints
     when it exists; PaddleOCR's Global.checkpoints, translated by compat.paddleocr).
     pretrained_model: init weights before training (PaddleOCR meaning): a .pdparams file, a path prefix
-    without extension, or a checkpoint folder; loaded strictly. weights: in train mode, init weights like
-    pretrained_model (must exist); in eval/predict/export, the weights to use ("" = output_dir/checkpoints:
-    `best` if present, else `latest`). use_ema_weights: prefer the EMA weights of a checkpoint.
+    without extension, or a checkpoint folder; loaded strictly; train mode only (eval/predict/export ignore
+    it). weights: in train mode, init weights like pretrained_model (must exist; setting both is an error
+    there); in eval/predict/export, the weights to use ("" = output_dir/checkpoints: `best` if present, else
+    `latest`). null = "" for both. use_ema_weights: prefer the EMA weights of a checkpoint.
     use_visualdl: write scalars (JSONL, plus VisualDL when installed) to vdl_dir ("" = output_dir/vdl).
     save_every_steps: also checkpoint every this many optimizer steps (0 = only at epoch ends).
     max_nonfinite_steps: stop with NonFiniteError after this many optimizer steps in a row skipped for
@@ -83,8 +84,8 @@ class GlobalConfig:
     cal_metric_during_train: bool = True
     keep_last: int = 2
     resume: str = ""
-    pretrained_model: str = ""
-    weights: str = ""
+    pretrained_model: Optional[str] = ""
+    weights: Optional[str] = ""
     use_ema_weights: bool = True
     use_visualdl: bool = False
     vdl_dir: str = ""
@@ -108,8 +109,7 @@ class GlobalConfig:
                                   f"{', '.join(DEVICE_KINDS)} (optionally with ':N', e.g. gpu:1)")
         self.eval_batch_step = parse_eval_batch_step(self.eval_batch_step)
         check_number("Global.keep_every_epochs", self.keep_every_epochs, low=0)
-        if self.pretrained_model and self.weights:
-            raise ConfigError("Global.pretrained_model and Global.weights both set init weights: set one")
+        self.pretrained_model, self.weights = self.pretrained_model or "", self.weights or ""  # null = unset
 
 
 def parse_eval_batch_step(value) -> list[int]:

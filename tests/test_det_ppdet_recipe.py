@@ -140,3 +140,39 @@ def test_eval_takes_a_ppdet_checkpoint_as_global_weights(finetuned, tmp_path):
     proc = run_python([RECIPE, *common, f"Global.weights={other}"], check=False)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("det_ppyoloe: error:"), proc.stderr[-2000:]
     assert "5" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_ppdet_yaml_with_weights_for_eval_predict_export(finetuned, tmp_path):
+    """A real-structured ppdet YAML sets pretrain_weights (a URL): that training-time init must not block
+    eval / predict / export weights, in our spelling (-o Global.weights=..., Global.pretrained_model=null) or
+    ppdet's (-o weights=..., pretrain_weights=null). Eval equals our own config's eval of the same file."""
+    from paddle_recipes.checkpoint import load_weights
+    from paddle_recipes.tasks.det.model import build_ppyoloe
+    from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights
+    from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset
+
+    model = build_ppyoloe("tiny", 3, reg_max=8)
+    load_weights(model, finetuned["out"] / "checkpoints" / "best")
+    ppdet_file = save_ppdet_weights(model, tmp_path / "model_final")
+    val = make_shapes_dataset(finetuned["data"], ShapesSpec(**SMOKE_SET))["val"]
+    same = [f"Eval.dataset.ann_file={val['ann_file']}", f"Eval.dataset.image_dir={val['image_dir']}", "Eval.size=96",
+            "Eval.loader.num_workers=0", "Eval.nms.score_threshold=0.001", "Eval.nms.keep_top_k=300"]
+    ours = run_python([RECIPE, "-c", SMOKE, "--mode", "eval", "-o", f"Global.output_dir={tmp_path / 'a'}",
+                       "Architecture.normalize=ppyoloe_plus", f"Global.weights={ppdet_file}", *same])
+    ppdet_yaml = [RECIPE, "-c", PPDET_YAML, "-o", f"Global.output_dir={tmp_path / 'b'}", "Architecture.size=tiny",
+                  "Architecture.reg_max=8", *same]
+    theirs = run_python([*ppdet_yaml[:3], "--mode", "eval", *ppdet_yaml[3:], f"weights={ppdet_file}"])
+    a, b = (json.loads(p.stdout.strip().splitlines()[-1]) for p in (ours, theirs))
+    assert b["weights"] == str(ppdet_file)
+    assert {k: v for k, v in a.items() if isinstance(v, float)} == {k: v for k, v in b.items() if isinstance(v, float)}
+    pred = run_python([*ppdet_yaml[:3], "--mode", "predict", *ppdet_yaml[3:], f"Global.weights={ppdet_file}",
+                       "Global.pretrained_model=null", f"Predict.out_dir={tmp_path / 'pred'}"])
+    assert len(json.loads(pred.stdout.strip().splitlines()[-1])) == 4  # Predict.num_samples default
+    exp = run_python([*ppdet_yaml[:3], "--mode", "export", *ppdet_yaml[3:], f"weights={ppdet_file}",
+                      "pretrain_weights=null", "Export.legacy=true"])
+    report = json.loads(exp.stdout.strip().splitlines()[-1])
+    assert report["same_detections"] is True and report["format"] == "pdmodel", report
+    assert report["weights"] == str(ppdet_file) and min(report["compared_boxes"]) > 0
+    # training still refuses two init sources (the YAML's pretrain_weights and -o weights) in one line
+    proc = run_python([*ppdet_yaml, f"weights={ppdet_file}"], check=False)
+    assert proc.returncode == 2 and "both set init weights for training" in proc.stderr.strip().splitlines()[-1]

@@ -114,11 +114,16 @@ def test_global_weights_in_train_mode_load_or_fail_in_one_line(tmp_path):
         recipe.init_weights(recipe.build_model())
 
 
-def test_paddleocr_checkpoints_is_not_ours_and_conflicts_are_rejected(tmp_path):
+def test_paddleocr_checkpoints_is_not_ours_and_init_conflicts_only_in_training(tmp_path):
     with pytest.raises(ConfigError, match="unknown key 'Global.checkpoints'"):  # compat.paddleocr maps it
         from_dict(GlobalConfig, {"checkpoints": "auto"}, "Global")
-    with pytest.raises(ConfigError, match="set one"):
-        from_dict(GlobalConfig, {"weights": "a", "pretrained_model": "b"})
+    # both set is fine for eval/predict/export (weights are used); only training refuses two init sources
+    g = from_dict(GlobalConfig, {"weights": "a", "pretrained_model": "b"})
+    assert (g.weights, g.pretrained_model) == ("a", "b")
+    assert from_dict(GlobalConfig, {"weights": None, "pretrained_model": None}).pretrained_model == ""
+    recipe = TinyRecipe(_cfg(tmp_path, weights="a", pretrained_model="b"), DistInfo())
+    with pytest.raises(ConfigError, match=r"both set init weights for training: set one"):
+        recipe.init_weights(recipe.build_model())
 
 
 def test_rank0_prepares_other_ranks_poll(tmp_path):
@@ -178,7 +183,7 @@ def test_warmup_epochs_resolve_to_optimizer_steps(tmp_path, caplog):
     assert resolve_warmup(plain, 4) is plain
     with pytest.raises(ConfigError, match="same setting: set one"):
         OptimizerConfig(warmup_steps=5, warmup_epochs=1.0)
-    with pytest.raises(ValueError, match="resolve it with resolve_warmup"):
+    with pytest.raises(ValueError, match="resolve them with resolve_warmup"):
         build_optimizer(OptimizerConfig(warmup_epochs=1.0), paddle.nn.Linear(2, 1).parameters(), total_steps=10)
     cfg = _cfg(tmp_path, eval_every_epochs=0, save_every_epochs=0)
     cfg.Optimizer = OptimizerConfig(name="sgd", lr=0.1, schedule="constant", warmup_epochs=1.5)

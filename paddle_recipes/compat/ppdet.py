@@ -16,7 +16,12 @@ silently change meaning (another architecture, keep-ratio resize, a non-COCO met
 
 Keys this emits that the det recipe must have (see the report to the lead):
 ``Architecture.normalize`` {mean, std, is_scale}, ``Global.pretrained_model``,
-``Optimizer.warmup_epochs`` (warm-up length in epochs; ppdet's ``LinearWarmup.epochs``).
+``Optimizer.warmup_epochs`` (warm-up length in epochs; ppdet's ``LinearWarmup.epochs``),
+``Optimizer.schedule: piecewise`` with ``milestone_epochs`` / ``lr_factors`` (ppdet's ``PiecewiseDecay``).
+
+ppdet's YAML object tags (``- !PiecewiseDecay {...}``) are read by ``PpdetLoader`` as ``{name: ..., ...}``;
+``ppdet_config_translator`` carries that loader (``yaml_loader``) and ppdet's ``-o`` spellings
+(``override_aliases``: ``-o weights=x.pdparams`` = ``-o Global.weights=x.pdparams``) for ``config.load_config``.
 """
 from __future__ import annotations
 
@@ -35,16 +40,40 @@ _log = logging.getLogger("paddle_recipes.compat.ppdet")
 
 # width/depth multipliers of the PP-YOLOE sizes (ppdet configs state them; we name them)
 SIZE_BY_MULTS = {(0.50, 0.33): "s", (0.75, 0.67): "m", (1.00, 1.00): "l", (1.25, 1.33): "x"}
+PPYOLOE_PARTS = ["CSPResNet", "CustomCSPPAN", "PPYOLOEHead"]  # YOLOv3.backbone / neck / yolo_head
 
 
 # ----------------------------------------------------------------------------- loading
+class PpdetLoader(yaml.SafeLoader):
+    """SafeLoader that also reads ppdet's object tags: ``!PiecewiseDecay {gamma: 0.1, milestones: [216, 243]}``
+    becomes ``{"name": "PiecewiseDecay", "gamma": 0.1, ...}``, the dict form ppdet itself accepts wherever it
+    builds an object by name (schedulers, NMS, assigners). ppdet registers a tag for each ``@serializable``
+    class (about 200 in 2.6.0: the LR schedulers CosineDecay, PiecewiseDecay, LinearWarmup, ExpWarmup, plus
+    backbones, necks, losses, datasets, transforms), so any ``!Name`` is read; what a name means is checked
+    where it is used. A tagged sequence is kept as ``{"name": Name, "args": [...]}`` (positional arguments)."""
+
+
+def _construct_tag(loader: PpdetLoader, suffix: str, node: yaml.Node) -> dict:
+    if not suffix.isidentifier():
+        raise yaml.constructor.ConstructorError(None, None, f"unknown tag !{suffix}", node.start_mark)
+    if isinstance(node, yaml.MappingNode):
+        return {"name": suffix, **loader.construct_mapping(node, deep=True)}
+    if isinstance(node, yaml.SequenceNode):
+        return {"name": suffix, "args": loader.construct_sequence(node, deep=True)}
+    value = loader.construct_scalar(node)
+    return {"name": suffix, **({"args": [value]} if value not in ("", None) else {})}
+
+
+PpdetLoader.add_multi_constructor("!", _construct_tag)
+
+
 def _read_yaml(path: Path) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"ppdet config not found: {path}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=PpdetLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
@@ -178,8 +207,8 @@ class _Translator:
     # -- sections
     def run(self) -> PpdetImport:
         c = self.cfg
+        self.architecture(c)  # first: another architecture is the one line to report
         self.global_keys(c)
-        self.architecture(c)
         self.datasets(c)
         self.optimizer(c)
         self.readers(c)
@@ -252,10 +281,14 @@ class _Translator:
 
     def architecture(self, c: dict):
         arch = self.pop(c, "architecture", "", required=True)
-        self.expect("architecture", arch, ["YOLOv3"], "PP-YOLOE is ppdet's YOLOv3 architecture")
+        parts = {k: v for k, v in dict(c.get(arch) or {}).items() if isinstance(v, str)}  # backbone, neck, head...
+        if arch != "YOLOv3" or [parts.get(k) for k in ("backbone", "neck", "yolo_head")] != PPYOLOE_PARTS:
+            built = f"{arch} ({', '.join(f'{k}: {v}' for k, v in parts.items())})" if parts else str(arch)
+            self.fail("architecture", f"{built} is not built here: this recipe builds PP-YOLOE / PP-YOLOE+ "
+                                      f"(YOLOv3 with {', '.join(PPYOLOE_PARTS)})")
         y = dict(self.pop(c, "YOLOv3", "", required=True))
-        for k, want in (("backbone", "CSPResNet"), ("neck", "CustomCSPPAN"), ("yolo_head", "PPYOLOEHead")):
-            self.expect(f"YOLOv3.{k}", self.pop(y, k, "YOLOv3", required=True), [want], "PP-YOLOE")
+        for k in ("backbone", "neck", "yolo_head"):
+            y.pop(k)
         if y.pop("post_process", None) is not None:
             self.fail("YOLOv3.post_process", "PP-YOLOE decodes in its head (post_process: ~)")
         self.leftover(y, "YOLOv3")
@@ -323,9 +356,13 @@ class _Translator:
         if nms:
             self.expect("PPYOLOEHead.nms.name", nms.pop("name", "MultiClassNMS"), ["MultiClassNMS"], "class-wise NMS")
             for k, ours in (("nms_top_k", "nms_top_k"), ("keep_top_k", "keep_top_k"),
-                            ("score_threshold", "score_threshold"), ("nms_threshold", "iou_threshold")):
+                            ("score_threshold", "score_threshold"), ("nms_threshold", "iou_threshold"),
+                            ("normalized", "normalized")):
                 if k in nms:
                     self.set(f"Eval.nms.{ours}", nms.pop(k))
+            eta = float(nms.pop("nms_eta", 1.0))
+            if eta != 1.0:
+                self.fail("PPYOLOEHead.nms.nms_eta", f"{eta}: adaptive NMS is not implemented (1.0 only)")
             self.leftover(nms, "PPYOLOEHead.nms")
         self.leftover(h, "PPYOLOEHead")
 
@@ -358,29 +395,13 @@ class _Translator:
             for s in list(self.pop(lr, "schedulers", "LearningRate", [])):
                 s = dict(s)
                 name = s.pop("name", None)
-                if name == "CosineDecay":
-                    self.set("Optimizer.schedule", "cosine")
-                    me = s.pop("max_epochs", None)
-                    epochs = self.cfg.get("epoch", self.out.get("Global", {}).get("epochs"))
-                    if me is not None and epochs is not None and int(me) != int(epochs):
-                        self.approx("LearningRate.CosineDecay.max_epochs",
-                                    f"{me}: ppdet stops at epoch {epochs} of a {me}-epoch cosine; ours decays to "
-                                    "min_lr over the run")
-                    if "min_lr_ratio" in s:
-                        self.set("Optimizer.min_lr", float(s.pop("min_lr_ratio")) * float(lr_base(self.out)))
-                    self.leftover(s, "LearningRate.CosineDecay")
-                elif name == "LinearWarmup":
-                    sf = float(s.pop("start_factor", 1.0 / 3))
-                    if sf != 0.0:
-                        self.approx("LearningRate.LinearWarmup.start_factor", f"{sf}: our warm-up starts from 0")
-                    if "epochs" in s:
-                        self.set("Optimizer.warmup_epochs", float(s.pop("epochs")))
-                    if "steps" in s:
-                        self.set("Optimizer.warmup_steps", int(s.pop("steps")))
-                    self.leftover(s, "LearningRate.LinearWarmup")
-                else:
+                handler = {"CosineDecay": self._cosine, "PiecewiseDecay": self._piecewise,
+                           "LinearWarmup": self._warmup, "ExpWarmup": self._warmup}.get(name)
+                if handler is None:
                     self.fail("LearningRate.schedulers", f"scheduler {name!r} is not supported here "
-                                                         "(CosineDecay, LinearWarmup)")
+                                                         "(CosineDecay, PiecewiseDecay, LinearWarmup, ExpWarmup)")
+                handler(name, s)
+                self.leftover(s, f"LearningRate.{name}")
             self.leftover(lr, "LearningRate")
         ob = dict(self.pop(c, "OptimizerBuilder", "", {}))
         if ob:
@@ -406,6 +427,60 @@ class _Translator:
             if clip is not None:
                 self.set("Optimizer.grad_clip_norm", float(clip))
             self.leftover(ob, "OptimizerBuilder")
+
+    def _cosine(self, name: str, s: dict):
+        self.set("Optimizer.schedule", "cosine")
+        me = s.pop("max_epochs", None)
+        epochs = self.cfg.get("epoch", self.out.get("Global", {}).get("epochs"))
+        if me is not None and epochs is not None and int(me) != int(epochs):
+            self.approx("LearningRate.CosineDecay.max_epochs", f"{me}: ppdet stops at epoch {epochs} of a "
+                                                               f"{me}-epoch cosine; ours decays to min_lr over the run")
+        if "min_lr_ratio" in s:
+            self.set("Optimizer.min_lr", float(s.pop("min_lr_ratio")) * float(lr_base(self.out)))
+        plateau = s.pop("last_plateau_epochs", 0)
+        if plateau:
+            self.approx("LearningRate.CosineDecay.last_plateau_epochs", f"{plateau}: no final constant plateau here")
+        if not s.pop("use_warmup", True):
+            self.fail("LearningRate.CosineDecay.use_warmup", "false: the warm-up always precedes the decay here")
+
+    def _piecewise(self, name: str, s: dict):
+        """ppdet: lr = base_lr * gamma[i] after milestone i (epochs); a scalar gamma g means g / 10**i; values
+        (absolute learning rates, len(milestones) + 1) replace gamma."""
+        milestones = [float(m) for m in s.pop("milestones", [8, 11])]
+        gamma = s.pop("gamma", [0.1, 0.01])
+        values = s.pop("values", None)
+        base = lr_base(self.out)
+        if values is not None:
+            if len(values) != len(milestones) + 1:
+                self.fail("LearningRate.PiecewiseDecay.values", f"{values}: needs len(milestones) + 1 values")
+            factors = [float(v) / base for v in values[1:]]
+            if float(values[0]) != base:
+                self.approx("LearningRate.PiecewiseDecay.values", f"{values[0]} before the first milestone: "
+                                                                   f"ours starts at base_lr {base}")
+        else:
+            factors = [float(g) for g in gamma] if isinstance(gamma, list) else \
+                [float(gamma) / 10 ** i for i in range(len(milestones))]
+        if not s.pop("use_warmup", True):
+            self.fail("LearningRate.PiecewiseDecay.use_warmup", "false: the warm-up always precedes the decay here")
+        self.set("Optimizer.schedule", "piecewise")
+        self.set("Optimizer.milestone_epochs", milestones)
+        self.set("Optimizer.lr_factors", factors)
+
+    def _warmup(self, name: str, s: dict):
+        if name == "ExpWarmup":
+            power = s.pop("power", 2)
+            self.approx("LearningRate.ExpWarmup", f"power {power}: our warm-up is linear from 0")
+            s.setdefault("steps", 1000)  # ppdet's ExpWarmup default
+        else:
+            sf = float(s.pop("start_factor", 1.0 / 3))
+            if sf != 0.0:
+                self.approx("LearningRate.LinearWarmup.start_factor", f"{sf}: our warm-up starts from 0")
+            s.setdefault("steps", 500)  # ppdet's LinearWarmup default
+        steps, epochs = s.pop("steps"), s.pop("epochs", None)
+        if epochs is not None:  # ppdet: epochs, when given, overrides steps
+            self.set("Optimizer.warmup_epochs", float(epochs))
+        else:
+            self.set("Optimizer.warmup_steps", int(steps))
 
     def _normalize(self, op: dict, key: str) -> dict:
         op = dict(op)
@@ -575,3 +650,10 @@ def ppdet_config_translator(raw: dict, path: Path) -> tuple[dict, list[str]] | N
     imp = translate_ppdet_config(cfg, origin, str(path), Path(path).stem)
     imp.config.setdefault("Export", {}).setdefault("layout", "ppdet")
     return imp.config, imp.notes()
+
+
+# the YAML reader of -c files (ppdet's tags), and ppdet's spellings of `-o` keys (tools/eval.py -o weights=...)
+ppdet_config_translator.yaml_loader = PpdetLoader
+ppdet_config_translator.override_aliases = {
+    "weights": "Global.weights", "pretrain_weights": "Global.pretrained_model", "epoch": "Global.epochs",
+    "log_iter": "Global.log_every", "use_ema": "EMA.enable", "ema_decay": "EMA.decay"}

@@ -138,7 +138,7 @@ class DetPPYOLOE(Recipe):
         report |= export_ppdet_checked(
             model, out_dir, self.eval_index.cat_names, images, self.parity_batch["scale_factor"].numpy()[:len(images)],
             nms=self.cfg.Eval.nms.kwargs(), input_size=self.cfg.Eval.size, norm=self.cfg.Architecture.normalize,
-            upsample=e.upsample, fold_bn=e.fold_bn, layout=e.layout, model_name=e.model_name)
+            upsample=e.upsample, fold_bn=e.fold_bn, layout=e.layout, model_name=e.model_name, legacy_ir=e.legacy)
         if self.info.is_main:
             print(json.dumps({**report, "weights": src}))
         return report

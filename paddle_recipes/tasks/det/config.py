@@ -74,11 +74,14 @@ class DatasetConfig:
 
 @dataclass
 class NmsConfig:
-    """Multi-class NMS of postprocess.postprocess_batch (boxes in input pixels)."""
+    """Multi-class NMS of postprocess.postprocess_batch, Paddle's multiclass_nms3 rules as ppdet's MultiClassNMS:
+    score > score_threshold, nms_top_k candidates per class (-1 = all), IoU <= iou_threshold kept,
+    keep_top_k per image (-1 = all); normalized: IoU areas w*h (true) or (w+1)*(h+1) (ppdet's key)."""
     score_threshold: float = 0.01
     iou_threshold: float = 0.7
     nms_top_k: int = 1000
     keep_top_k: int = 100
+    normalized: bool = True
 
     def kwargs(self) -> dict:
         return asdict(self)
@@ -125,8 +128,10 @@ class DetExportConfig:
     layout: native (out_prefix.* + infer_cfg.yml + trt_config.yml; outputs boxes, scores) | ppdet
     (PaddleDetection's deploy layout: model.json/.pdiparams + infer_cfg.yml, inputs image + scale_factor,
     NMS in the graph) | paddlex (inference.* + inference.yml, Global.model_name = model_name); ppdet and
-    paddlex write into the folder of out_prefix (default output_dir/inference). safetensors: also write the
-    loaded (EMA) weights as <export folder>/model.safetensors (no pickle; Global.weights reads it)."""
+    paddlex write into the folder of out_prefix (default output_dir/inference). legacy: ppdet/paddlex layouts
+    write the old model.pdmodel program instead of model.json (what ppdet release/2.6's deploy/python/infer.py
+    and paddle 2.x load; as the OCR recipe's Export.legacy). safetensors: also write the loaded (EMA) weights
+    as <export folder>/model.safetensors (no pickle; Global.weights reads it)."""
     out_prefix: str = ""
     parity_batch: int = 2
     fold_bn: bool = True
@@ -135,10 +140,13 @@ class DetExportConfig:
     layout: str = "native"
     model_name: str = ""
     safetensors: bool = False
+    legacy: bool = False
 
     def __post_init__(self):
         check_name("Export.upsample", self.upsample, ("repeat", "interp"))
         check_name("Export.layout", self.layout, ("native", "ppdet", "paddlex"))
+        if self.legacy and self.layout == "native":
+            raise ConfigError("Export.legacy writes a .pdmodel for ppdet's deploy: set Export.layout ppdet (or paddlex)")
         if self.layout == "paddlex" and not self.model_name:
             raise ConfigError("Export.layout paddlex needs Export.model_name (PaddleX's name, e.g. PP-YOLOE_plus-S)")
 

@@ -34,11 +34,13 @@ from pathlib import Path
 import paddle
 import paddle.nn as nn
 
+from paddle_recipes.export import append_old_ir_op, in_old_ir_static
+
 from .normalize import NormalizeConfig, deploy_normalize_op
 
 ARCH = "YOLO"             # ppdet's infer_cfg arch for its YOLOv3-architecture models (PP-YOLOE included)
 MIN_SUBGRAPH_SIZE = 3     # ppdet's TensorRT min_subgraph_size for YOLO
-DEFAULT_NMS = {"score_threshold": 0.01, "nms_top_k": 1000, "keep_top_k": 300, "iou_threshold": 0.7}
+DEFAULT_NMS = {"score_threshold": 0.01, "nms_top_k": 1000, "keep_top_k": 300, "iou_threshold": 0.7, "normalized": True}
 
 
 class PpdetDeployModel(nn.Layer):
@@ -55,15 +57,24 @@ class PpdetDeployModel(nn.Layer):
         self.nms_top_k = int(n["nms_top_k"])
         self.keep_top_k = int(n["keep_top_k"])
         self.iou_threshold = float(n["iou_threshold"])
+        self.normalized = bool(n["normalized"])
 
     def forward(self, image, scale_factor):
         boxes, scores = self.model(image)  # [N, L, 4] input pixels, [N, L, C]
         sy, sx = scale_factor[:, 0:1], scale_factor[:, 1:2]
         boxes = boxes / paddle.concat([sx, sy, sx, sy], axis=-1).unsqueeze(1)
-        bbox, _, bbox_num = paddle._C_ops.multiclass_nms3(
-            boxes, scores.transpose([0, 2, 1]), None, self.score_threshold, self.nms_top_k, self.keep_top_k,
-            self.iou_threshold, True, 1.0, -1)  # normalized=True: areas without +1, as our host NMS
-        return bbox, bbox_num
+        scores = scores.transpose([0, 2, 1])
+        if not in_old_ir_static():
+            bbox, _, bbox_num = paddle._C_ops.multiclass_nms3(
+                boxes, scores, None, self.score_threshold, self.nms_top_k, self.keep_top_k,
+                self.iou_threshold, self.normalized, 1.0, -1)  # nms_eta 1, no background label: as postprocess.py
+            return bbox, bbox_num
+        out = append_old_ir_op("multiclass_nms3", {"BBoxes": boxes, "Scores": scores},
+                               {"Out": boxes.dtype, "Index": "int32", "NmsRoisNum": "int32"},
+                               {"background_label": -1, "score_threshold": self.score_threshold,
+                                "nms_top_k": self.nms_top_k, "nms_threshold": self.iou_threshold,
+                                "keep_top_k": self.keep_top_k, "nms_eta": 1.0, "normalized": self.normalized})
+        return out["Out"], out["NmsRoisNum"]
 
 
 def infer_cfg(label_list, input_size: int, norm: NormalizeConfig, nms: dict | None = None,
@@ -84,7 +95,8 @@ def infer_cfg(label_list, input_size: int, norm: NormalizeConfig, nms: dict | No
         ],
         "label_list": [str(n_) for n_ in label_list],
         "NMS": {"name": "MultiClassNMS", "keep_top_k": int(n["keep_top_k"]), "nms_threshold": float(n["iou_threshold"]),
-                "nms_top_k": int(n["nms_top_k"]), "score_threshold": float(n["score_threshold"])},
+                "nms_top_k": int(n["nms_top_k"]), "score_threshold": float(n["score_threshold"]),
+                "normalized": bool(n["normalized"])},
     }
 
 

@@ -96,7 +96,9 @@ class PPYOLOEHead(nn.Layer):
 
     def decode(self, reg, anchors_grid):
         """Distance logits [B, L, 4, R+1] + anchor points in grid units [L, 2] -> xyxy in grid units."""
-        dist_ = F.softmax(reg, axis=-1).matmul(self.proj)  # [B, L, 4]
+        # expected bin = sum(p * bin); not .matmul(proj): Paddle Inference 3.3's IR passes miscompute a 1-D
+        # matmul_v2 in legacy (.pdmodel) programs (Export.legacy / ppdet's deploy)
+        dist_ = paddle.sum(F.softmax(reg, axis=-1) * self.proj, axis=-1)  # [B, L, 4]
         return paddle.concat([anchors_grid - dist_[..., :2], anchors_grid + dist_[..., 2:]], axis=-1)
 
     def predict(self, outputs):

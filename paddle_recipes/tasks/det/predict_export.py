@@ -25,20 +25,25 @@ def load_rgb(path: str) -> np.ndarray:
     return np.ascontiguousarray(img[:, :, ::-1])
 
 
-def draw_predictions(model, files: list[str], size: int, nms: dict, class_names, out_dir: Path,
-                     score_threshold: float, norm: NormalizeConfig | None = None) -> list[dict]:
-    """Detect each image at `size` px (normalised by `norm`, default ImageNet) and draw boxes >=
-    score_threshold into out_dir/<stem>_det.png."""
+def detect_images(model, files: list[str], size: int, nms: dict, norm: NormalizeConfig | None = None):
+    """Yield (file, RGB image, detections [K, 6] = class, score, x1, y1, x2, y2 in original pixels) of each
+    image, detected at `size` px (square resize, normalised by `norm`, default ImageNet), as --mode predict does."""
     collate = DetCollate([size], **collate_kwargs(norm or NormalizeConfig()))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
     for i, f in enumerate(files):
         img = load_rgb(f)
         batch = collate([{"image": img, "gt_bbox": np.zeros((0, 4), np.float32), "gt_class": np.zeros(0, np.int64),
                           "im_id": i, "orig_size": img.shape[:2]}])
         with paddle.no_grad():
             boxes, scores = model(paddle.to_tensor(batch["image"]))
-        det = postprocess_batch(boxes.numpy(), scores.numpy(), batch["scale_factor"], **nms)[0]
+        yield f, img, postprocess_batch(boxes.numpy(), scores.numpy(), batch["scale_factor"], **nms)[0]
+
+
+def draw_predictions(model, files: list[str], size: int, nms: dict, class_names, out_dir: Path,
+                     score_threshold: float, norm: NormalizeConfig | None = None) -> list[dict]:
+    """Detect each image (detect_images) and draw boxes >= score_threshold into out_dir/<stem>_det.png."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for f, img, det in detect_images(model, files, size, nms, norm):
         out = out_dir / (Path(f).stem + "_det.png")
         n = draw_detections(img, det, class_names, str(out), score_threshold=score_threshold)
         written.append({"image": f, "output": str(out), "boxes_drawn": n})
