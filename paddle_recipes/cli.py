@@ -30,6 +30,26 @@ from .serialization import WeightsFileError
 USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError)
 
 
+def quiet_known_warnings() -> None:
+    """Filter, once per process, the library warnings that are noise in a recipe run (call at start-up, never
+    per step or per sample: every change of the warning filters resets Python's once-per-location registry).
+
+    - paddle's BatchNorm ``When training, we now always track global mean and variance.``: raised by every BN
+      layer on every training forward; it describes paddle's normal behaviour, nothing to act on.
+    - PIL's ``DecompressionBombWarning``: our image-size guard (``data.image_pixels``, ``max_image_pixels``)
+      decides about huge images and counts/logs each skip.
+    Every other warning shows as Python's default does: once per location and message."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="When training, we now always track global mean and variance",
+                            category=UserWarning)
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - pillow is a dependency
+        return
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+
+
 def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_config: str | None = None,
                argv: list[str] | None = None, default_mode: str = "train",
                check: Callable[[Any], None] | None = None, description: str | None = None,
@@ -42,6 +62,7 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
     add_config_args(parser, default_config=default_config)
     parser.add_argument("--mode", choices=sorted(modes), default=default_mode)
     args = parser.parse_args(argv)
+    quiet_known_warnings()
     notes: list[str] = []
     cfg = load_config(resolve_path(args.config) if args.config else None, flatten_opts(args.opt), schema,
                       translators=translators, notes=notes)

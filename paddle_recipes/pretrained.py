@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
@@ -146,15 +145,14 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
                               "(architecture/config mismatch? strict=False ignores them)")
     report.skipped = mismatched
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        target.set_state_dict(to_load)
-    # tensors left out on purpose also warn ("not found in the provided dict"); only ours count
-    skipped_by_paddle = [str(w.message) for w in caught if "Skip loading" in str(w.message)
-                         and str(w.message).split("Skip loading for ", 1)[-1].split(" ", 1)[0].rstrip(".") in to_load]
-    if skipped_by_paddle:  # never report "loaded" for a tensor paddle refused
-        raise CheckpointError(f"{file}: paddle skipped tensors while loading: {skipped_by_paddle[0]} "
-                              f"({len(skipped_by_paddle)} in all)")
+    # Tensors left out on purpose get their own current values, so paddle finds every key and warns about
+    # none (no warnings.catch_warnings here: entering it resets Python's once-per-location warning registry).
+    kept = {k: v for k, v in own.items() if k not in to_load}
+    refused_by_paddle, _ = target.set_state_dict({**kept, **to_load})
+    refused_by_paddle = [k for k in refused_by_paddle if k in to_load]
+    if refused_by_paddle:  # never report "loaded" for a tensor paddle refused
+        raise CheckpointError(f"{file}: paddle skipped tensors while loading: {refused_by_paddle[0]} "
+                              f"({len(refused_by_paddle)} in all)")
     report.loaded = list(to_load)
 
     log.info(report.summary())

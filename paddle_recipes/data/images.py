@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 __all__ = ["IMAGE_EXTS", "list_images", "MAX_IMAGE_PIXELS", "image_pixels"]
@@ -32,10 +31,11 @@ def image_pixels(data: bytes | str | os.PathLike) -> int | None:
 
     try:
         src = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else str(data)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PIL's DecompressionBombWarning: we decide here
-            with Image.open(src) as im:  # lazy: reads only the header
-                w, h = im.size
+        # No warnings.catch_warnings() here: it runs per sample, and entering it resets Python's
+        # once-per-location registry (every warning of the process would show again, e.g. paddle's BatchNorm
+        # one on every step). PIL's DecompressionBombWarning is filtered once at start-up (cli.quiet_known_warnings).
+        with Image.open(src) as im:  # lazy: reads only the header
+            w, h = im.size
         return int(w) * int(h)
     except Image.DecompressionBombError:
         return 1 << 62  # beyond PIL's own hard limit: certainly too large
