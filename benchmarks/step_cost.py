@@ -31,8 +31,8 @@ def main(argv=None) -> int:
     import numpy as np
     import paddle
 
-    from paddle_recipes.speedups.flops import count_flops
-    from paddle_recipes.speedups.train_metric import batch_accuracy
+    from benchmarks.harness.flops import count_flops
+    from paddle_recipes.tasks.ocr.step import batch_accuracy
     from paddle_recipes.tasks.ocr.charset import CharDict
     from paddle_recipes.tasks.ocr.losses import CTCLoss
     from paddle_recipes.tasks.ocr.models import build_rec_model

@@ -108,6 +108,22 @@ def _is_dataclass_type(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
+def named_members(tp: Any) -> dict[str, type]:
+    """{default name: dataclass} of a Union of two or more dataclasses that each have a string `name` field with
+    a default (a section whose `name` chooses its schema); {} for any other type. The first member is the
+    default when a mapping gives no name."""
+    members = [a for a in typing.get_args(tp) if _is_dataclass_type(a)]
+    if typing.get_origin(tp) not in (Union, types.UnionType) or len(members) < 2:
+        return {}
+    out = {}
+    for m in members:
+        f = next((f for f in dataclasses.fields(m) if f.name == "name"), None)
+        if f is None or not isinstance(f.default, str):
+            return {}
+        out[f.default] = m
+    return out
+
+
 def _convert(value: Any, tp: Any, where: str) -> Any:
     """Check/convert `value` to annotation `tp`; raise ConfigError naming `where`."""
     if tp is Any or tp is typing.Any:
@@ -117,6 +133,11 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
+        named = named_members(tp)
+        if named and isinstance(value, dict):  # sections chosen by `name` (e.g. Train.sampler): that one's keys
+            name = value.get("name", next(iter(named)))
+            check_name(f"{where}.name", name, named)
+            return _convert(value, named[name], where)
         errors = []
         for arg in args:
             if arg is type(None):
@@ -244,8 +265,12 @@ def _set_path(tree: dict, keys: list[str], value: Any) -> None:
 def _check_override_path(schema: type, keys: list[str], text: str) -> None:
     tp: Any = schema
     for i, key in enumerate(keys):
-        if typing.get_origin(tp) in (Union, types.UnionType):  # e.g. NormalizeConfig | str: the mapping form
-            tp = next((a for a in typing.get_args(tp) if _is_dataclass_type(a)), tp)
+        if typing.get_origin(tp) in (Union, types.UnionType):  # NormalizeConfig | str: the mapping form; sections
+            members = [a for a in typing.get_args(tp) if _is_dataclass_type(a)]  # chosen by name: one with the key
+            tp = next((a for a in members if key in {f.name for f in dataclasses.fields(a)}), members[0] if members else tp)
+            if len(members) > 1 and key not in {f.name for f in dataclasses.fields(tp)}:
+                names = sorted({f.name for m in members for f in dataclasses.fields(m)})
+                raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{_suggest(key, names)}")
         if not _is_dataclass_type(tp):
             if i and typing.get_origin(tp) in (dict, typing.Dict) or tp is Any:
                 return

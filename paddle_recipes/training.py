@@ -66,8 +66,7 @@ class GlobalConfig:
     PaddleOCR's cadence keys: eval_batch_step [start, every]: also evaluate after optimizer step s when
     s > start and (s - start) % every == 0 ([] = off; an integer n means [0, n]; optimizer steps = PaddleOCR's
     iterations without accumulation). keep_every_epochs: every N epochs the checkpoint is the permanent
-    iter_epoch_N, never pruned (PaddleOCR's save_epoch_step; 0 = off). cal_metric_during_train: the train
-    step computes its training metric (OCR: greedy-decoded batch accuracy) only when true.
+    iter_epoch_N, never pruned (PaddleOCR's save_epoch_step; 0 = off).
     (PaddleOCR's print_batch_step is log_every, save_epoch_step is keep_every_epochs: the -c translator maps them.)
     """
 
@@ -81,7 +80,6 @@ class GlobalConfig:
     save_every_epochs: int = 1
     eval_batch_step: Union[List[int], int] = field(default_factory=list)
     keep_every_epochs: int = 0
-    cal_metric_during_train: bool = True
     keep_last: int = 2
     resume: str = ""
     pretrained_model: Optional[str] = ""

@@ -1,22 +1,33 @@
-"""Logic of the time-to-accuracy blocks (paddle_recipes.speedups, DenseConvRec, device defaults): no timings."""
+"""Logic of the time-to-accuracy blocks (tasks.ocr ctc_init / curriculum / step, DenseConvRec, device defaults)
+and the YAML keys that reach them; FLOPs counting of the benchmarks. No timings."""
 from __future__ import annotations
 
+import json
 import math
-from types import SimpleNamespace
+import sys
 
 import numpy as np
 import paddle
 import pytest
 
+from conftest import REPO_ROOT, run_python
+from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.config import ConfigError, load_config
 from paddle_recipes.device_defaults import choose_defaults
-from paddle_recipes.distributed import set_cpu_threads_per_rank
-from paddle_recipes.speedups.ctc_init import CTCBlankBias, blank_logit, frame_prior, init_ctc_blank_bias
-from paddle_recipes.speedups.curriculum import LengthCurriculumSampler
-from paddle_recipes.speedups.flops import count_flops
-from paddle_recipes.speedups.train_metric import ctc_train_step
+from paddle_recipes.distributed import DistInfo, set_cpu_threads_per_rank
 from paddle_recipes.tasks.ocr.charset import CharDict
+from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, RecConfig, RecGlobal, SamplerConfig
+from paddle_recipes.tasks.ocr.ctc_init import blank_logit, frame_prior, init_ctc_blank_bias
+from paddle_recipes.tasks.ocr.curriculum import LengthCurriculumSampler
+from paddle_recipes.tasks.ocr.dataset import SkipStats
 from paddle_recipes.tasks.ocr.losses import CTCLoss
 from paddle_recipes.tasks.ocr.models import BACKBONES, build_rec_model
+from paddle_recipes.tasks.ocr.recipe_data import build_train_loader
+from paddle_recipes.tasks.ocr.step import CtcTrainStep
+from paddle_recipes.training import TrainLoaderConfig
+
+sys.path.insert(0, str(REPO_ROOT))
+from benchmarks.harness.flops import count_flops  # noqa: E402
 
 ARCH = {"Backbone": {"name": "LCNetRec", "scale": 0.25, "width_stride": 8}, "Neck": {"name": "Conv", "hidden_size": 16},
         "Head": {"name": "CTCHead"}}
@@ -52,13 +63,19 @@ def test_init_sets_the_softmax_blank_probability_of_the_model():
     np.testing.assert_allclose(probs[..., 1], 0.02, rtol=1e-4)
 
 
-def test_callback_applies_on_fresh_runs_only():
-    m = tiny_model()
-    cb = CTCBlankBias(blank_prob=0.9)
-    cb.on_fit_start(SimpleNamespace(model=m, global_step=7))  # resumed: keep the loaded bias
-    assert not cb.applied and float(m.head.bias.numpy()[0]) == 0.0
-    cb.on_fit_start(SimpleNamespace(model=m, global_step=0))
-    assert cb.applied and float(m.head.bias.numpy()[0]) == pytest.approx(blank_logit(0.9, 11), rel=1e-5)
+def test_head_key_sets_the_same_bias_as_the_functional_form():
+    """Architecture.Head.init_blank_prob (the one YAML owner) == init_ctc_blank_bias on a plain model."""
+    cfg = load_config(None, ["Architecture.Head.init_blank_prob=0.9"], RecConfig)
+    keyed = build_rec_model(cfg.Architecture, 11)
+    plain = tiny_model(classes=11)
+    assert float(plain.head.bias.numpy()[0]) == 0.0
+    b = init_ctc_blank_bias(plain, blank_prob=0.9)
+    expect = np.zeros(11, dtype="float32")
+    expect[0] = b
+    np.testing.assert_allclose(keyed.head.bias.numpy(), expect, rtol=1e-6)
+    assert b == pytest.approx(blank_logit(0.9, 11))
+    with pytest.raises(ConfigError, match=r"Architecture.Head.init_blank_prob must be in \(0, 1\)"):
+        load_config(None, ["Architecture.Head.init_blank_prob=1.5"], RecConfig)
 
 
 # ------------------------------------------------------------------ train metric every N
@@ -73,9 +90,9 @@ def _batch(charset, b=2):
 def test_train_accuracy_only_every_n_calls(every, expect):
     charset = CharDict(list("abcdefghij"))
     m = tiny_model()
-    step = ctc_train_step(CTCLoss(), charset, metric_every=every)
+    step = CtcTrainStep(charset, SkipStats(), metric_every=every)
     got = [i for i in range(1, 7) if "acc" in step(m, _batch(charset))]
-    assert got == expect and step.decodes == len(expect)
+    assert got == expect and step.decodes == len(expect) and step.calls == 6
 
 
 def test_train_step_loss_is_the_ctc_loss():
@@ -84,13 +101,26 @@ def test_train_step_loss_is_the_ctc_loss():
     m.eval()
     b = _batch(charset)
     ref = CTCLoss()(m(b["image"]), b["label"], b["length"])
-    out = ctc_train_step(CTCLoss(), charset, metric_every=0)(m, b)
-    assert float(out["loss"]) == pytest.approx(float(ref), rel=1e-6)
+    out = CtcTrainStep(charset, SkipStats(), metric_every=0)(m, b)
+    assert float(out["loss"]) == pytest.approx(float(ref), rel=1e-6) and "acc" not in out
 
 
 def test_train_step_rejects_negative_every():
     with pytest.raises(ValueError, match="metric_every"):
-        ctc_train_step(CTCLoss(), CharDict(list("ab")), metric_every=-1)
+        CtcTrainStep(CharDict(list("ab")), SkipStats(), metric_every=-1)
+
+
+@pytest.mark.parametrize("value,period", [(True, 1), (False, 0), (0, 0), (1, 1), (50, 50)])
+def test_cal_metric_during_train_is_a_period(value, period):
+    g = load_config(None, [f"Global.cal_metric_during_train={json.dumps(value)}"], RecConfig).Global
+    assert g.metric_every == period and g.cal_metric_during_train == value
+
+
+def test_cal_metric_during_train_rejects_bad_values():
+    with pytest.raises(ConfigError, match="Global.cal_metric_during_train"):
+        RecGlobal(cal_metric_during_train=-2)
+    with pytest.raises(ConfigError, match="Global.cal_metric_during_train"):
+        load_config(None, ["Global.cal_metric_during_train=often"], RecConfig)
 
 
 # ------------------------------------------------------------------ length curriculum
@@ -130,6 +160,57 @@ def test_curriculum_resume_is_exact():
 def test_curriculum_rejects_too_few_short_lines():
     with pytest.raises(ValueError, match="<= 1 chars"):
         LengthCurriculumSampler(LENGTHS, 8, warm_steps=5, short_len=1)
+
+
+def test_curriculum_is_chosen_by_train_sampler_name():
+    cfg = load_config(None, ["Train.sampler.name=LengthCurriculumSampler", "Train.sampler.warm_steps=5"], RecConfig)
+    assert cfg.Train.sampler == CurriculumSamplerConfig(warm_steps=5, short_len=3)
+    assert isinstance(load_config(None, ["Train.sampler.name=MultiScaleSampler"], RecConfig).Train.sampler, SamplerConfig)
+    assert load_config(None, [], RecConfig).Train.sampler is None
+    with pytest.raises(ConfigError, match="'Train.sampler.warm_step'; did you mean 'warm_steps'"):
+        load_config(None, ["Train.sampler.name=LengthCurriculumSampler", "Train.sampler.warm_step=5"], RecConfig)
+    with pytest.raises(ConfigError, match="Train.sampler.name: unknown name 'SortaGrad'; valid names: "
+                                          "LengthCurriculumSampler, MultiScaleSampler"):
+        load_config(None, ["Train.sampler.name=SortaGrad"], RecConfig)
+    with pytest.raises(ConfigError, match="Train.sampler.short_len"):
+        load_config(None, ["Train.sampler.name=LengthCurriculumSampler", "Train.sampler.short_len=0"], RecConfig)
+
+
+class _Lines(paddle.io.Dataset):
+    def __len__(self):
+        return len(LENGTHS)
+
+    def __getitem__(self, i):
+        return np.array([i], dtype="int64")
+
+    def label_lengths(self):
+        return list(LENGTHS)
+
+
+def test_train_sampler_builds_the_curriculum_loader_and_its_checkpoint_hook():
+    loader, callbacks = build_train_loader(_Lines(), CurriculumSamplerConfig(warm_steps=3, short_len=3),
+                                           TrainLoaderConfig(batch_size_per_card=8, num_workers=0), DistInfo(), 0)
+    batches = [b[0].numpy().ravel().tolist() if isinstance(b, (list, tuple)) else b.numpy().ravel().tolist()
+               for b in loader]
+    assert len(batches) == 8 and all(LENGTHS[i] <= 3 for b in batches[:3] for i in b)
+    assert any(LENGTHS[i] > 3 for b in batches[3:] for i in b)
+    (hook,) = callbacks
+    assert hook.state_dict() == {"batches_drawn": 8}  # the position goes into checkpoints
+
+
+def test_recipe_yaml_reaches_curriculum_and_metric_period(tmp_path):
+    """The OCR recipe, from -o keys only: curriculum for 2 batches, train accuracy on every 2nd step."""
+    out = tmp_path / "out"
+    proc = run_python(["recipes/ocr_rec.py", "-c", "recipes/configs/ocr_rec_smoke.yml", "-o", f"Global.output_dir={out}",
+                       f"Synthetic.root={tmp_path / 'synth'}", "Global.epochs=1", "Global.log_every=1",
+                       "Train.sampler.name=LengthCurriculumSampler", "Train.sampler.warm_steps=2",
+                       "Train.sampler.short_len=3", "Global.cal_metric_during_train=2"])
+    log = proc.stdout + proc.stderr
+    assert "length curriculum: lines <= 3 chars for the first 2 batches" in log
+    assert "length curriculum: warm phase over at step 2" in log
+    s = json.loads((out / "summary.json").read_text())
+    assert [("acc" in row) for row in s["history"]] == [False, True, False, True]
+    assert {"batches_drawn": 4} in load_checkpoint(out / "checkpoints")["callbacks"]  # the phase resumes exactly
 
 
 # ------------------------------------------------------------------ FLOPs + dense backbone

@@ -14,6 +14,7 @@ from paddle_recipes.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.distributed import DistInfo
 from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training
+from paddle_recipes.tasks.ocr.config import RecGlobal
 
 
 class Squares(paddle.io.Dataset):
@@ -117,5 +118,7 @@ def test_cadence_keys_are_checked():
             GlobalConfig(eval_batch_step=bad)
     with pytest.raises(ConfigError, match="keep_every_epochs"):
         GlobalConfig(keep_every_epochs=-1)
-    with pytest.raises(ConfigError, match="cal_metric_during_train"):
-        from_dict(GlobalConfig, {"cal_metric_during_train": "no"})
+    with pytest.raises(ConfigError, match="cal_metric_during_train"):  # an OCR key (a period: test_speedups.py)
+        from_dict(RecGlobal, {"cal_metric_during_train": "no"})
+    with pytest.raises(ConfigError, match="unknown key 'cal_metric_during_train'"):
+        from_dict(GlobalConfig, {"cal_metric_during_train": True})

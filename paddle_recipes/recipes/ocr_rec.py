@@ -24,9 +24,8 @@ from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr.evaluate import predict_images
 from paddle_recipes.tasks.ocr.models import build_rec_model
-from paddle_recipes.tasks.ocr.multiscale import build_multiscale_loader
 from paddle_recipes.tasks.ocr.ppocr_io import PaddleOCRExport, cur_metric
-from paddle_recipes.tasks.ocr.recipe_data import evaluate_sets, open_split
+from paddle_recipes.tasks.ocr.recipe_data import build_train_loader, evaluate_sets, open_split
 from paddle_recipes.tasks.ocr.step import CtcTrainStep, MultiLossTrainStep
 
 
@@ -69,10 +68,17 @@ class OcrRec(PaddleOCRExport, Recipe):
         multi = split == "train" and self.cfg.Architecture.is_multihead
         return partial(collate_gtc, max_text_length=self.cfg.Global.max_text_length) if multi else collate
 
-    def train_loader(self, train_set):
+    @cached_property
+    def train_sampling(self) -> tuple:  # Train.sampler -> (loader, its callbacks); null: build_training's batches
         s = self.cfg.Train.sampler
-        return None if s is None else build_multiscale_loader(train_set, s, self.cfg.Train.loader, self.info,
-                                                              self.cfg.Global.seed, self.collate("train"))
+        return (None, []) if s is None else build_train_loader(self.train_set, s, self.cfg.Train.loader, self.info,
+                                                               self.cfg.Global.seed, self.collate("train"))
+
+    def train_loader(self, train_set):
+        return self.train_sampling[0]
+
+    def callbacks(self) -> list:
+        return [*super().callbacks(), *self.train_sampling[1]]
 
     def skip_stats(self):
         return [getattr(self, f"{s}_set").stats for s in ("train", "eval", "heldout") if hasattr(self, f"{s}_set")]
@@ -84,7 +90,7 @@ class OcrRec(PaddleOCRExport, Recipe):
     def train_step(self):
         step = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep
         return step(self.charset, self.train_set.stats, zero_infinity=self.cfg.Loss.zero_infinity,
-                    cal_metric=self.cfg.Global.cal_metric_during_train)
+                    metric_every=self.cfg.Global.metric_every)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])

@@ -7,9 +7,9 @@ schema by ``paddle_recipes.compat.paddleocr``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Union
 
-from paddle_recipes.config import ConfigError, check_name
+from paddle_recipes.config import ConfigError, check_name, check_number
 from paddle_recipes.optim import OptimizerConfig
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
@@ -23,12 +23,25 @@ from .synth import SyntheticSetConfig
 @dataclass
 class RecGlobal(GlobalConfig):
     """GlobalConfig plus: character_dict_path (one char per line; blank is class 0), use_space_char,
-    max_text_length (longer labels are skipped, counted), image_shape [C, H, W] of the model input."""
+    max_text_length (longer labels are skipped, counted), image_shape [C, H, W] of the model input.
+    cal_metric_during_train (PaddleOCR's key, with a period): the train step greedy-decodes its batch for a
+    training accuracy on every N-th step: true = every step (PaddleOCR's meaning), false or 0 = never, N >= 1 =
+    every N steps (docs/cards/train_metric_every.md: the decode is a host copy and a sync per step)."""
     output_dir: str = "output/ocr_rec"
     character_dict_path: str = "datasets/ocr_rec/ch_common_3000.txt"
     use_space_char: bool = False
     max_text_length: int = 25
     image_shape: list[int] = field(default_factory=lambda: [3, 48, 320])
+    cal_metric_during_train: Union[bool, int] = True
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_number("Global.cal_metric_during_train", int(self.cal_metric_during_train), low=0)
+
+    @property
+    def metric_every(self) -> int:
+        """cal_metric_during_train as a period in train steps (0 = never)."""
+        return int(self.cal_metric_during_train)
 
 
 @dataclass
@@ -51,6 +64,22 @@ class SamplerConfig:
 
 
 @dataclass
+class CurriculumSamplerConfig:
+    """The length curriculum (tasks.ocr.curriculum.LengthCurriculumSampler, docs/cards/length_curriculum.md): for
+    the first warm_steps batches per process (counted over epochs; 0 = off) only lines of at most short_len
+    characters, then uniform shuffling over every line. Batch size: Train.loader.batch_size_per_card (drop_last);
+    the order depends on Global.seed and the epoch; resumes exactly (with 0 loader workers)."""
+    name: str = "LengthCurriculumSampler"
+    warm_steps: int = 300
+    short_len: int = 3
+
+    def __post_init__(self):
+        check_name("Train.sampler.name", self.name, ("LengthCurriculumSampler",))
+        check_number("Train.sampler.warm_steps", self.warm_steps, low=0)
+        check_number("Train.sampler.short_len", self.short_len, low=1)
+
+
+@dataclass
 class MetricConfig:
     """PaddleOCR's Metric section. name: RecMetric (acc + norm_edit_dis). main_indicator: acc |
     norm_edit_dis, the metric that picks `best`. ignore_space: drop spaces of prediction and label before
@@ -67,9 +96,10 @@ class MetricConfig:
 
 @dataclass
 class RecTrain(TrainSection):
-    """TrainSection plus dataset and sampler (null = fixed-shape batches of Train.loader)."""
+    """TrainSection plus dataset and sampler, chosen by its name: MultiScaleSampler (SamplerConfig) or
+    LengthCurriculumSampler (CurriculumSamplerConfig); null = shuffled fixed-shape batches of Train.loader."""
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
-    sampler: Optional[SamplerConfig] = None
+    sampler: Optional[Union[SamplerConfig, CurriculumSamplerConfig]] = None
 
 
 @dataclass

@@ -272,6 +272,10 @@ class RecDataset:
     def __len__(self) -> int:
         return len(self.items)
 
+    def label_lengths(self) -> List[int]:
+        """Characters (label ids) per sample, in index order (the length curriculum reads them)."""
+        return [len(ids) for _, ids, _, _ in self.items]
+
     def _read_bytes(self, image_key) -> bytes | None:
         if self._source is None:
             try:

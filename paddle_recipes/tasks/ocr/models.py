@@ -26,6 +26,7 @@ import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
 from . import ppocr_models
+from .ctc_init import blank_logit
 
 
 def _div8(v: float, minimum: int = 8) -> int:
@@ -230,8 +231,6 @@ class CTCHead(nn.Layer):
         self.fc = nn.Linear(mid_channels or in_channels, num_classes, bias_attr=False)
         self.bias = self.create_parameter([num_classes], is_bias=True)
         if init_blank_prob:  # start off the CTC blank plateau (docs/cards/ctc_blank_bias.md)
-            from ...speedups.ctc_init import blank_logit
-
             value = paddle.zeros([num_classes], dtype=self.bias.dtype)
             value[0] = blank_logit(init_blank_prob, num_classes)
             self.bias.set_value(value)
@@ -312,6 +311,11 @@ class HeadConfig:
     fc_decay: Optional[float] = None
     head_list: Optional[List[Dict[str, Any]]] = None
     init_blank_prob: Optional[float] = None
+
+    def __post_init__(self):
+        if self.init_blank_prob and not 0.0 < self.init_blank_prob < 1.0:
+            raise ConfigError(f"Architecture.Head.init_blank_prob must be in (0, 1) (0 = plain init), "
+                              f"got {self.init_blank_prob}")
 
 
 @dataclass

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Callable, Dict, Tuple
 
 from .charset import CharDict
+from .curriculum import build_curriculum_loader
 from .dataset import DatasetConfig, RecDataset
 from .evaluate import evaluate_rec
 from .metrics import PerTagRecMetric, RecMetric, format_per_tag
+from .multiscale import build_multiscale_loader
 from .synth import SyntheticSetConfig, build_dataset, dataset_fingerprint, read_font_tags
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,19 @@ def open_split(split: str, own: DatasetConfig, synth: SyntheticSetConfig, charse
     if split != "train":
         rec.attach_tags(read_font_tags(Path(synth.root) / name))
     return rec
+
+
+def _multiscale(*args) -> Tuple[object, list]:
+    return build_multiscale_loader(*args), []
+
+
+# Train.sampler.name -> builder(dataset, sampler_cfg, loader_cfg, info, seed, collate) -> (loader, callbacks)
+SAMPLERS: Dict[str, Callable] = {"MultiScaleSampler": _multiscale, "LengthCurriculumSampler": build_curriculum_loader}
+
+
+def build_train_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, collate_fn=None) -> Tuple[object, list]:
+    """Train.sampler -> (train loader, the Trainer callbacks it needs, e.g. to checkpoint its position)."""
+    return SAMPLERS[sampler_cfg.name](dataset, sampler_cfg, loader_cfg, info, seed, collate_fn)
 
 
 def evaluate_sets(model, sets: Dict[str, Tuple[object, RecDataset]], charset: CharDict,

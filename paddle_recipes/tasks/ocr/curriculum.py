@@ -1,4 +1,4 @@
-"""Short-line warm-start (a length curriculum, like DeepSpeech 2's SortaGrad for CTC).
+"""Short-line warm-start (a length curriculum, like DeepSpeech 2's SortaGrad for CTC; docs/cards/length_curriculum.md).
 
 For the first ``warm_steps`` batches the sampler draws only lines with at most ``short_len``
 characters; after that it draws from the whole set. Short lines have fewer possible CTC
@@ -6,10 +6,16 @@ alignments, so the model learns "which frames are which character" sooner and le
 all-blank plateau earlier. The image width stays the same (lines are padded), so a short-line
 step costs the same as a normal one: the method is judged in steps to accuracy.
 
-    lengths = [len(ids) for _, ids, _, _ in train_ds.items]
-    sampler = LengthCurriculumSampler(lengths, batch_size=64, warm_steps=300, short_len=3)
+The recipe's key (config.CurriculumSamplerConfig)::
+
+    Train:
+      sampler: {name: LengthCurriculumSampler, warm_steps: 300, short_len: 3}   # batch: Train.loader
+
+Alone, in your own loop::
+
+    sampler = LengthCurriculumSampler(train_ds.label_lengths(), batch_size=64, warm_steps=300, short_len=3)
     loader = build_loader(train_ds, sampler, loader_cfg, collate_fn=collate)
-    trainer = Trainer(..., callbacks=[CurriculumLogger(sampler)])   # logs when the warm phase ends
+    trainer = Trainer(..., callbacks=[CurriculumLogger(sampler)])   # checkpoints its phase, logs its end
 
 DDP: pass num_replicas/rank: every rank draws the same global batch order and takes its slice.
 Resume: ``skip_next(n)`` and the phase position (``state_dict``) make it exact with num_workers=0
@@ -22,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..trainer import Callback
+from ...trainer import Callback
 
 logger = logging.getLogger(__name__)
 
@@ -99,25 +105,48 @@ class LengthCurriculumSampler:
 
 
 class CurriculumLogger(Callback):
-    """Trainer hook: keeps the sampler's phase position in checkpoints and logs the end of the warm phase."""
+    """Trainer hook: checkpoints the sampler's phase position and logs the end of the warm phase.
+
+    The position is counted in batches the trainer consumed (epoch x batches per epoch + batch in epoch), not
+    batches the sampler yielded: a DataLoader draws ahead of training (buffer reader, workers), so the resumed
+    phase is exact whatever the prefetch depth."""
 
     def __init__(self, sampler: LengthCurriculumSampler):
         self.sampler = sampler
+        self._trainer = None
         self._was_warm = None
 
+    def consumed(self) -> int:
+        t = self._trainer
+        return self.sampler.batches_drawn if t is None else t.epoch * len(self.sampler) + t.batch_in_epoch
+
     def on_fit_start(self, trainer) -> None:
-        self._was_warm = self.sampler.in_warm_phase
+        self._trainer = trainer
+        self._was_warm = self.consumed() < self.sampler.warm_steps
         logger.info("length curriculum: lines <= %d chars for the first %d batches (%d of %d samples)",
                     self.sampler.short_len, self.sampler.warm_steps, len(self.sampler.short_idx),
                     len(self.sampler.lengths))
 
     def on_step_end(self, trainer) -> None:
-        if self._was_warm and not self.sampler.in_warm_phase:
+        warm = self.consumed() < self.sampler.warm_steps
+        if self._was_warm and not warm:
             logger.info("length curriculum: warm phase over at step %d, all lengths from now on", trainer.global_step)
-        self._was_warm = self.sampler.in_warm_phase
+        self._was_warm = warm
 
     def state_dict(self) -> dict:
-        return self.sampler.state_dict()
+        return {"batches_drawn": self.consumed()}
 
     def set_state_dict(self, state: dict) -> None:
         self.sampler.set_state_dict(state)
+
+
+def build_curriculum_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, collate_fn=None):
+    """Train.sampler {name: LengthCurriculumSampler} -> (paddle DataLoader over ``dataset``, [its CurriculumLogger]).
+
+    ``dataset`` needs ``label_lengths()`` (characters per sample); batch size: loader_cfg.batch_size_per_card;
+    the order depends on (seed, epoch) only."""
+    from ...data import build_loader
+
+    sampler = LengthCurriculumSampler(dataset.label_lengths(), loader_cfg.batch_size_per_card, sampler_cfg.warm_steps,
+                                      sampler_cfg.short_len, num_replicas=info.world_size, rank=info.rank, seed=seed)
+    return build_loader(dataset, sampler, loader_cfg, collate_fn=collate_fn), [CurriculumLogger(sampler)]

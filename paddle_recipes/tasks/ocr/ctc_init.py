@@ -1,27 +1,24 @@
-"""CTC head blank-bias initialisation.
+"""CTC head blank-bias initialisation (docs/cards/ctc_blank_bias.md).
 
 At the usual init (bias 0, small weights) every class has probability ~1/C. CTC training first
 spends steps pushing the blank up (most frames are blank), then sits on the "all blank" plateau.
 Starting with the blank already at its prior probability skips the first phase and puts the
 non-blank logits where their gradients are largest.
 
-    init_ctc_blank_bias(model, blank_prob=0.8)        # functional: returns the bias value set
-    trainer = Trainer(..., callbacks=[CTCBlankBias(blank_prob=0.8)])   # hook: on_fit_start, fresh runs only
+    Architecture.Head.init_blank_prob: 0.8       # the recipe's key: our CTCHead sets its bias at construction
+    init_ctc_blank_bias(model, blank_prob=0.8)   # functional, for your own model: returns the bias value set
 
+A resumed run or a ``Global.pretrained_model`` load overwrites the constructed bias with the loaded one.
 blank_prob: target softmax probability of the blank at init when the other logits are ~0
-(0 < p < 1). ``blank_prob = 1 - mean_label_len / T`` is the frame prior; see docs/cards/ctc_blank_bias.md.
+(0 < p < 1). ``blank_prob = 1 - mean_label_len / T`` is the frame prior (``frame_prior``).
 """
 from __future__ import annotations
 
-import logging
 import math
 
 import paddle
 
-from ..distributed import unwrap
-from ..trainer import Callback
-
-logger = logging.getLogger(__name__)
+from ...distributed import unwrap
 
 
 def blank_logit(blank_prob: float, num_classes: int) -> float:
@@ -73,23 +70,3 @@ def init_ctc_blank_bias(model: paddle.nn.Layer, blank_prob: float = 0.8, blank: 
             raise ValueError("scale_fc needs model.head.fc")
         fc.weight.set_value(fc.weight * scale_fc)
     return b
-
-
-class CTCBlankBias(Callback):
-    """Trainer hook: init_ctc_blank_bias at fit start of a fresh run (a resumed run keeps its weights).
-
-    Under DDP each rank sets the same value, so the replicas stay identical.
-    """
-
-    def __init__(self, blank_prob: float = 0.8, blank: int = 0, scale_fc: float | None = None):
-        blank_logit(blank_prob, 2)  # validate early
-        self.blank_prob, self.blank, self.scale_fc = blank_prob, blank, scale_fc
-        self.applied = False
-
-    def on_fit_start(self, trainer) -> None:
-        if trainer.global_step > 0:
-            logger.info("CTCBlankBias: resumed at step %d, bias left as loaded", trainer.global_step)
-            return
-        b = init_ctc_blank_bias(trainer.model, self.blank_prob, self.blank, self.scale_fc)
-        self.applied = True
-        logger.info("CTCBlankBias: blank logit %.3f (blank prob %.2f at init)", b, self.blank_prob)

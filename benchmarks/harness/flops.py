@@ -1,4 +1,5 @@
-"""FLOPs per forward pass, counted with forward post-hooks (paddle.flops crashes on paddle 3.3.1).
+"""FLOPs per forward pass, counted with forward post-hooks (paddle.flops crashes on paddle 3.3.1), and the
+matmul peak of this process: measurements the benchmarks report (tta_worker.py, step_cost.py).
 
     fl = count_flops(model, [1, 3, 32, 192])     # {"total": FLOPs per sample, "by_type": {...}, "by_layer": [...]}
     train_flops_per_sample = 3 * fl["total"]     # forward + backward ~ 3x forward (standard estimate)
