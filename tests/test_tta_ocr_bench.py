@@ -99,6 +99,17 @@ def test_quick_pipeline_writes_report_and_plots(tmp_path):
     assert rep["runs"]["all"][0]["result"]["methods"]["backbone"] == "DenseConvRec"
     assert rep["runs"]["baseline"][0]["result"]["decodes"] == 4  # metric every step, as PaddleOCR
     assert rep["runs"]["all"][0]["result"]["decodes"] == 0        # every 50 steps: none in 4
+    # every row is the real OCR recipe: its summary.json holds the row's settings as the recipe's own keys,
+    # and the curve is its eval history
+    for name, keys in (("baseline", {"Backbone": "LCNetRec", "blank": 0.0, "metric": 1, "ema": False}),
+                       ("all", {"Backbone": "DenseConvRec", "blank": 0.8, "metric": 50, "ema": True})):
+        res = rep["runs"][name][0]["result"]
+        s = json.loads(open(res["summary"]).read())
+        c = s["config"]
+        assert (c["Architecture"]["Backbone"]["name"], c["Architecture"]["Head"]["init_blank_prob"],
+                c["Global"]["cal_metric_during_train"], c["EMA"]["enable"]) == tuple(keys.values())
+        assert [e["global_step"] for e in s["eval_history"]] == [p["step"] for p in res["points"]]
+        assert [e["acc"] for e in s["eval_history"]] == [p["acc"] for p in res["points"]]
     for png in ("acc_vs_time.png", "acc_vs_steps.png", "acc_vs_samples.png"):
         assert (out / png).stat().st_size > 0
     assert "| baseline |" in (out / "report.md").read_text()
@@ -111,25 +122,65 @@ def test_budget_stops_at_the_first_eval_point_past_it(monkeypatch):
     clock = {"t": 0.0}
     monkeypatch.setattr(W.time, "perf_counter", lambda: clock["t"])
 
-    class FakeTrainer:
-        global_step, samples_seen, stop_training, _log_buf = 0, 0, False, {}
+    class FakeTrainer:  # the Trainer's public surface the clock uses; evaluate() calls on_eval_end as it does
+        global_step, samples_seen, stop_training, train_loader, train_step = 0, 0, False, range(100), None
 
         def evaluate(self):
             clock["t"] += 100.0  # eval takes 100 s: must not count towards the budget
+            ev.on_eval_end(self, {"acc": 0.0})
             return {"acc": 0.0}
 
-    class Info:
-        is_main = False
-
-    tr, ev = FakeTrainer(), W.EvalEvery(10, None, 0.0, 10, Info(), budget_s=60.0)
+    tr, ev = FakeTrainer(), W.TtaClock(stop_at=0.0, budget_s=60.0)
     ev.on_fit_start(tr)
     for step in range(1, 101):
         clock["t"] += 1.0  # 1 s of training per step
         tr.global_step = step
         ev.on_step_end(tr)
+        if step % 10 == 0:  # Global.eval_batch_step [0, 10]
+            tr.evaluate()
         if tr.stop_training:
             break
     assert tr.global_step == 60 and [p["train_s"] for p in ev.points][-2:] == [50.0, 60.0]
+    assert ev.points[0] == {"step": 0, "samples": 0, "train_s": 0.0, "eval_s": 100.0, "acc": 0.0}
+    assert ev.eval_s == 700.0 and ev.steps_per_epoch == 100
+
+
+def test_max_steps_and_target_stop_the_run():
+    from benchmarks.harness import tta_worker as W
+
+    class T:
+        global_step, samples_seen, stop_training = 7, 0, False
+
+    ev, tr = W.TtaClock(max_steps=7), T()
+    ev.t0 = ev.t_step = 0.0
+    ev.on_step_end(tr)
+    assert tr.stop_training
+    ev, tr = W.TtaClock(stop_at=0.9), T()
+    ev.t0 = ev.t_step = 0.0
+    ev.on_eval_end(tr, {"acc": 0.89})
+    assert not tr.stop_training
+    ev.on_eval_end(tr, {"acc": 0.9})
+    assert tr.stop_training
+
+
+def test_worker_overrides_are_recipe_keys(tmp_path):
+    """Every row's settings load into the OCR recipe's typed config (unknown keys would be rejected)."""
+    from benchmarks.harness import tta_worker as W
+    from paddle_recipes.config import load_config
+    from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, RecConfig
+
+    args = W.parse_args(["--data", str(tmp_path), "--out", str(tmp_path / "o.json"), "--warmup-epochs", "5",
+                         "--ema", "0.999"])
+    methods = W.parse_methods("blank_bias=0.8,metric_every=50,curriculum=75:3,backbone=DenseConvRec,scale=1.0,"
+                              "context_groups=1")
+    cfg = load_config(str(W.BASE_CONFIG), W.recipe_overrides(args, methods, tmp_path / "run"), RecConfig)
+    assert cfg.Train.sampler == CurriculumSamplerConfig(warm_steps=75, short_len=3)
+    assert (cfg.Architecture.Head.init_blank_prob, cfg.Global.metric_every, cfg.Architecture.Backbone.name,
+            cfg.Architecture.Backbone.scale, cfg.Architecture.Neck.context_groups) == (0.8, 50, "DenseConvRec", 1.0, 1)
+    assert (cfg.Optimizer.warmup_epochs, cfg.Optimizer.warmup_steps, cfg.EMA.enable, cfg.EMA.decay) == (5, 0, True, 0.999)
+    assert cfg.Global.eval_batch_step == [0, 50] and cfg.Global.log_every == 50 and not cfg.AMP.enable
+    plain = load_config(str(W.BASE_CONFIG), W.recipe_overrides(args, {}, tmp_path / "run"), RecConfig)
+    assert plain.Train.sampler is None and plain.Architecture.Head.init_blank_prob == 0.0 and plain.Global.metric_every == 1
 
 
 def test_concurrent_runs_never_share_a_slot():

@@ -1,17 +1,22 @@
-"""One time-to-accuracy training run of the OCR recognizer, evaluated every N optimizer steps.
+"""One time-to-accuracy training run: the real OCR recipe (OcrRec) with -o overrides, plus a timing callback.
 
-Builds the model and data like recipes/ocr_rec.py (same blocks: RecDataset, build_rec_model, CTCLoss,
-build_optimizer, Trainer), but evaluates by steps and stops at a target, and switches the speedup
-methods of paddle_recipes.speedups on by name. Writes one JSON with the eval curve:
+The arguments below become `recipes/ocr_rec.py -c benchmarks/configs/ocr_rec_tta_worker.yml -o ...` keys (the
+recipe's own assembly: build_training, CtcTrainStep, evaluation, EMA); the speedup methods are switched on by name
+through the same YAML keys a user sets. TtaClock (a public Trainer callback) evaluates once at step 0, times
+training with eval excluded, and stops at a target or a budget; the recipe evaluates every --eval-every optimizer
+steps (Global.eval_batch_step) and writes summary.json, from which the curve is read. Writes one JSON:
 
     python benchmarks/harness/tta_worker.py --data datasets/cache/tta_ocr_100 --out run.json \
         --lr 1e-3 --warmup-epochs 5 --batch 128 --epochs 20 --eval-every 50 --stop-at 0.95 \
         --methods blank_bias=0.8,metric_every=50,curriculum=300:3,backbone=DenseConvRec
 
-Figures per eval point: step, samples (all processes), train_s (training time since fit start,
-eval excluded), eval_s (cumulative eval time), acc, norm_edit_dis, loss (mean since the previous
-point). Also: forward FLOPs per sample (hooks), achieved training FLOP/s = 3 * FLOPs * samples / train_s.
-Runs under paddle.distributed.launch too (eval is sharded and all-reduced).
+methods -> keys: blank_bias=p -> Architecture.Head.init_blank_prob; metric_every=N -> Global.cal_metric_during_train;
+curriculum=W:S -> Train.sampler {name: LengthCurriculumSampler, warm_steps: W, short_len: S}; backbone, scale ->
+Architecture.Backbone; context_groups -> Architecture.Neck.context_groups.
+Figures per eval point: step, samples (all processes), train_s (training time since fit start, eval excluded),
+eval_s (cumulative eval time), acc, norm_edit_dis, loss (mean since the previous point, from the recipe's log rows).
+Also: forward FLOPs per sample (hooks), achieved training FLOP/s = 3 * FLOPs * samples / train_s.
+Runs under paddle.distributed.launch too (the recipe shards and all-reduces the evaluation).
 """
 from __future__ import annotations
 
@@ -61,7 +66,8 @@ def parse_args(argv=None):
     p.add_argument("--min-lr", type=float, default=0.0)
     p.add_argument("--batch", type=int, default=128, help="per process")
     p.add_argument("--epochs", type=int, default=20, help="schedule horizon and step budget")
-    p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0 = epochs)")
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0 = epochs; the schedule "
+                   "horizon stays --epochs)")
     p.add_argument("--eval-every", type=int, default=50, help="optimizer steps between evals")
     p.add_argument("--eval-n", type=int, default=0, help="eval lines (0 = the whole val split)")
     p.add_argument("--stop-at", type=float, default=0.0, help="stop when held-out acc reaches this (0 = never)")
@@ -76,154 +82,164 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-class EvalEvery:
-    """Callback: evaluate every N steps, excluding eval time from train_s; stop at the target, or once
-    train_s passes budget_s (0 = no budget; checked at eval points, so a run overshoots by < N steps)."""
+BASE_CONFIG = REPO / "benchmarks" / "configs" / "ocr_rec_tta_worker.yml"
 
-    def __init__(self, every, eval_fn, stop_at, n_log, info, budget_s: float = 0.0):
-        self.every, self.eval_fn, self.stop_at, self.info = every, eval_fn, stop_at, info
-        self.budget_s = budget_s
-        self.points, self.eval_s, self.t0 = [], 0.0, None
-        self.n_log = n_log
 
-    # Trainer Callback protocol (duck-typed to avoid importing paddle before argument parsing)
+def recipe_overrides(args, methods: dict, output_dir: Path, eval_labels: str | None = None) -> list[str]:
+    """The -o keys of one run (every setting of the row is explicit; BASE_CONFIG holds the rest)."""
+    root, m = Path(args.data), methods
+    o = [f"Global.output_dir={output_dir}", f"Global.seed={args.seed}", f"Global.epochs={args.epochs}",
+         f"Global.character_dict_path={args.dict}", f"Global.image_shape=[{args.image_shape}]",
+         f"Global.max_text_length={args.max_text_length}", f"Global.eval_batch_step=[0,{args.eval_every}]",
+         f"Global.log_every={args.eval_every}", f"Global.cal_metric_during_train={int(m.get('metric_every') or 1)}",
+         f"Architecture.Backbone.name={m.get('backbone') or args.backbone}",
+         f"Architecture.Backbone.scale={float(m.get('scale') or args.scale)}",
+         f"Architecture.Backbone.width_stride={args.width_stride}", f"Architecture.Neck.name={args.neck}",
+         f"Architecture.Neck.hidden_size={args.hidden}",
+         f"Architecture.Head.init_blank_prob={float(m['blank_bias'] or 0.8) if 'blank_bias' in m else 0.0}",
+         f"Optimizer.name={args.optimizer}", f"Optimizer.lr={args.lr}", f"Optimizer.schedule={args.schedule}",
+         f"Optimizer.weight_decay={args.weight_decay}", f"Optimizer.min_lr={args.min_lr}",
+         f"EMA.enable={'true' if args.ema else 'false'}", f"EMA.decay={args.ema or 0.9998}",
+         "Train.dataset.format=lmdb", f"Train.dataset.data_dir={root / 'train' / 'lmdb'}",
+         f"Train.loader.batch_size_per_card={args.batch}", f"Train.loader.num_workers={args.workers}",
+         f"Train.loader.persistent_workers={'true' if args.workers else 'false'}"]
+    o += ([f"Optimizer.warmup_steps={args.warmup_steps}", "Optimizer.warmup_epochs=0"] if args.warmup_steps is not None
+          else ["Optimizer.warmup_steps=0", f"Optimizer.warmup_epochs={args.warmup_epochs}"])
+    if eval_labels:  # the first --eval-n val lines (label.txt lists the same images as the LMDB, in order)
+        o += ["Eval.dataset.format=label_file", f"Eval.dataset.data_dir={root / 'val'}",
+              f"Eval.dataset.label_file_list=[{eval_labels}]"]
+    else:
+        o += ["Eval.dataset.format=lmdb", f"Eval.dataset.data_dir={root / 'val' / 'lmdb'}"]
+    if "curriculum" in m:
+        warm, _, short = m["curriculum"].partition(":")
+        o += ["Train.sampler.name=LengthCurriculumSampler", f"Train.sampler.warm_steps={int(warm or 300)}",
+              f"Train.sampler.short_len={int(short or 3)}"]
+    if "context_groups" in m:  # Conv neck: 1 = dense context conv instead of depthwise
+        o.append(f"Architecture.Neck.context_groups={int(m['context_groups'])}")
+    return o
+
+
+def eval_subset(args, out_dir: Path) -> str | None:
+    """A label file of the first --eval-n val lines, or None for the whole val split."""
+    labels = (Path(args.data) / "val" / "label.txt").read_text(encoding="utf-8").splitlines()
+    if not args.eval_n or args.eval_n >= len(labels):
+        return None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"val_first_{args.eval_n}.txt"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # every rank writes the same lines: atomic replace
+    tmp.write_text("\n".join(labels[:args.eval_n]) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return str(path)
+
+
+class TtaClock:
+    """Trainer callback (public hooks and attributes only): an eval point at step 0, training seconds with eval
+    excluded at every evaluation, and the stop rules: acc >= stop_at (0 = never), training time >= budget_s
+    (0 = none; checked at eval points, so a run overshoots by < one eval period), global_step >= max_steps (0 = none).
+
+    The time between the end of the last optimizer step and the end of an evaluation is eval time (it includes the
+    `best` checkpoint written there). flops_shape: [C, H, W] to count forward FLOPs at fit start (None = skip)."""
+
+    def __init__(self, stop_at: float = 0.0, budget_s: float = 0.0, max_steps: int = 0, flops_shape=None, log=None):
+        self.stop_at, self.budget_s, self.max_steps, self.flops_shape, self.log = stop_at, budget_s, max_steps, flops_shape, log
+        self.points: list[dict] = []
+        self.eval_s, self.t0, self.t_step = 0.0, None, None
+        self.flops, self.steps_per_epoch, self.decodes = None, None, None
+
     def on_fit_start(self, tr):
-        self.t0 = time.perf_counter()
-        self._point(tr)
+        if self.flops_shape:
+            from benchmarks.harness.flops import count_flops
+            from paddle_recipes.distributed import unwrap
+
+            self.flops = count_flops(unwrap(tr.model), [1, *self.flops_shape])
+        self.steps_per_epoch = len(tr.train_loader)
+        self.t0 = self.t_step = time.perf_counter()
+        tr.evaluate()  # the step-0 point: the model as initialised
 
     def on_step_end(self, tr):
-        if tr.global_step % self.every == 0:
-            self._point(tr)
+        self.t_step = time.perf_counter()
+        if self.max_steps and tr.global_step >= self.max_steps:
+            tr.stop_training = True
 
-    def on_fit_end(self, tr):
-        if not self.points or self.points[-1]["step"] != tr.global_step:
-            self._point(tr)
-
-    def _point(self, tr):
-        t = time.perf_counter()
-        train_s = t - self.t0 - self.eval_s
-        losses = [float(v.item()) if hasattr(v, "item") else float(v) for v in tr._log_buf.pop("loss", [])]
-        tr._log_buf.pop("acc", None)
-        m = tr.evaluate()
-        self.eval_s += time.perf_counter() - t
+    def on_eval_end(self, tr, metrics):
+        now = time.perf_counter()
+        train_s = self.t_step - self.t0 - self.eval_s
+        self.eval_s += now - self.t_step
         row = {"step": tr.global_step, "samples": tr.samples_seen, "train_s": round(train_s, 3),
-               "eval_s": round(self.eval_s, 3), "acc": m.get("acc"), "norm_edit_dis": m.get("norm_edit_dis"),
-               "loss": (sum(losses) / len(losses)) if losses else None}
+               "eval_s": round(self.eval_s, 3), "acc": metrics.get("acc")}
         self.points.append(row)
-        if self.info.is_main:
-            logging.getLogger("tta").info("point %s", row)
-        if self.stop_at and (m.get("acc") or 0) >= self.stop_at:
+        if self.log is not None:
+            self.log.info("point %s", row)
+        if self.stop_at and (metrics.get("acc") or 0) >= self.stop_at:
             tr.stop_training = True
         if self.budget_s and train_s >= self.budget_s:
             tr.stop_training = True
 
+    def on_fit_end(self, tr):
+        self.decodes = getattr(tr.train_step, "decodes", None)
+
     def on_epoch_start(self, tr): ...
     def on_epoch_end(self, tr): ...
-    def on_eval_end(self, tr, metrics): ...
     def state_dict(self): return {}
     def set_state_dict(self, s): ...
+
+
+def curve(clock: TtaClock, summary: dict) -> list[dict]:
+    """Eval points: timing from the clock, metrics from summary.json's eval_history and the mean train loss of the
+    log row at that step (log_every = the eval period, so it averages the steps since the previous point)."""
+    evals = {e["global_step"]: e for e in summary["eval_history"]}
+    losses = {h["global_step"]: h.get("loss") for h in summary["history"]}
+    out = []
+    for p in clock.points:
+        e = evals[p["step"]]
+        out.append({**p, "acc": e.get("acc"), "norm_edit_dis": e.get("norm_edit_dis"), "loss": losses.get(p["step"])})
+    return out
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     methods = parse_methods(args.methods)
-    import numpy as np
-    import paddle
-
-    from paddle_recipes import distributed as D
-    from paddle_recipes.data import LoaderConfig, build_loader
-    from paddle_recipes.ema import EmaConfig, build_ema
-    from paddle_recipes.optim import OptimizerConfig, build_optimizer
-    from paddle_recipes.speedups.flops import count_flops, matmul_peak_gflops
-    from paddle_recipes.speedups.train_metric import ctc_train_step
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate
-    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec
-    from paddle_recipes.tasks.ocr.losses import CTCLoss
-    from paddle_recipes.tasks.ocr.metrics import RecMetric
-    from paddle_recipes.tasks.ocr.models import build_rec_model
-    from paddle_recipes.trainer import Trainer
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.threads:
         from paddle_recipes.device_defaults import apply_threads
 
         apply_threads(args.threads, override=True)
-    info = D.setup(seed=args.seed, device="cpu" if not paddle.is_compiled_with_cuda() else None)
+    import paddle
+
+    from benchmarks.harness.flops import matmul_peak_gflops
+    from paddle_recipes import distributed as D
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+
+    out = Path(args.out)
+    run_dir = out.parent / f"{out.stem}_run"
     shape = [int(v) for v in args.image_shape.split(",")]
-    charset = CharDict.from_file(args.dict)
-    root = Path(args.data)
-    train_ds = RecDataset(DatasetConfig(format="lmdb", data_dir=str(root / "train" / "lmdb")), charset, shape,
-                          args.max_text_length, replace_bad=True, key="Train.dataset")
-    eval_ds = RecDataset(DatasetConfig(format="lmdb", data_dir=str(root / "val" / "lmdb")), charset, shape,
-                         args.max_text_length, key="Eval.dataset")
-    n_eval = min(len(eval_ds), args.eval_n) if args.eval_n else len(eval_ds)
-    shard = paddle.io.Subset(eval_ds, list(range(info.rank, n_eval, info.world_size)))
-    eval_loader = build_loader(shard, paddle.io.BatchSampler(shard, batch_size=128, shuffle=False),
-                               LoaderConfig(num_workers=0), collate_fn=collate)
+    clock = TtaClock(args.stop_at, 60 * args.budget_min, args.max_steps, shape, logging.getLogger("tta"))
 
-    lc = LoaderConfig(num_workers=args.workers, persistent_workers=args.workers > 0)
-    callbacks = []
-    if "curriculum" in methods:
-        from paddle_recipes.speedups.curriculum import CurriculumLogger, LengthCurriculumSampler
+    class TimedOcrRec(OcrRec):  # the recipe as it is, plus the clock through the public callbacks hook
+        def callbacks(self) -> list:
+            return [*super().callbacks(), clock]
 
-        warm, _, short = methods["curriculum"].partition(":")
-        sampler = LengthCurriculumSampler([len(it[1]) for it in train_ds.items], args.batch, int(warm or 300),
-                                          int(short or 3), num_replicas=info.world_size, rank=info.rank,
-                                          seed=args.seed)
-        callbacks.append(CurriculumLogger(sampler))
-    else:
-        sampler = D.build_batch_sampler(train_ds, args.batch, info, shuffle=True, drop_last=True)
-    loader = build_loader(train_ds, sampler, lc, collate_fn=collate)
-
-    paddle.seed(args.seed)  # same init on every rank and every row with the same architecture
-    arch = {"Backbone": {"name": methods.get("backbone") or args.backbone,
-                         "scale": float(methods.get("scale") or args.scale), "width_stride": args.width_stride},
-            "Neck": {"name": args.neck, "hidden_size": args.hidden}, "Head": {"name": "CTCHead"}}
-    if "context_groups" in methods:  # Conv neck: 1 = dense context conv instead of depthwise
-        arch["Neck"]["context_groups"] = int(methods["context_groups"])
-    model = build_rec_model(arch, charset.num_classes, in_channels=shape[0])
-    flops = count_flops(model, [1] + shape)
-    steps_per_epoch = len(loader)
-    total = args.max_steps or args.epochs * steps_per_epoch
-    warmup = args.warmup_steps if args.warmup_steps is not None else int(round(args.warmup_epochs * steps_per_epoch))
-    ocfg = OptimizerConfig(name=args.optimizer, lr=args.lr, schedule=args.schedule, warmup_steps=warmup,
-                           weight_decay=args.weight_decay, min_lr=args.min_lr)
-    optimizer, sched = build_optimizer(ocfg, model.parameters(), total_steps=args.epochs * steps_per_epoch)
-    ema = build_ema(EmaConfig(enable=True, decay=args.ema), model) if args.ema else None
-    model = D.wrap_model(model, info)
-    if "blank_bias" in methods:
-        from paddle_recipes.speedups.ctc_init import CTCBlankBias
-
-        callbacks.append(CTCBlankBias(blank_prob=float(methods["blank_bias"] or 0.8)))
-    step_fn = ctc_train_step(CTCLoss(), charset, metric_every=int(methods.get("metric_every") or 1))
-
-    def eval_fn(m):
-        state = evaluate_rec(D.unwrap(m), eval_loader, charset)
-        return RecMetric.from_state({k: D.all_reduce_sum(float(v)) for k, v in state.items()})
-
-    ev = EvalEvery(args.eval_every, eval_fn, args.stop_at, args.eval_every, info, budget_s=60 * args.budget_min)
-    callbacks.append(ev)  # last: the step-0 point shows the model after the init hooks
-    trainer = Trainer(model, optimizer, step_fn, loader, lr_scheduler=sched, ema=ema, callbacks=callbacks,
-                      epochs=args.epochs if not args.max_steps else 10 ** 6, max_steps=total,
-                      log_every=10 ** 9, output_dir=None, eval_fn=eval_fn, eval_every_epochs=0,
-                      save_every_epochs=0, dist_info=info, main_metric=None,
-                      batch_size_fn=lambda b: len(b["text"]))
+    overrides = recipe_overrides(args, methods, run_dir, eval_subset(args, run_dir))
     t_wall = time.perf_counter()
-    trainer.fit()
+    TimedOcrRec.main(["-c", str(BASE_CONFIG), "-o", *overrides])
     wall = time.perf_counter() - t_wall
-    last = ev.points[-1]
-    peak = matmul_peak_gflops()  # this process, same threads, after training (warm)
-    out = {"args": vars(args), "methods": methods, "world_size": info.world_size,
-           "threads": os.environ.get("OMP_NUM_THREADS"), "steps_per_epoch": steps_per_epoch,
-           "warmup_steps": warmup, "total_steps_budget": total, "flops_fwd_per_sample": flops["total"],
-           "flops_by_type": flops["by_type"], "points": ev.points, "wall_s": round(wall, 2),
-           "train_s": last["train_s"], "eval_s": last["eval_s"], "decodes": step_fn.decodes, "peak_gflops": round(peak, 2),
-           "achieved_gflops": round(3 * flops["total"] * last["samples"] / max(last["train_s"], 1e-9) / 1e9, 3)}
-    if info.is_main:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1))
-        logging.getLogger("tta").info("wrote %s: %d points, last %s", args.out, len(ev.points), last)
+    if paddle.distributed.get_rank() == 0:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        points = curve(clock, summary)
+        last = points[-1]
+        spe = clock.steps_per_epoch
+        warmup = args.warmup_steps if args.warmup_steps is not None else int(round(args.warmup_epochs * spe))
+        peak = matmul_peak_gflops()  # this process, same threads, after training (warm)
+        res = {"args": vars(args), "methods": methods, "world_size": summary["world_size"],
+               "threads": os.environ.get("OMP_NUM_THREADS"), "steps_per_epoch": spe, "warmup_steps": warmup,
+               "total_steps_budget": args.max_steps or args.epochs * spe, "overrides": overrides,
+               "flops_fwd_per_sample": clock.flops["total"], "flops_by_type": clock.flops["by_type"],
+               "points": points, "wall_s": round(wall, 2), "train_s": last["train_s"], "eval_s": last["eval_s"],
+               "decodes": clock.decodes, "peak_gflops": round(peak, 2), "summary": str(run_dir / "summary.json"),
+               "achieved_gflops": round(3 * clock.flops["total"] * last["samples"] / max(last["train_s"], 1e-9) / 1e9, 3)}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=1))
+        logging.getLogger("tta").info("wrote %s: %d points, last %s", out, len(points), last)
+    D.exit_distributed_run(0)
     return 0
 
 
