@@ -198,6 +198,35 @@ def test_train_sampler_builds_the_curriculum_loader_and_its_checkpoint_hook():
     assert hook.state_dict() == {"batches_drawn": 8}  # the position goes into checkpoints
 
 
+def test_curriculum_checkpoint_counts_consumed_batches_not_prefetched_ones():
+    """A loader draws ahead of training: the hook saves the trainer's position, and resuming there is exact."""
+    from types import SimpleNamespace
+
+    from paddle_recipes.tasks.ocr.curriculum import CurriculumLogger
+
+    r = LengthCurriculumSampler(LENGTHS, 8, warm_steps=12, short_len=3)
+    ref = list(r)
+    r.set_epoch(1)
+    ref += list(r)  # 2 uninterrupted epochs of 8 batches: warm phase = 8 + 4 batches
+    s = LengthCurriculumSampler(LENGTHS, 8, warm_steps=12, short_len=3)
+    hook = CurriculumLogger(s)
+    trainer = SimpleNamespace(epoch=0, batch_in_epoch=0, global_step=0)
+    hook.on_fit_start(trainer)
+    list(s)  # epoch 0 fully drawn
+    s.set_epoch(1)
+    it = iter(s)
+    for _ in range(5):  # the loader prefetched 5 batches of epoch 1 ...
+        next(it)
+    trainer.epoch, trainer.batch_in_epoch = 1, 2  # ... while training consumed only 2
+    state = hook.state_dict()
+    assert state == {"batches_drawn": 10} and s.batches_drawn == 13
+    again = LengthCurriculumSampler(LENGTHS, 8, warm_steps=12, short_len=3)
+    CurriculumLogger(again).set_state_dict(state)
+    again.set_epoch(1)
+    again.skip_next(2)
+    assert list(again) == ref[10:]
+
+
 def test_recipe_yaml_reaches_curriculum_and_metric_period(tmp_path):
     """The OCR recipe, from -o keys only: curriculum for 2 batches, train accuracy on every 2nd step."""
     out = tmp_path / "out"
