@@ -35,6 +35,16 @@ LCNETV3_REC_STAGES = {
     "blocks6": [(5, 256, 512, (2, 1), True), (5, 512, 512, 1, True),
                 (5, 512, 512, (2, 1), False), (5, 512, 512, 1, False)],
 }
+# Det layout (``det: true``): square strides; stages 3-6 each halve H and W (outputs at 1/4 .. 1/32).
+LCNETV3_DET_STAGES = {
+    "blocks2": [(3, 16, 32, 1, False)],
+    "blocks3": [(3, 32, 64, 2, False), (3, 64, 64, 1, False)],
+    "blocks4": [(3, 64, 128, 2, False), (3, 128, 128, 1, False)],
+    "blocks5": [(3, 128, 256, 2, False)] + [(5, 256, 256, 1, False)] * 4,
+    "blocks6": [(5, 256, 512, 2, True), (5, 512, 512, 1, True),
+                (5, 512, 512, 1, False), (5, 512, 512, 1, False)],
+}
+LCNETV3_DET_OUT = (16, 24, 56, 480)  # 1x1 projection widths of the 4 det outputs (times ``scale``)
 
 
 def make_divisible(v: float, divisor: int = 16, min_value: int | None = None) -> int:
@@ -160,32 +170,46 @@ class LCNetV3Block(nn.Layer):
 
 
 class PPLCNetV3(nn.Layer):
-    """PP-LCNetV3 recognition backbone (PP-OCRv4/v5 mobile). Output [B, 512*scale rounded, 1, 40]
-    for a 48x320 input. ``scale``: channel multiplier (0.95 in PaddleOCR's configs).
-    ``conv_kxk_num``: kxk branches per rep-layer. ``lr_mult_list``: 6 learning-rate multipliers
-    (stem, blocks2..6). ``lab_lr``: extra multiplier for the affine blocks."""
+    """PP-LCNetV3 (PP-OCRv4/v5 mobile). ``scale``: channel multiplier (0.95 in PaddleOCR's rec
+    configs, 0.75 in its det configs). ``conv_kxk_num``: kxk branches per rep-layer.
+    ``lr_mult_list``: 6 learning-rate multipliers (stem, blocks2..6). ``lab_lr``: extra multiplier
+    for the affine blocks.
+
+    * rec (``det: false``): output [B, 512*scale rounded, 1, 40] for a 48x320 input.
+    * det (``det: true``): the outputs of blocks3..6 (strides 4, 8, 16, 32), each projected by a
+      1x1 conv (``layer_list``, with bias) to int((16, 24, 56, 480) * scale) channels."""
 
     def __init__(self, scale: float = 1.0, conv_kxk_num: int = 4,
                  lr_mult_list: Sequence[float] = (1.0,) * 6, lab_lr: float = 0.1,
                  in_channels: int = 3, det: bool = False):
         super().__init__()
-        if det:
-            raise ValueError("PPLCNetV3: only the recognition layout is implemented (det must be false)")
         if len(lr_mult_list) != 6:
             raise ValueError(f"PPLCNetV3: lr_mult_list needs 6 values, got {len(lr_mult_list)}")
-        self.scale = scale
+        self.scale, self.det = scale, det
         self.conv1 = ConvBNLayer(in_channels, make_divisible(16 * scale), 3, 2, lr_mult=lr_mult_list[0])
-        for stage, (name, plan) in enumerate(LCNETV3_REC_STAGES.items(), start=1):
+        plan_by_stage = LCNETV3_DET_STAGES if det else LCNETV3_REC_STAGES
+        for stage, (name, plan) in enumerate(plan_by_stage.items(), start=1):
             blocks = [LCNetV3Block(make_divisible(cin * scale), make_divisible(cout * scale), stride=s,
                                    dw_size=k, use_se=se, conv_kxk_num=conv_kxk_num,
                                    lr_mult=lr_mult_list[stage], lab_lr=lab_lr)
                       for k, cin, cout, s, se in plan]
             setattr(self, name, nn.Sequential(*blocks))
         self.out_channels = make_divisible(512 * scale)
+        if det:
+            stage_out = [make_divisible(plan_by_stage[f"blocks{i}"][-1][2] * scale) for i in range(3, 7)]
+            self.out_channels = [int(c * scale) for c in LCNETV3_DET_OUT]
+            self.layer_list = nn.LayerList([nn.Conv2D(cin, cout, 1)
+                                            for cin, cout in zip(stage_out, self.out_channels)])
 
     def forward(self, x):
-        x = self.conv1(x)
-        x = self.blocks6(self.blocks5(self.blocks4(self.blocks3(self.blocks2(x)))))
+        x = self.blocks2(self.conv1(x))
+        if self.det:
+            outs = []
+            for i, stage in enumerate((self.blocks3, self.blocks4, self.blocks5, self.blocks6)):
+                x = stage(x)
+                outs.append(self.layer_list[i](x))
+            return outs
+        x = self.blocks6(self.blocks5(self.blocks4(self.blocks3(x))))
         if self.training:
             return F.adaptive_avg_pool2d(x, [1, 40])
         return F.avg_pool2d(x, [3, 2])
@@ -408,32 +432,54 @@ PPHGNETV2_B4_REC_STAGES = [
     (512, 192, 1024, 3, True, True, 5, 6, (2, 1)),
     (1024, 384, 2048, 1, True, True, 5, 6, (2, 1)),
 ]
+# detection layout (``det: true``): no downsample in stage 1, square stride 2 in stages 2-4
+PPHGNETV2_B4_DET_STAGES = [
+    (48, 48, 128, 1, False, False, 3, 6, 2),
+    (128, 96, 512, 1, True, False, 3, 6, 2),
+    (512, 192, 1024, 3, True, True, 5, 6, 2),
+    (1024, 384, 2048, 1, True, True, 5, 6, 2),
+]
 
 
 class PPHGNetV2_B4(nn.Layer):
-    """PP-HGNetV2-B4 for text recognition (PP-OCRv5 server rec, ``text_rec: True``). Output
-    [B, 2048, 1, 40] for 48x320 (train: adaptive pool to [1, 40]; eval: 3x2 average pool).
-    Like PaddleOCR's checkpoints it also holds the (unused) classification ``last_conv`` and ``fc``
-    (``class_expand`` 2048, ``class_num`` 1000), so the state_dict names match."""
+    """PP-HGNetV2-B4, PP-OCRv5 server.
 
-    def __init__(self, in_channels: int = 3, text_rec: bool = True, use_lab: bool = False,
+    * rec (``text_rec: True``): output [B, 2048, 1, 40] for 48x320 (train: adaptive pool to [1, 40];
+      eval: 3x2 average pool). Like PaddleOCR's checkpoints it holds the (unused) classification
+      ``last_conv`` and ``fc`` (``class_expand`` 2048, ``class_num`` 1000), so the names match.
+    * det (``det: True``): the 4 stage outputs [128, 512, 1024, 2048] channels at strides 4, 8, 16, 32
+      (the stem's third conv has stride 2). The unused ``last_conv`` is kept, ``fc`` is not (as PaddleOCR)."""
+
+    def __init__(self, in_channels: int = 3, text_rec: bool | None = None, use_lab: bool = False,
                  lr_mult_list: Sequence[float] = (1.0,) * 5, class_expand: int = 2048, class_num: int = 1000,
                  det: bool = False):
         super().__init__()
-        if det or not text_rec:
-            raise ValueError("PPHGNetV2_B4: only the text-recognition layout is implemented (text_rec: true)")
-        self.stem = HGStem(in_channels, 32, 48, use_lab=use_lab, lr_mult=lr_mult_list[0], text_rec=True)
+        text_rec = not det if text_rec is None else text_rec  # None: the layout that ``det`` implies
+        if det == text_rec:
+            raise ValueError("PPHGNetV2_B4: set exactly one of text_rec: true (recognition) or det: true "
+                             "(detection); the classification layout is not implemented")
+        self.det = det
+        plan = PPHGNETV2_B4_DET_STAGES if det else PPHGNETV2_B4_REC_STAGES
+        self.stem = HGStem(in_channels, 32, 48, use_lab=use_lab, lr_mult=lr_mult_list[0], text_rec=text_rec)
         self.stages = nn.LayerList([
-            HGStage(cin, mid, cout, nb, ln, down, light, k, use_lab, list(stride), lr_mult=lr_mult_list[i + 1])
-            for i, (cin, mid, cout, nb, down, light, k, ln, stride) in enumerate(PPHGNETV2_B4_REC_STAGES)])
-        self.out_channels = PPHGNETV2_B4_REC_STAGES[-1][2]
-        self.last_conv = nn.Conv2D(self.out_channels, class_expand, 1, bias_attr=False)
-        self.fc = nn.Linear(class_expand, class_num)
+            HGStage(cin, mid, cout, nb, ln, down, light, k, use_lab,
+                    list(stride) if isinstance(stride, tuple) else stride, lr_mult=lr_mult_list[i + 1])
+            for i, (cin, mid, cout, nb, down, light, k, ln, stride) in enumerate(plan)])
+        self.last_conv = nn.Conv2D(plan[-1][2], class_expand, 1, bias_attr=False)
+        if det:
+            self.out_channels = [p[2] for p in plan]
+        else:
+            self.out_channels = plan[-1][2]
+            self.fc = nn.Linear(class_expand, class_num)
 
     def forward(self, x):
         x = self.stem(x)
+        outs = []
         for stage in self.stages:
             x = stage(x)
+            outs.append(x)
+        if self.det:
+            return outs
         if self.training:
             return F.adaptive_avg_pool2d(x, [1, 40])
         return F.avg_pool2d(x, [3, 2])
