@@ -1,0 +1,91 @@
+"""PaddleOCR detection (DB) models assembled from PaddleOCR-style ``Architecture`` sections.
+
+``build_ppocr_det_model(arch)`` takes the section PaddleOCR's det configs hold (dict or dataclass)::
+
+    Backbone: {name: PPLCNetV3, scale: 0.75, det: true}  # | {name: PPHGNetV2_B4, det: true} | {name: ResNet_vd, layers: 18}
+    Neck:     {name: RSEFPN, out_channels: 96, shortcut: true}  # | {name: LKPAN, ...} | {name: DBFPN, ...}
+    Head:     {name: DBHead, k: 50, fix_nan: true}               # | {name: PFHeadLocal, k: 50, mode: large}
+
+Names are matched case-insensitively; an option a network does not take is a ``ValueError`` naming
+it. The presets below are PaddleOCR's published det architectures (PP-OCRv4 mobile = v5 mobile).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+import paddle.nn as nn
+
+from ..ocr.ppocr_backbones import PPHGNetV2_B4, PPLCNetV3
+from ..ocr.ppocr_models import _construct, _section
+from .backbones import ResNet_vd
+from .heads import DBHead, PFHeadLocal
+from .necks import DBFPN, LKPAN, RSEFPN
+
+DET_BACKBONES = {"pplcnetv3": PPLCNetV3, "pphgnetv2_b4": PPHGNetV2_B4, "resnet_vd": ResNet_vd}
+DET_NECKS = {"dbfpn": DBFPN, "rsefpn": RSEFPN, "lkpan": LKPAN}
+DET_HEADS = {"dbhead": DBHead, "pfheadlocal": PFHeadLocal}
+
+
+class PPOCRDetModel(nn.Layer):
+    """backbone -> neck -> head with PaddleOCR's sub-layer names (``backbone.``, ``neck.``, ``head.``).
+
+    forward(x [B, 3, H, W], H and W multiples of 32) -> dict: eval ``{"maps": P [B, 1, H, W]}``
+    (text probability); train ``{"maps": [B, 3, H, W]}`` (probability, threshold, binary)."""
+
+    def __init__(self, backbone: nn.Layer, neck: nn.Layer, head: nn.Layer):
+        super().__init__()
+        self.backbone, self.neck, self.head = backbone, neck, head
+
+    def forward(self, x, targets=None):
+        return self.head(self.neck(self.backbone(x)), targets)
+
+
+def build_ppocr_det_model(arch_cfg: Any, in_channels: int = 3) -> PPOCRDetModel:
+    """Build a PaddleOCR DB detector from an ``Architecture`` section (see module docstring)."""
+    arch = asdict(arch_cfg) if is_dataclass(arch_cfg) else dict(arch_cfg or {})
+    unknown = sorted(set(arch) - {"model_type", "algorithm", "Transform", "Backbone", "Neck", "Head"})
+    if unknown:
+        raise ValueError(f"Architecture: unknown keys {unknown}")
+    if arch.get("Transform"):
+        raise ValueError("Architecture.Transform: must be empty for DB detection")
+    if str(arch.get("algorithm", "DB")) != "DB":
+        raise ValueError(f"Architecture.algorithm: only DB is implemented, got {arch['algorithm']!r}")
+    for part in ("Backbone", "Neck", "Head"):
+        if not arch.get(part):
+            raise ValueError(f"Architecture.{part}: missing (DB needs a backbone, a neck and a head)")
+    backbone = _construct(DET_BACKBONES, "Backbone", _section(arch["Backbone"], "Backbone"), in_channels=in_channels)
+    if not isinstance(backbone.out_channels, list):
+        raise ValueError("Architecture.Backbone: set det: true (a detection backbone returns 4 feature maps)")
+    neck = _construct(DET_NECKS, "Neck", _section(arch["Neck"], "Neck"), in_channels=backbone.out_channels)
+    head = _construct(DET_HEADS, "Head", _section(arch["Head"], "Head"), in_channels=neck.out_channels)
+    return PPOCRDetModel(backbone, neck, head)
+
+
+# PaddleOCR's published det architectures (configs/det/...: Architecture sections).
+PPOCR_MOBILE_DET_ARCH = {
+    "model_type": "det", "algorithm": "DB",
+    "Backbone": {"name": "PPLCNetV3", "scale": 0.75, "det": True},
+    "Neck": {"name": "RSEFPN", "out_channels": 96, "shortcut": True},
+    "Head": {"name": "DBHead", "k": 50, "fix_nan": True},
+}
+PPOCR_SERVER_DET_ARCH = {
+    "model_type": "det", "algorithm": "DB",
+    "Backbone": {"name": "PPHGNetV2_B4", "det": True},
+    "Neck": {"name": "LKPAN", "out_channels": 256, "intracl": True},
+    "Head": {"name": "PFHeadLocal", "k": 50, "mode": "large"},
+}
+PPOCR_R18_DB_ARCH = {
+    "model_type": "det", "algorithm": "DB",
+    "Backbone": {"name": "ResNet_vd", "layers": 18, "disable_se": True},
+    "Neck": {"name": "DBFPN", "out_channels": 256},
+    "Head": {"name": "DBHead", "k": 50},
+}
+PPOCR_R50_DB_ARCH = {**PPOCR_R18_DB_ARCH, "Backbone": {"name": "ResNet_vd", "layers": 50}}
+PPOCR_DET_PRESETS = {
+    "PP-OCRv5_mobile_det": PPOCR_MOBILE_DET_ARCH,
+    "PP-OCRv4_mobile_det": PPOCR_MOBILE_DET_ARCH,
+    "PP-OCRv5_server_det": PPOCR_SERVER_DET_ARCH,
+    "ch_det_res18_db_v2.0": PPOCR_R18_DB_ARCH,
+    "det_r50_vd_db": PPOCR_R50_DB_ARCH,
+}
