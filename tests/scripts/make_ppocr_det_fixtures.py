@@ -101,6 +101,186 @@ def models(src: Path):
         print(preset, len(sd), "tensors")
 
 
+# ------------------------------------------------------------------ pieces
+# Inputs are rebuilt by the tests from these functions (numpy/cv2 only), outputs come from PaddleOCR.
+def loss_inputs(seed=0, shape=(2, 32, 32)):
+    """(maps [B, 3, H, W] in (0, 1), labels [None, threshold_map, threshold_mask, shrink_map, shrink_mask])."""
+    rng = np.random.RandomState(seed)
+    maps = rng.uniform(0.02, 0.98, (shape[0], 3) + shape[1:])
+    shrink = (rng.uniform(size=shape) < 0.15).astype("float64")
+    labels = [None, rng.uniform(0.3, 0.7, shape), (rng.uniform(size=shape) < 0.4).astype("float64"), shrink,
+              (rng.uniform(size=shape) < 0.9).astype("float64")]
+    return maps, labels
+
+
+LOSS_CASES = [  # (name, DBLoss kwargs, with cbn_maps)
+    ("dice_ohem3", dict(balance_loss=True, main_loss_type="DiceLoss", alpha=5, beta=10, ohem_ratio=3), False),
+    ("bce_ohem3", dict(balance_loss=True, main_loss_type="BCELoss", alpha=5, beta=10, ohem_ratio=3), False),
+    ("bce_ohem1_cbn", dict(balance_loss=True, main_loss_type="BCELoss", alpha=1, beta=2, ohem_ratio=1), True),
+    ("dice_unbalanced", dict(balance_loss=False, main_loss_type="DiceLoss", alpha=2, beta=3), False),
+]
+
+
+def map_polygons():
+    """(h, w, polys, ignore_tags): quads, rotated, curved, tiny, ###, partly outside, counter-clockwise."""
+    polys = [
+        [[4, 4], [60, 4], [60, 20], [4, 20]],
+        [[70, 30], [118, 22], [121, 40], [73, 48]],
+        [[10, 40], [25, 34], [40, 32], [55, 34], [55, 46], [40, 44], [25, 46], [10, 52]],
+        [[90, 4], [95, 4], [95, 9], [90, 9]],
+        [[5, 60], [40, 60], [40, 75], [5, 75]],
+        [[100, 55], [140, 55], [140, 70], [100, 70]],
+        [[60, 60], [60, 76], [90, 76], [90, 60]],
+    ]
+    ignore = [False, False, False, False, True, False, False]
+    return 80, 128, [np.array(p, dtype="float32") for p in polys], ignore
+
+
+def map_fingerprint(a):
+    a = np.asarray(a, dtype="float64")
+    return {"rowsum": a.sum(1).tolist(), "colsum": a.sum(0).tolist(), "rowsumsq": (a ** 2).sum(1).tolist()}
+
+
+def crop_inputs():
+    rng = np.random.RandomState(3)
+    img = rng.randint(0, 256, (120, 200, 3)).astype("uint8")
+    polys = [np.array(p, dtype="float32") for p in (
+        [[10, 10], [60, 10], [60, 30], [10, 30]], [[80, 50], [150, 45], [152, 65], [82, 70]],
+        [[20, 90], [70, 90], [70, 110], [20, 110]], [[160, 95], [190, 95], [190, 112], [160, 112]])]
+    return img, polys, [False, False, True, False], ["a", "b", "###", "d"]
+
+
+CROP_CASES = [(seed, dict(size=[96, 64], max_tries=10, min_crop_side_ratio=0.1, keep_ratio=keep))
+              for seed in range(6) for keep in (True, False)]
+RESIZE_CASES = [  # (h, w, kwargs)
+    (30, 20, {}), (500, 300, {}), (500, 300, dict(limit_side_len=960, limit_type="max")),
+    (1500, 700, dict(limit_side_len=960, limit_type="max")), (47, 333, dict(limit_side_len=64, limit_type="min")),
+    (400, 250, dict(limit_side_len=320, limit_type="resize_long")), (100, 77, dict(image_shape=[64, 96])),
+    (100, 77, dict(image_shape=[64, 96], keep_ratio=True)), (10, 12, dict(limit_side_len=32, limit_type="max")),
+]
+
+
+def resize_image(h, w):
+    return (np.arange(h * w * 3).reshape(h, w, 3) % 251).astype("uint8")
+
+
+def postprocess_map(seed=5, h=96, w=128):
+    """A float32 probability map with rotated boxes, a curved band, touching boxes and noise."""
+    rng = np.random.RandomState(seed)
+    import cv2
+    m = np.zeros((h, w), dtype="float32")
+    cv2.fillPoly(m, [np.array([[8, 8], [60, 6], [61, 20], [9, 22]], "int32")], 0.9)
+    cv2.fillPoly(m, [np.array([[70, 30], [120, 40], [116, 54], [66, 44]], "int32")], 0.8)
+    cv2.fillPoly(m, [np.array([[10, 60], [30, 52], [50, 50], [70, 52], [70, 60], [50, 58], [30, 60], [10, 70]],
+                              "int32")], 0.75)
+    cv2.fillPoly(m, [np.array([[90, 70], [96, 70], [96, 73], [90, 73]], "int32")], 0.95)  # too thin
+    cv2.fillPoly(m, [np.array([[80, 80], [120, 80], [120, 92], [80, 92]], "int32")], 0.5)  # weak
+    m = np.clip(m + rng.uniform(0, 0.2, m.shape).astype("float32"), 0, 1)
+    return m[None, None]
+
+
+POST_CASES = [
+    ("quad_fast", dict(thresh=0.3, box_thresh=0.6, max_candidates=1000, unclip_ratio=1.5)),
+    ("quad_slow", dict(thresh=0.3, box_thresh=0.6, unclip_ratio=1.5, score_mode="slow")),
+    ("poly", dict(thresh=0.3, box_thresh=0.6, unclip_ratio=1.5, box_type="poly")),
+    ("quad_dilation_lowbox", dict(thresh=0.35, box_thresh=0.5, unclip_ratio=2.0, use_dilation=True)),
+    ("quad_max2", dict(thresh=0.3, box_thresh=0.3, max_candidates=2, unclip_ratio=1.5)),
+]
+POST_SHAPE = [[192, 256, 0.5, 0.5]]
+
+
+def metric_cases():
+    """Images of (gt polys, gt ignore, det polys): exact, shifted, ###-covered, invalid (bow-tie), empty."""
+    sq = lambda x, y, w, h: [[x, y], [x + w, y], [x + w, y + h], [x, y + h]]  # noqa: E731
+    return [
+        ([sq(0, 0, 10, 10), sq(20, 0, 10, 10)], [False, False], [sq(1, 1, 10, 10), sq(50, 50, 5, 5)]),
+        ([sq(0, 0, 10, 10), sq(20, 0, 10, 10)], [False, True], [sq(0, 0, 10, 10), sq(21, 1, 8, 8), sq(5, 5, 10, 10)]),
+        ([sq(0, 0, 10, 4)], [False], [[[0, 0], [10, 4], [10, 0], [0, 4]], sq(3, 0, 10, 4)]),
+        ([], [], [sq(0, 0, 3, 3)]),
+        ([sq(0, 0, 10, 10)], [True], []),
+        ([sq(0, 0, 10, 10), sq(0, 0, 10, 10)], [False, False], [sq(0, 0, 10, 10)]),
+    ]
+
+
+def _load(src: Path, rel: str):
+    """Import one PaddleOCR file by path (ppocr.data's package __init__ needs scikit-image)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ppocr_" + Path(rel).stem, src / rel)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pieces(src: Path):
+    import paddle
+    paddle.set_default_dtype("float64")
+    MakeBorderMap = _load(src, "ppocr/data/imaug/make_border_map.py").MakeBorderMap
+    MakeShrinkMap = _load(src, "ppocr/data/imaug/make_shrink_map.py").MakeShrinkMap
+    DetResizeForTest = _load(src, "ppocr/data/imaug/operators.py").DetResizeForTest
+    crop_module = _load(src, "ppocr/data/imaug/random_crop_data.py")
+    # its int(np.random.choice(axis, size=1)) is a TypeError under numpy >= 2: give that module an int()
+    # that takes one-element arrays, as numpy 1.x did (same value, same random stream)
+    crop_module.int = lambda v: __builtins__["int"](np.asarray(v).reshape(-1)[0]) if isinstance(
+        __builtins__, dict) else __builtins__.int(np.asarray(v).reshape(-1)[0])
+    EastRandomCropData = crop_module.EastRandomCropData
+    DetectionIoUEvaluator = _load(src, "ppocr/metrics/eval_det_iou.py").DetectionIoUEvaluator
+    DBPostProcess = _load(src, "ppocr/postprocess/db_postprocess.py").DBPostProcess
+    from ppocr.losses.det_db_loss import DBLoss
+    out = {}
+    maps, labels = loss_inputs()
+    out["loss"] = {}
+    for name, kw, cbn in LOSS_CASES:
+        pred = {"maps": paddle.to_tensor(maps)}
+        if cbn:
+            pred.update(distance_maps=pred["maps"][:, :1], cbn_maps=pred["maps"][:, 2:3])
+        got = DBLoss(**kw)(pred, [None] + [paddle.to_tensor(x) for x in labels[1:]])
+        out["loss"][name] = {k: float(v.numpy().reshape(-1)[0]) for k, v in got.items()}
+    h, w, polys, ignore = map_polygons()
+    img = np.zeros((h, w, 3), "uint8")
+    data = MakeBorderMap(shrink_ratio=0.4, thresh_min=0.3, thresh_max=0.7)(
+        {"image": img, "polys": [p.copy() for p in polys], "ignore_tags": list(ignore)})
+    out["border_map"] = {"threshold_map": map_fingerprint(data["threshold_map"]),
+                         "threshold_mask": map_fingerprint(data["threshold_mask"])}
+    data = MakeShrinkMap(shrink_ratio=0.4, min_text_size=8)(
+        {"image": img, "polys": [p.copy() for p in polys], "ignore_tags": list(ignore)})
+    out["shrink_map"] = {"shrink_map": map_fingerprint(data["shrink_map"]),
+                         "shrink_mask": map_fingerprint(data["shrink_mask"]), "ignore_tags": list(map(bool, data["ignore_tags"]))}
+    img, cpolys, cignore, ctexts = crop_inputs()
+    out["crop"] = []
+    for seed, kw in CROP_CASES:
+        np.random.seed(seed)
+        d = EastRandomCropData(**kw)({"image": img.copy(), "polys": np.array(cpolys), "ignore_tags": list(cignore),
+                                      "texts": list(ctexts)})
+        out["crop"].append({"image_sum": int(d["image"].astype("int64").sum()), "image_shape": list(d["image"].shape),
+                            "image_rowsum": d["image"].astype("int64").sum((1, 2)).tolist(),
+                            "polys": np.asarray(d["polys"]).tolist(), "ignore_tags": list(d["ignore_tags"]),
+                            "texts": list(d["texts"])})
+    out["resize"] = []
+    for rh, rw, kw in RESIZE_CASES:
+        d = DetResizeForTest(**kw)({"image": resize_image(rh, rw)})
+        out["resize"].append({"image_shape": list(d["image"].shape), "shape": d["shape"].tolist(),
+                              "image_sum": int(d["image"].astype("int64").sum())})
+    out["postprocess"] = {}
+    pmap = postprocess_map()
+    for name, kw in POST_CASES:
+        post = DBPostProcess(**kw)
+        pts = [np.asarray(b).tolist() for b in post({"maps": pmap}, POST_SHAPE)[0]["points"]]
+        # its __call__ returns only the points: the scores come from the same method it calls
+        mask = pmap[0, 0] > post.thresh
+        if post.dilation_kernel is not None:
+            import cv2
+            mask = cv2.dilate(mask.astype(np.uint8), post.dilation_kernel)
+        find = post.polygons_from_bitmap if post.box_type == "poly" else post.boxes_from_bitmap
+        _, scores = find(pmap[0, 0], mask, POST_SHAPE[0][1], POST_SHAPE[0][0])
+        out["postprocess"][name] = {"points": pts, "scores": [float(x) for x in scores]}
+    ev = DetectionIoUEvaluator()
+    per = [ev.evaluate_image([{"points": g, "text": "", "ignore": i} for g, i in zip(gts, ign)],
+                             [{"points": d, "text": ""} for d in dets]) for gts, ign, dets in metric_cases()]
+    out["metric"] = {"per_image": per, "combined": ev.combine_results(per)}
+    (OUT / "pieces.json").write_text(json.dumps(out) + "\n", encoding="utf-8")
+    print("pieces:", {k: len(v) for k, v in out.items()})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ppocr-src", required=True, type=Path, help="PaddleOCR checkout (scratch copy)")
@@ -112,7 +292,7 @@ def main():
     if args.only in (None, "models"):
         models(src)
     if args.only in (None, "pieces"):
-        pieces()
+        pieces(src)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,114 @@
+"""DB image transforms with PaddleOCR's semantics: ``EastRandomCropData`` (train) and
+``DetResizeForTest`` (eval / predict).
+
+* ``east_random_crop``: picks a crop whose borders do not cut any cared text box (rows/columns
+  covered by a box are excluded; with several free gaps, two gaps are drawn and one position in
+  each), at least ``min_crop_side_ratio`` of each side and touching at least one cared polygon,
+  within ``max_tries`` (else the whole image); scales it to fit ``size`` = (W, H) keeping the ratio
+  and pads bottom/right with 0 (``keep_ratio``), or stretches it. Polygons are shifted and scaled;
+  polygons wholly outside the crop are dropped. Random draws go through ``rng``
+  (``np.random.RandomState``) in PaddleOCR's order, so a seed gives PaddleOCR's crop.
+* ``det_resize_for_test``: ``limit_type`` 'min' (scale up so the short side >= ``limit_side_len``),
+  'max' (scale down so the long side <= it) or 'resize_long' (long side = it); each side is then
+  rounded to a multiple of 32 (at least 32). Images with H + W < 64 are first zero-padded to 32 x 32.
+  ``image_shape`` (H, W) resizes to a fixed shape instead (``keep_ratio``: W from the ratio, ceil to
+  32). Returns (image, [src_h, src_w, ratio_h, ratio_w]).
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Sequence, Tuple
+
+import cv2
+import numpy as np
+
+
+def _outside(poly, x, y, w, h) -> bool:
+    poly = np.asarray(poly)
+    return bool(poly[:, 0].max() < x or poly[:, 0].min() > x + w or poly[:, 1].max() < y or poly[:, 1].min() > y + h)
+
+
+def _free_runs(free: np.ndarray) -> List[np.ndarray]:
+    """Runs of consecutive indices (the last run is dropped, as PaddleOCR's split_regions)."""
+    breaks = np.nonzero(np.diff(free) != 1)[0] + 1
+    starts = np.concatenate([[0], breaks])
+    return [free[a:b] for a, b in zip(starts[:-1], breaks)]
+
+
+def crop_area(h: int, w: int, polys: Sequence[np.ndarray], min_crop_side_ratio: float, max_tries: int,
+              rng: np.random.RandomState) -> Tuple[int, int, int, int]:
+    """(x, y, crop_w, crop_h) of a crop that does not cut the given polygons (see module docstring)."""
+    covered = [np.zeros(h, dtype=np.int32), np.zeros(w, dtype=np.int32)]
+    for points in polys:
+        points = np.round(points, decimals=0).astype(np.int32)
+        covered[1][points[:, 0].min():points[:, 0].max()] = 1
+        covered[0][points[:, 1].min():points[:, 1].max()] = 1
+    h_free, w_free = (np.where(c == 0)[0] for c in covered)
+    if len(h_free) == 0 or len(w_free) == 0:
+        return 0, 0, w, h
+    h_runs, w_runs = _free_runs(h_free), _free_runs(w_free)
+
+    def pick(free, runs, size):
+        if len(runs) > 1:
+            values = [int(rng.choice(runs[i], size=1)[0]) for i in rng.choice(len(runs), 2)]
+            return min(values), max(values)
+        pair = rng.choice(free, size=2)
+        return int(np.clip(pair.min(), 0, size - 1)), int(np.clip(pair.max(), 0, size - 1))
+
+    for _ in range(max_tries):
+        xmin, xmax = pick(w_free, w_runs, w)
+        ymin, ymax = pick(h_free, h_runs, h)
+        if xmax - xmin < min_crop_side_ratio * w or ymax - ymin < min_crop_side_ratio * h:
+            continue
+        if any(not _outside(p, xmin, ymin, xmax - xmin, ymax - ymin) for p in polys):
+            return xmin, ymin, xmax - xmin, ymax - ymin
+    return 0, 0, w, h
+
+
+def east_random_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: Sequence[bool],
+                     texts: Sequence[str], size: Sequence[int] = (640, 640), max_tries: int = 10,
+                     min_crop_side_ratio: float = 0.1, keep_ratio: bool = True,
+                     rng: np.random.RandomState | None = None):
+    """-> (image, polys [N, K, 2] float64, ignore_tags, texts); see module docstring."""
+    rng = np.random.RandomState() if rng is None else rng
+    cared = [p for p, tag in zip(polys, ignore_tags) if not tag]
+    x, y, cw, ch = crop_area(img.shape[0], img.shape[1], cared, min_crop_side_ratio, max_tries, rng)
+    scale = min(size[0] / cw, size[1] / ch)
+    h, w = int(ch * scale), int(cw * scale)
+    patch = img[y:y + ch, x:x + cw]
+    if keep_ratio:
+        out = np.zeros((size[1], size[0], img.shape[2]), img.dtype)
+        out[:h, :w] = cv2.resize(patch, (w, h))
+    else:
+        out = cv2.resize(patch, tuple(size))
+    kept = [((np.asarray(p) - (x, y)) * scale, tag, t) for p, tag, t in zip(polys, ignore_tags, texts)]
+    kept = [(p.tolist(), tag, t) for p, tag, t in kept if not _outside(p, 0, 0, w, h)]
+    return out, np.array([k[0] for k in kept]), [k[1] for k in kept], [k[2] for k in kept]
+
+
+def det_resize_for_test(img: np.ndarray, limit_side_len: int = 736, limit_type: str = "min",
+                        image_shape: Sequence[int] | None = None, keep_ratio: bool = False
+                        ) -> Tuple[np.ndarray, np.ndarray]:
+    src_h, src_w = img.shape[:2]
+    if src_h + src_w < 64:
+        pad = np.zeros((max(32, src_h), max(32, src_w), img.shape[2]), np.uint8)
+        pad[:src_h, :src_w] = img
+        img = pad
+    h, w = img.shape[:2]
+    if image_shape is not None:
+        rh, rw = image_shape
+        if keep_ratio:
+            rw = math.ceil(w * rh / h / 32) * 32
+    else:
+        if limit_type == "max":
+            ratio = limit_side_len / max(h, w) if max(h, w) > limit_side_len else 1.0
+        elif limit_type == "min":
+            ratio = limit_side_len / min(h, w) if min(h, w) < limit_side_len else 1.0
+        elif limit_type == "resize_long":
+            ratio = limit_side_len / max(h, w)
+        else:
+            raise ValueError(f"DetResizeForTest.limit_type: {limit_type!r} is not one of min, max, resize_long")
+        rh = max(int(round(int(h * ratio) / 32) * 32), 32)
+        rw = max(int(round(int(w * ratio) / 32) * 32), 32)
+    img = cv2.resize(img, (int(rw), int(rh)))
+    return img, np.array([src_h, src_w, rh / float(h), rw / float(w)])
