@@ -69,7 +69,7 @@ def east_random_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: 
                      texts: Sequence[str], size: Sequence[int] = (640, 640), max_tries: int = 10,
                      min_crop_side_ratio: float = 0.1, keep_ratio: bool = True,
                      rng: np.random.RandomState | None = None):
-    """-> (image, polys [N, K, 2] float64, ignore_tags, texts); see module docstring."""
+    """-> (image, polys (list of [K, 2] float64 arrays), ignore_tags, texts); see module docstring."""
     rng = np.random.RandomState() if rng is None else rng
     cared = [p for p, tag in zip(polys, ignore_tags) if not tag]
     x, y, cw, ch = crop_area(img.shape[0], img.shape[1], cared, min_crop_side_ratio, max_tries, rng)
@@ -82,8 +82,8 @@ def east_random_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: 
     else:
         out = cv2.resize(patch, tuple(size))
     kept = [((np.asarray(p) - (x, y)) * scale, tag, t) for p, tag, t in zip(polys, ignore_tags, texts)]
-    kept = [(p.tolist(), tag, t) for p, tag, t in kept if not _outside(p, 0, 0, w, h)]
-    return out, np.array([k[0] for k in kept]), [k[1] for k in kept], [k[2] for k in kept]
+    kept = [k for k in kept if not _outside(k[0], 0, 0, w, h)]
+    return out, [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
 
 
 def det_resize_for_test(img: np.ndarray, limit_side_len: int = 736, limit_type: str = "min",
