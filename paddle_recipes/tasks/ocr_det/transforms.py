@@ -112,3 +112,80 @@ def det_resize_for_test(img: np.ndarray, limit_side_len: int = 736, limit_type: 
         rw = max(int(round(int(w * ratio) / 32) * 32), 32)
     img = cv2.resize(img, (int(rw), int(rh)))
     return img, np.array([src_h, src_w, rh / float(h), rw / float(w)])
+
+
+# ------------------------------------------------------------------ train / eval sample pipelines
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
+
+
+def normalize_chw(img: np.ndarray) -> np.ndarray:
+    """uint8 HWC (BGR, as decoded; PaddleOCR's det NormalizeImage applies the ImageNet mean/std to the
+    channels in that order) -> float32 CHW: (x / 255 - mean) / std."""
+    return ((img.astype(np.float32) / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1)
+
+
+def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.RandomState,
+                  flip_prob: float = 0.5, max_rotate: float = 10.0, scale: Tuple[float, float] = (0.5, 3.0)):
+    """PaddleOCR's default IaaAugment (Fliplr p, Affine rotate +-max_rotate deg, Resize scale range) done
+    with OpenCV: horizontal flip, rotation about the centre (same canvas, black corners), resize; the
+    polygons follow. -> (image, polys)."""
+    h, w = img.shape[:2]
+    polys = [np.asarray(p, np.float64).copy() for p in polys]
+    if rng.uniform() < flip_prob:
+        img = img[:, ::-1].copy()
+        for p in polys:
+            p[:, 0] = w - p[:, 0]
+    if max_rotate:
+        m = cv2.getRotationMatrix2D((w / 2.0, h / 2.0), float(rng.uniform(-max_rotate, max_rotate)), 1.0)
+        img = cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_LINEAR, borderValue=0)
+        polys = [p @ m[:, :2].T + m[:, 2] for p in polys]
+    s = float(rng.uniform(*scale))
+    nw, nh = max(1, int(round(w * s))), max(1, int(round(h * s)))
+    img = cv2.resize(img, (nw, nh))
+    polys = [p * (nw / w, nh / h) for p in polys]
+    return img, polys
+
+
+class DBTrainTransform:
+    """Raw sample (dataset.py) -> DB training arrays, PaddleOCR's default det train pipeline:
+    random_affine -> east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio) -> make_border_map
+    -> make_shrink_map -> normalize_chw. Random draws come from numpy's global state (per-sample seeds
+    under reproducible.SeededDataset). ``augment``: False skips random_affine."""
+
+    def __init__(self, size: Sequence[int] = (640, 640), max_tries: int = 50, keep_ratio: bool = True,
+                 shrink_ratio: float = 0.4, min_text_size: int = 8, thresh_min: float = 0.3, thresh_max: float = 0.7,
+                 augment: bool = True, max_rotate: float = 10.0, scale: Sequence[float] = (0.5, 3.0)):
+        self.size, self.max_tries, self.keep_ratio, self.augment = list(size), max_tries, keep_ratio, augment
+        self.shrink_ratio, self.min_text_size = shrink_ratio, min_text_size
+        self.thresh_min, self.thresh_max = thresh_min, thresh_max
+        self.max_rotate, self.scale = max_rotate, tuple(scale)
+
+    def __call__(self, sample: dict) -> dict:
+        from .label_maps import make_border_map, make_shrink_map
+
+        rng = np.random.RandomState(np.random.randint(2 ** 31 - 1))
+        img, polys = sample["image"], sample["polys"]
+        if self.augment:
+            img, polys = random_affine(img, polys, rng, max_rotate=self.max_rotate, scale=self.scale)
+        img, polys, tags, _ = east_random_crop(img, polys, sample["ignore_tags"], sample["texts"], self.size,
+                                               self.max_tries, keep_ratio=self.keep_ratio, rng=rng)
+        h, w = img.shape[:2]
+        tmap, tmask = make_border_map(h, w, polys, tags, self.shrink_ratio, self.thresh_min, self.thresh_max)
+        smap, smask, _ = make_shrink_map(h, w, polys, tags, self.shrink_ratio, self.min_text_size)
+        return {"image": normalize_chw(img), "threshold_map": tmap, "threshold_mask": tmask,
+                "shrink_map": smap, "shrink_mask": smask}
+
+
+class DBEvalTransform:
+    """Raw sample -> {"image" CHW float32, "shape" [src_h, src_w, ratio_h, ratio_w], "polys", "ignore_tags"}
+    with det_resize_for_test(``limit_side_len``, ``limit_type``) (PaddleOCR's eval pipeline)."""
+
+    def __init__(self, limit_side_len: int = 736, limit_type: str = "min"):
+        self.limit_side_len, self.limit_type = limit_side_len, limit_type
+
+    def __call__(self, sample: dict) -> dict:
+        img, shape = det_resize_for_test(sample["image"], self.limit_side_len, self.limit_type)
+        return {"image": normalize_chw(img), "shape": shape.astype(np.float32),
+                "polys": [np.asarray(p, np.float32) for p in sample["polys"]],
+                "ignore_tags": list(sample["ignore_tags"])}

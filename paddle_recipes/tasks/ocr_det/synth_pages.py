@@ -1,0 +1,280 @@
+"""Synthetic pages for text detection: several Chinese text lines per image, each with a polygon label,
+plus every line's crop and transcription for the recognizer (no download).
+
+Lines come from the rec generator's ``LineRenderer`` (``tasks/ocr/synth.py``): its fonts, text sampler and
+the project's train/eval font split (data split ``heldout`` renders only with the eval fonts, every other
+split only with the train fonts). Per page: a background (``backgrounds.py``: flat, gradient, paper,
+noise), distractors that are not text (lines, boxes, circles, scribbles, dots), then ``lines`` text lines
+of random size, angle and letter spacing, some curved (the rec renderer's curvature) or vertical
+(characters stacked top to bottom), placed without overlapping; then mild blur/noise and JPEG.
+
+Labels: straight lines get the 4-point box of their ink (in the line's own frame, rotated with it);
+curved lines (bent along a sine, ``bend``) get a 2 x (``curve_points`` + 1)-point polygon: that box's top
+and bottom edges bent the same way.
+Crops are perspective crops of the line's min-area rectangle (``crop_rotated``), resized to
+``crop_height``; vertical lines are not written as crops (the recognizer reads horizontal lines).
+
+Page ``i`` of a split is drawn from its own seed (seed, split, i): identical output for any worker count.
+
+Writes::
+
+    <out>/<split>/images/00000000.jpg
+    <out>/<split>/label.txt        # PaddleOCR det: images/00000000.jpg<TAB>[{"transcription", "points"}, ...]
+    <out>/<split>/crops/00000000_00.jpg
+    <out>/<split>/crop_label.txt   # PaddleOCR rec: crops/00000000_00.jpg<TAB>text
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+import cv2
+import numpy as np
+from PIL import Image, ImageDraw
+from shapely.geometry import Polygon
+
+from ..ocr.backgrounds import make_background, pick_colors
+from ..ocr.synth import SPLIT_IDS, LineRenderer, SynthConfig, font_side
+
+
+@dataclass
+class PageSynthConfig:
+    """Page generator settings (sizes in px, angles in degrees).
+
+    width / height: page size (default 320 x 320). lines: (min, max) text lines per page (3, 8).
+    min_len / max_len: characters per line (2, 12). font_size: (min, max) px (14, 36).
+    max_angle: lines are rotated uniformly in +-max_angle (10). vertical_prob: share of vertical lines (0.1).
+    curve_prob: share of horizontal lines bent along a sine of amplitude 0.15-0.45 x font size (0.15);
+    curve_points: their polygon has 2 x (curve_points + 1) points (6). distractors: (min, max) non-text marks (1, 6).
+    crop_height: height of the rec crops (48). jpeg_quality: 90. seed: base seed. fonts: restrict to these
+    registered font names (empty = all).
+    """
+
+    width: int = 320
+    height: int = 320
+    lines: Tuple[int, int] = (3, 8)
+    min_len: int = 2
+    max_len: int = 12
+    font_size: Tuple[int, int] = (14, 36)
+    max_angle: float = 10.0
+    vertical_prob: float = 0.1
+    curve_prob: float = 0.15
+    curve_points: int = 6
+    distractors: Tuple[int, int] = (1, 6)
+    crop_height: int = 48
+    jpeg_quality: int = 90
+    seed: int = 0
+    fonts: Tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.lines, self.font_size, self.distractors = (tuple(int(v) for v in t) for t in
+                                                         (self.lines, self.font_size, self.distractors))
+        self.fonts = tuple(self.fonts)
+        if not 1 <= self.lines[0] <= self.lines[1]:
+            raise ValueError(f"PageSynthConfig.lines must be (min, max) with 1 <= min <= max, got {self.lines}")
+        if min(self.width, self.height) < 64:
+            raise ValueError(f"PageSynthConfig: pages need at least 64 x 64 px, got {self.width} x {self.height}")
+
+    def line_config(self) -> SynthConfig:
+        return SynthConfig(min_len=self.min_len, max_len=self.max_len, font_size=self.font_size, aug=True,
+                           seed=self.seed, fonts=self.fonts)
+
+
+@dataclass
+class PageLine:
+    points: np.ndarray  # [K, 2] float32 page pixels
+    text: str
+    vertical: bool
+    crop: np.ndarray | None  # RGB uint8 [crop_height, W, 3] (None for vertical lines)
+
+
+# ------------------------------------------------------------------ geometry
+def order_quad(pts: np.ndarray) -> np.ndarray:
+    """4 points -> (top-left, top-right, bottom-right, bottom-left) by x then y, as DB's mini box."""
+    pts = sorted(np.asarray(pts, np.float32).tolist(), key=lambda p: p[0])
+    left = (pts[0], pts[1]) if pts[1][1] > pts[0][1] else (pts[1], pts[0])
+    right = (pts[2], pts[3]) if pts[3][1] > pts[2][1] else (pts[3], pts[2])
+    return np.float32([left[0], right[0], right[1], left[1]])
+
+
+def crop_rotated(img: np.ndarray, points: np.ndarray, height: int | None = None) -> np.ndarray:
+    """Perspective crop of the min-area rectangle of ``points`` (any polygon), upright; optionally
+    resized to ``height`` keeping the aspect ratio."""
+    quad = order_quad(cv2.boxPoints(cv2.minAreaRect(np.asarray(points, np.float32))))
+    w = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
+    h = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
+    w, h = max(w, 1), max(h, 1)
+    m = cv2.getPerspectiveTransform(quad, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
+    out = cv2.warpPerspective(img, m, (w, h), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    if height:
+        out = cv2.resize(out, (max(1, int(round(w * height / h))), height), interpolation=cv2.INTER_AREA)
+    return out
+
+
+def ink_box(mask: np.ndarray, pad: float = 1.0) -> np.ndarray | None:
+    """4-point box around the ink of a line mask (float [h, w] in [0, 1]), ``pad`` px outside it."""
+    ink = mask > 0.35
+    cols, rows = np.nonzero(ink.any(0))[0], np.nonzero(ink.any(1))[0]
+    if len(cols) < 2 or len(rows) < 2:
+        return None
+    x0, x1, y0, y1 = cols[0] - pad, cols[-1] + 1 + pad, rows[0] - pad, rows[-1] + 1 + pad
+    return np.float32([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+
+
+def bend(mask: np.ndarray, box: np.ndarray, amp: float, cycles: float, phase: float, points: int):
+    """Curve a straight line: column x moves down by amp * sin(phase + 2 pi cycles x / w). Returns the
+    bent mask (taller by 2 amp) and its polygon: the box's top and bottom edges displaced the same way at
+    ``points`` + 1 x positions (top left to right, then bottom right to left)."""
+    h, w = mask.shape
+    pad = int(math.ceil(abs(amp))) + 1
+    shift = lambda x: amp * np.sin(phase + 2 * np.pi * cycles * x / max(w, 1))  # noqa: E731
+    map_x = np.tile(np.arange(w, dtype=np.float32), (h + 2 * pad, 1))
+    map_y = (np.arange(h + 2 * pad, dtype=np.float32)[:, None] - pad - shift(map_x[0])[None, :]).astype(np.float32)
+    bent = cv2.remap(mask, map_x, map_y, cv2.INTER_LINEAR, borderValue=0)
+    xs = np.linspace(box[0, 0], box[1, 0], points + 1)
+    top = np.stack([xs, box[0, 1] + pad + shift(xs)], 1)
+    bottom = np.stack([xs, box[2, 1] + pad + shift(xs)], 1)[::-1]
+    return bent, np.concatenate([top, bottom]).astype(np.float32)
+
+
+# ------------------------------------------------------------------ drawing
+def _vertical_mask(renderer: LineRenderer, text: str, k: int, size: int, rng) -> np.ndarray:
+    """Characters stacked top to bottom, centred in a column ('L' mask as float [h, w])."""
+    gap = size * rng.uniform(0.0, 0.25)
+    w = int(size * 1.5) + 4
+    h = int(len(text) * (size + gap) + size * 0.5) + 4
+    img = Image.new("L", (w, h), 0)
+    draw = ImageDraw.Draw(img)
+    y = 2 + size * 0.2
+    for ch in text:
+        font = renderer._font(renderer.font_for_char(k, ch), size)
+        draw.text((w / 2, y), ch, font=font, fill=255, anchor="mt")
+        y += size + gap
+    return np.asarray(img, np.float32) / 255.0
+
+
+def _draw_distractors(img: np.ndarray, rng, n: int) -> None:
+    """Non-text marks in place: lines, rectangles, circles, scribbles, dot clouds."""
+    h, w = img.shape[:2]
+    for _ in range(n):
+        color = tuple(float(v) for v in rng.uniform(0, 200, 3))
+        kind, t = rng.integers(5), int(rng.integers(1, 4))
+        p = lambda: (int(rng.integers(w)), int(rng.integers(h)))  # noqa: E731
+        if kind == 0:
+            cv2.line(img, p(), p(), color, t, cv2.LINE_AA)
+        elif kind == 1:
+            cv2.rectangle(img, p(), p(), color, t)
+        elif kind == 2:
+            cv2.circle(img, p(), int(rng.integers(4, max(5, min(h, w) // 6))), color, t if rng.random() < 0.7 else -1)
+        elif kind == 3:
+            pts = np.cumsum(rng.normal(0, 8, (int(rng.integers(4, 12)), 2)), 0) + p()
+            cv2.polylines(img, [pts.astype(np.int32)], False, color, t, cv2.LINE_AA)
+        else:
+            for _ in range(int(rng.integers(10, 60))):
+                cv2.circle(img, p(), int(rng.integers(1, 3)), color, -1)
+
+
+def _place(mask: np.ndarray, poly: np.ndarray, angle: float, page_wh, placed: List[Polygon], rng,
+           tries: int = 20):
+    """Affine (rotation by ``angle`` + translation) putting the line inside the page without touching
+    the placed polygons; -> (2x3 matrix, page polygon) or None."""
+    h, w = mask.shape
+    pw, ph = page_wh
+    rot = cv2.getRotationMatrix2D((w / 2.0, h / 2.0), angle, 1.0)
+    corners = np.float32([[0, 0], [w, 0], [w, h], [0, h]]) @ rot[:, :2].T + rot[:, 2]
+    lo, hi = corners.min(0), corners.max(0)
+    if hi[0] - lo[0] > pw - 4 or hi[1] - lo[1] > ph - 4:
+        return None
+    for _ in range(tries):
+        dx = rng.uniform(2 - lo[0], pw - 2 - hi[0])
+        dy = rng.uniform(2 - lo[1], ph - 2 - hi[1])
+        m = rot.copy()
+        m[:, 2] += (dx, dy)
+        page_poly = poly @ m[:, :2].T + m[:, 2]
+        shape = Polygon(page_poly).buffer(3)
+        if all(not shape.intersects(q) for q in placed):
+            return m, page_poly.astype(np.float32)
+    return None
+
+
+def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Generator
+                ) -> Tuple[np.ndarray, List[PageLine]]:
+    """One page: (RGB uint8 [height, width, 3], its lines)."""
+    bg, fg, _ = pick_colors(rng)
+    page = make_background(rng, cfg.height, cfg.width, bg)
+    _draw_distractors(page, rng, int(rng.integers(cfg.distractors[0], cfg.distractors[1] + 1)))
+    placed: List[Polygon] = []
+    lines: List[Tuple[np.ndarray, str, bool]] = []
+    for _ in range(int(rng.integers(cfg.lines[0], cfg.lines[1] + 1))):
+        k = int(rng.integers(len(renderer.fonts)))
+        text = renderer.samplers[k].sample(rng, int(rng.integers(cfg.min_len, cfg.max_len + 1)))
+        size = int(rng.integers(cfg.font_size[0], cfg.font_size[1] + 1))
+        vertical = rng.random() < cfg.vertical_prob
+        if vertical:
+            text = text.replace(" ", "") or text
+            mask = _vertical_mask(renderer, text, k, size, rng)
+        else:
+            mask = np.asarray(renderer._text_mask(text, k, size, rng)[0], np.float32) / 255.0
+        poly = ink_box(mask)
+        if poly is None:
+            continue
+        if not vertical and rng.random() < cfg.curve_prob:
+            mask, poly = bend(mask, poly, rng.uniform(0.15, 0.45) * size * rng.choice([-1, 1]),
+                              rng.uniform(0.3, 0.8), rng.uniform(0, 2 * np.pi), cfg.curve_points)
+        spot = _place(mask, poly, float(rng.uniform(-cfg.max_angle, cfg.max_angle)), (cfg.width, cfg.height),
+                      placed, rng)
+        if spot is None:
+            continue
+        m, page_poly = spot
+        alpha = cv2.warpAffine(mask, m, (cfg.width, cfg.height), flags=cv2.INTER_LINEAR)[..., None]
+        ink = np.asarray(fg, np.float32) * rng.uniform(0.8, 1.1)
+        page = page * (1 - alpha) + np.clip(ink, 0, 255) * alpha
+        placed.append(Polygon(page_poly).buffer(0))
+        lines.append((page_poly, text, vertical))
+    if rng.random() < 0.3:
+        page = cv2.GaussianBlur(page, (0, 0), rng.uniform(0.3, 0.9))
+    if rng.random() < 0.3:
+        page = page + rng.normal(0, rng.uniform(2, 8), page.shape).astype(np.float32)
+    page = np.clip(page, 0, 255).astype(np.uint8)
+    out = [PageLine(p, t, v, None if v else crop_rotated(page, p, cfg.crop_height)) for p, t, v in lines]
+    return page, out
+
+
+# ------------------------------------------------------------------ writing a split
+def page_seed(seed: int, split: str, i: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([seed & 0xFFFFFFFF, SPLIT_IDS.get(split, 9), i, 0xDE7])
+
+
+def _jpeg(img_rgb: np.ndarray, quality: int) -> bytes:
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(img_rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:  # pragma: no cover - cv2 always encodes uint8 RGB
+        raise RuntimeError("JPEG encoding failed")
+    return buf.tobytes()
+
+
+def write_pages(out_dir: str | os.PathLike, split: str, num: int, cfg: PageSynthConfig, chars: Sequence[str]) -> Path:
+    """Render pages 0..num-1 of ``split`` into ``out_dir/split`` (layout in the module docstring)."""
+    root = Path(out_dir) / split
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    (root / "crops").mkdir(exist_ok=True)
+    renderer = LineRenderer(cfg.line_config(), list(chars), font_side(split))
+    det_lines, rec_lines = [], []
+    for i in range(num):
+        page, lines = render_page(renderer, cfg, np.random.default_rng(page_seed(cfg.seed, split, i)))
+        name = f"images/{i:08d}.jpg"
+        (root / name).write_bytes(_jpeg(page, cfg.jpeg_quality))
+        labels = [{"transcription": ln.text, "points": np.round(ln.points.astype(np.float64), 1).tolist()}
+                  for ln in lines]
+        det_lines.append(f"{name}\t{json.dumps(labels, ensure_ascii=False)}")
+        for j, ln in enumerate(lines):
+            if ln.crop is not None:
+                crop = f"crops/{i:08d}_{j:02d}.jpg"
+                (root / crop).write_bytes(_jpeg(ln.crop, 95))
+                rec_lines.append(f"{crop}\t{ln.text}")
+    (root / "label.txt").write_text("\n".join(det_lines) + "\n", encoding="utf-8")
+    (root / "crop_label.txt").write_text("\n".join(rec_lines) + "\n", encoding="utf-8")
+    return root
