@@ -94,6 +94,20 @@ def test_bad_architecture_is_one_clear_error():
         build_ppocr_det_model({**arch, "algorithm": "EAST"})
 
 
+@pytest.mark.parametrize("preset", ["PP-OCRv5_mobile_det", "PP-OCRv5_server_det"])
+def test_repeat_upsample_for_export_gives_identical_maps(preset):
+    from paddle_recipes.tasks.ocr_det.models import use_repeat_upsample
+
+    paddle.seed(1)
+    model = build_ppocr_det_model(PPOCR_DET_PRESETS[preset])
+    model.eval()
+    x = paddle.rand([1, 3, 64, 96])
+    with paddle.no_grad():
+        ref = model(x)["maps"].numpy()
+        assert use_repeat_upsample(model) == (2 if preset.endswith("server_det") else 1)  # neck (+ PFHeadLocal)
+        np.testing.assert_array_equal(model(x)["maps"].numpy(), ref)
+
+
 def test_det_forward_shapes_and_eval_train_contract():
     paddle.seed(0)
     model = build_ppocr_det_model(PPOCR_DET_PRESETS["PP-OCRv5_mobile_det"])

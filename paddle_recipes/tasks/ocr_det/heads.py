@@ -19,6 +19,8 @@ import paddle.nn.functional as F
 from paddle import ParamAttr
 from paddle.nn.initializer import Constant, KaimingUniform, Uniform
 
+from .necks import upsample_nearest
+
 
 def _bn_relu(c):
     return nn.BatchNorm(c, act="relu", param_attr=ParamAttr(initializer=Constant(1.0)),
@@ -102,6 +104,8 @@ class PFHeadLocal(DBHead):
     and refined maps, train puts the refined map first. ``mode``: 'large' (mid channels C/4) or
     'small' (C/8)."""
 
+    repeat_upsample = False  # see necks.upsample_nearest
+
     def __init__(self, in_channels: int, k: float = 50, mode: str = "small",
                  kernel_list: Sequence[int] = (3, 2, 2), fix_nan: bool = False):
         super().__init__(in_channels, k, kernel_list, fix_nan)
@@ -111,7 +115,7 @@ class PFHeadLocal(DBHead):
 
     def forward(self, x, targets=None):
         shrink_maps, f = self.binarize(x, return_f=True)
-        f = F.upsample(f, scale_factor=2, mode="nearest", align_mode=1)
+        f = upsample_nearest(f, 2, self.repeat_upsample)
         cbn_maps = F.sigmoid(self.cbn_layer(f, shrink_maps))
         if not self.training:
             return {"maps": 0.5 * (shrink_maps + cbn_maps)}

@@ -41,6 +41,29 @@ class PPOCRDetModel(nn.Layer):
         return self.head(self.neck(self.backbone(x)), targets)
 
 
+class DetInferenceModel(nn.Layer):
+    """What the det export holds: image [B, 3, H, W] -> probability map [B, 1, H, W] (PaddleOCR's det
+    inference output), with the export-friendly upsampling (use_repeat_upsample)."""
+
+    def __init__(self, det: PPOCRDetModel):
+        super().__init__()
+        self.det = det
+        self.det.eval()
+        self.switched = use_repeat_upsample(det)
+
+    def forward(self, x):
+        return self.det(x)["maps"]
+
+
+def use_repeat_upsample(model: nn.Layer, on: bool = True) -> int:
+    """Switch the nearest upsampling of every neck/head of ``model`` to row/column repetition (same values;
+    runs in Paddle Inference's oneDNN CPU executor, see necks.upsample_nearest). Returns the layers switched."""
+    layers = [m for m in model.sublayers(include_self=True) if hasattr(type(m), "repeat_upsample")]
+    for m in layers:
+        m.repeat_upsample = on
+    return len(layers)
+
+
 def build_ppocr_det_model(arch_cfg: Any, in_channels: int = 3) -> PPOCRDetModel:
     """Build a PaddleOCR DB detector from an ``Architecture`` section (see module docstring)."""
     arch = asdict(arch_cfg) if is_dataclass(arch_cfg) else dict(arch_cfg or {})

@@ -22,20 +22,31 @@ def _conv(cin, cout, k, stride=1, bias=False):
                      weight_attr=ParamAttr(initializer=KaimingUniform()), bias_attr=None if bias else False)
 
 
-def _up(x, factor):
+def upsample_nearest(x, factor: int, repeat: bool = False):
+    """Nearest-neighbour upsampling by an integer ``factor``: paddle's interpolation (as PaddleOCR), or
+    the same values by repeating rows and columns (``repeat``: for exported models, whose nearest_interp
+    with a scale attribute the oneDNN CPU executor of paddle 3.3 cannot run)."""
+    if repeat:
+        return x.repeat_interleave(factor, axis=2).repeat_interleave(factor, axis=3)
     return F.upsample(x, scale_factor=factor, mode="nearest", align_mode=1)
 
 
-def _top_down(ins):
-    """[in2, in3, in4, in5] -> [out2, out3, out4, in5]: each level plus the 2x upsampled level above."""
-    outs = [ins[3]]
-    for level in (2, 1, 0):
-        outs.insert(0, ins[level] + _up(outs[0], 2))
-    return outs
+class _Neck(nn.Layer):
+    """Top-down fusion and output concatenation shared by the necks. ``repeat_upsample``: see upsample_nearest."""
 
+    repeat_upsample = False
 
-def _fuse(p2, p3, p4, p5):
-    return paddle.concat([_up(p5, 8), _up(p4, 4), _up(p3, 2), p2], axis=1)
+    def _top_down(self, ins):
+        """[in2, in3, in4, in5] -> [out2, out3, out4, in5]: each level plus the 2x upsampled level above."""
+        outs = [ins[3]]
+        for level in (2, 1, 0):
+            outs.insert(0, ins[level] + upsample_nearest(outs[0], 2, self.repeat_upsample))
+        return outs
+
+    def _fuse(self, p2, p3, p4, p5):
+        r = self.repeat_upsample
+        return paddle.concat([upsample_nearest(p5, 8, r), upsample_nearest(p4, 4, r), upsample_nearest(p3, 2, r), p2],
+                             axis=1)
 
 
 class SEModule(nn.Layer):
@@ -90,7 +101,7 @@ class IntraCLBlock(nn.Layer):
         return x + F.relu(self.bn(self.conv1x1_return_channel(y)))
 
 
-class _IntraCL(nn.Layer):
+class _IntraCL(_Neck):
     """Mixin: ``incl1..4`` (one IntraCLBlock per level, reduce factor 2) when ``intracl``."""
 
     def _make_intracl(self, intracl):
@@ -103,7 +114,7 @@ class _IntraCL(nn.Layer):
         return [getattr(self, f"incl{i + 1}")(p) for i, p in enumerate(ps)] if self.intracl else ps
 
 
-class DBFPN(nn.Layer):
+class DBFPN(_Neck):
     """1x1 lateral convs ``in{2..5}_conv`` to ``out_channels``, top-down sum, 3x3 ``p{2..5}_conv`` to
     ``out_channels // 4``, upsample and concatenate. ``use_asf`` (DB++) is not implemented."""
 
@@ -119,8 +130,8 @@ class DBFPN(nn.Layer):
 
     def forward(self, x):
         ins = [getattr(self, f"in{i + 2}_conv")(c) for i, c in enumerate(x)]
-        outs = _top_down(ins)
-        return _fuse(*[getattr(self, f"p{i + 2}_conv")(o) for i, o in enumerate(outs)])
+        outs = self._top_down(ins)
+        return self._fuse(*[getattr(self, f"p{i + 2}_conv")(o) for i, o in enumerate(outs)])
 
 
 class RSEFPN(_IntraCL):
@@ -137,8 +148,8 @@ class RSEFPN(_IntraCL):
                                       for _ in in_channels])
 
     def forward(self, x):
-        outs = _top_down([conv(c) for conv, c in zip(self.ins_conv, x)])
-        return _fuse(*self._apply_intracl([conv(o) for conv, o in zip(self.inp_conv, outs)]))
+        outs = self._top_down([conv(c) for conv, c in zip(self.ins_conv, x)])
+        return self._fuse(*self._apply_intracl([conv(o) for conv, o in zip(self.inp_conv, outs)]))
 
 
 class DSConv(nn.Layer):
@@ -186,9 +197,9 @@ class LKPAN(_IntraCL):
         self._make_intracl(intracl)
 
     def forward(self, x):
-        outs = _top_down([conv(c) for conv, c in zip(self.ins_conv, x)])
+        outs = self._top_down([conv(c) for conv, c in zip(self.ins_conv, x)])
         f = [conv(o) for conv, o in zip(self.inp_conv, outs)]
         pan = [f[0]]
         for i in range(1, 4):
             pan.append(f[i] + self.pan_head_conv[i - 1](pan[-1]))
-        return _fuse(*self._apply_intracl([conv(p) for conv, p in zip(self.pan_lat_conv, pan)]))
+        return self._fuse(*self._apply_intracl([conv(p) for conv, p in zip(self.pan_lat_conv, pan)]))

@@ -209,11 +209,16 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
     _draw_distractors(page, rng, int(rng.integers(cfg.distractors[0], cfg.distractors[1] + 1)))
     placed: List[Polygon] = []
     lines: List[Tuple[np.ndarray, str, bool]] = []
-    for _ in range(int(rng.integers(cfg.lines[0], cfg.lines[1] + 1))):
+    wanted = int(rng.integers(cfg.lines[0], cfg.lines[1] + 1))
+    for attempt in range(wanted + 5):  # up to 5 extra tries when lines did not fit
+        if len(lines) >= wanted or (attempt >= wanted and lines):
+            break
         k = int(rng.integers(len(renderer.fonts)))
-        text = renderer.samplers[k].sample(rng, int(rng.integers(cfg.min_len, cfg.max_len + 1)))
         size = int(rng.integers(cfg.font_size[0], cfg.font_size[1] + 1))
         vertical = rng.random() < cfg.vertical_prob
+        room = int(0.85 * (cfg.height if vertical else cfg.width) / (1.25 * size))  # characters that fit
+        n = min(int(rng.integers(cfg.min_len, cfg.max_len + 1)), max(room, 1))
+        text = renderer.samplers[k].sample(rng, n)
         if vertical:
             text = text.replace(" ", "") or text
             mask = _vertical_mask(renderer, text, k, size, rng)
@@ -277,4 +282,22 @@ def write_pages(out_dir: str | os.PathLike, split: str, num: int, cfg: PageSynth
                 rec_lines.append(f"{crop}\t{ln.text}")
     (root / "label.txt").write_text("\n".join(det_lines) + "\n", encoding="utf-8")
     (root / "crop_label.txt").write_text("\n".join(rec_lines) + "\n", encoding="utf-8")
+    return root
+
+
+def ensure_pages(root: str | os.PathLike, splits: dict, cfg: PageSynthConfig, chars: Sequence[str]) -> Path:
+    """Render ``splits`` ({split: pages}) under ``root`` unless ``root/meta.json`` already records the same
+    settings (the cache); returns root."""
+    root = Path(root)
+    meta = {"generator": 1, "splits": splits, "config": {k: list(v) if isinstance(v, tuple) else v
+                                                          for k, v in vars(cfg).items()}, "chars": "".join(chars)}
+    meta_file = root / "meta.json"
+    try:
+        if json.loads(meta_file.read_text(encoding="utf-8")) == json.loads(json.dumps(meta)):
+            return root
+    except (OSError, ValueError):
+        pass
+    for split, n in splits.items():
+        write_pages(root, split, n, cfg, chars)
+    meta_file.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
     return root

@@ -1,0 +1,48 @@
+"""Predict mode of the det recipe: boxes of image files, PaddleOCR's infer_det.py result file and pictures.
+
+``predict_files(model, files, eval_tf, post, out_dir)`` writes ``out_dir/det_results.txt`` (one
+``path<TAB>[{"points": [[x, y], ...]}, ...]`` line per image, as PaddleOCR's tools/infer_det.py) and
+``out_dir/<name>`` (the image with the boxes drawn); unreadable images are skipped and listed.
+Returns [(path, boxes, scores)], the bad files as [(path, reason)].
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+import cv2
+import numpy as np
+
+from ..ocr.transforms import decode_image
+from .postprocess import DBPostProcess
+from .step import predict_maps
+from .transforms import DBEvalTransform
+
+
+def predict_files(model, files: Sequence[str], eval_tf: DBEvalTransform, post: DBPostProcess, out_dir: str | Path
+                  ) -> Tuple[List[tuple], List[Tuple[str, str]]]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results, bad, lines = [], [], []
+    model.eval()
+    for f in files:
+        try:
+            img = decode_image(Path(f).read_bytes())
+        except OSError as exc:
+            bad.append((f, f"unreadable: {exc.strerror}"))
+            continue
+        if img is None:
+            bad.append((f, "not a decodable image"))
+            continue
+        sample = eval_tf({"image": img, "polys": [], "ignore_tags": []})
+        prob = predict_maps(model, sample["image"][None], [sample["image"].shape[1:]])[0]
+        det = post(prob[None], [sample["shape"]])[0]
+        boxes = [np.asarray(b).tolist() for b in det["points"]]
+        results.append((f, boxes, [float(s) for s in det["scores"]]))
+        lines.append(f"{f}\t{json.dumps([{'points': b} for b in boxes])}\n")
+        for b in boxes:
+            cv2.polylines(img, [np.asarray(b, np.int32)], True, (0, 0, 255), 2)
+        cv2.imwrite(str(out_dir / Path(f).name), img)
+    (out_dir / "det_results.txt").write_text("".join(lines), encoding="utf-8")
+    return results, bad

@@ -1,0 +1,76 @@
+"""recipes/ocr_det.py end to end on the smoke preset: train on synthetic pages, eval, predict, export parity,
+own label files with bad lines, a wrong data path."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+from conftest import run_python
+
+RECIPE = "recipes/ocr_det.py"
+SMOKE = "recipes/configs/ocr_det_smoke.yml"
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ocr_det")
+    out, synth = tmp / "out", tmp / "synth"
+    opts = [f"Global.output_dir={out}", f"Synthetic.root={synth}"]
+    proc = run_python([RECIPE, "-c", SMOKE, "-o", *opts, "Global.epochs=1", "Global.log_every=1"])
+    return {"tmp": tmp, "out": out, "synth": synth, "opts": opts, "log": proc.stdout + proc.stderr}
+
+
+def test_smoke_trains_and_evaluates_val_and_heldout(smoke):
+    s = json.loads((smoke["out"] / "summary.json").read_text())
+    assert s["global_step"] == 3 and s["main_metric"] == "hmean"  # 12 pages / batch 4
+    assert all(math.isfinite(r["loss"]) and r["loss"] > 0 for r in s["history"])
+    for key in ("hmean", "precision", "recall", "heldout_hmean"):
+        assert 0.0 <= s["final_eval"][key] <= 1.0, key
+    log = smoke["log"]
+    for key in ("loss_shrink_maps:", "loss_threshold_maps:", "loss_binary_maps:", "cur metric, precision: ",
+                "data summary: train: no samples skipped", "12 train images"):
+        assert key in log, key
+    assert (smoke["synth"] / "heldout" / "label.txt").is_file() and (smoke["synth"] / "train" / "crop_label.txt").is_file()
+
+
+def test_predict_writes_paddleocr_det_results(smoke):
+    images = smoke["synth"] / "val" / "images"
+    proc = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"], f"Predict.images={images}", "--mode", "predict"])
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["images"] == 4 and report["skipped"] == 0
+    lines = (smoke["out"] / "predict" / "det_results.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        path, boxes = line.split("\t")
+        assert path.endswith(".jpg") and all(len(b["points"]) == 4 for b in json.loads(boxes))
+    assert (smoke["out"] / "predict" / "00000000.jpg").is_file()
+
+
+def test_export_parity_with_paddle_inference(smoke):
+    proc = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"], "--mode", "export"])
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["repeat_upsample_layers"] == 1 and report["max_abs_diff"] < 5e-3  # probabilities, oneDNN fp32
+    assert (smoke["out"] / "inference" / "model.pdiparams").is_file()
+
+
+def test_own_label_files_with_bad_lines_are_counted(smoke):
+    val = smoke["synth"] / "val"
+    own = smoke["tmp"] / "own"
+    shutil.copytree(val, own)
+    lines = (own / "label.txt").read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].split("\t")[0] + "\t[{\"transcription\": \"x\", \"points\": [[1, 2]"
+    (own / "label.txt").write_text("\n".join(lines + ["images/nope.jpg\t" + lines[0].split("\t")[1]]) + "\n",
+                                   encoding="utf-8")
+    data = [f"Eval.dataset.data_dir={own}", f"Eval.dataset.label_file_list=[{own / 'label.txt'}]"]
+    proc = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"], *data, "--mode", "eval"])
+    metrics = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert metrics["skipped"]["eval"]["malformed_json"] == 1 and metrics["skipped"]["eval"]["missing_image"] == 1
+    assert "heldout_hmean" not in metrics  # own eval data: no synthetic heldout set
+    bad = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"], f"Eval.dataset.data_dir={own}",
+                      f"Eval.dataset.label_file_list=[{own / 'missing.txt'}]", "--mode", "eval"], check=False)
+    assert bad.returncode == 2
+    err = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert "missing.txt is not a file" in err[-1] and "Traceback" not in bad.stderr
