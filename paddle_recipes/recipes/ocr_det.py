@@ -88,9 +88,9 @@ class OcrDet(Recipe):
     def build_model(self):
         return build_ppocr_det_model(self.cfg.Architecture)
 
-    @cached_property
+    @property
     def post(self) -> DBPostProcess:
-        return DBPostProcess(**self.cfg.PostProcess.kwargs())
+        return self.cfg.PostProcess  # a DBPostProcess with PaddleOCR's section name
 
     @cached_property
     def train_step(self):

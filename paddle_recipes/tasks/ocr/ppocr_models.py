@@ -117,12 +117,18 @@ def is_ppocr_arch(arch_cfg: Any) -> bool:
     return str(backbone.get("name", "")).lower() in PPOCR_BACKBONES
 
 
-def build_ppocr_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> PPOCRRecModel:
-    """Build a PaddleOCR recognizer from an ``Architecture`` section (see module docstring)."""
+def arch_dict(arch_cfg: Any) -> Dict[str, Any]:
+    """An ``Architecture`` section (dict or dataclass) as a dict; keys other than PaddleOCR's are an error."""
     arch = asdict(arch_cfg) if is_dataclass(arch_cfg) else dict(arch_cfg or {})
     unknown = sorted(set(arch) - {"model_type", "algorithm", "Transform", "Backbone", "Neck", "Head"})
     if unknown:
         raise ValueError(f"Architecture: unknown keys {unknown}")
+    return arch
+
+
+def build_ppocr_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> PPOCRRecModel:
+    """Build a PaddleOCR recognizer from an ``Architecture`` section (see module docstring)."""
+    arch = arch_dict(arch_cfg)
     if arch.get("Transform"):
         raise ValueError("Architecture.Transform: rectification transforms (TPS, ...) are not supported")
     b_kw = _section(arch.get("Backbone"), "Backbone")

@@ -16,6 +16,7 @@ from paddle_recipes.recipe import ExportConfig, PredictConfig
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
 from .models import PPOCR_MOBILE_DET_ARCH
+from .postprocess import DBPostProcess
 from .synth_pages import PageSynthConfig
 
 
@@ -61,24 +62,16 @@ class DBLossConfig:
 
 
 @dataclass
-class DBPostProcessConfig:
-    """DBPostProcess (postprocess.py); defaults of PaddleOCR's det YAMLs."""
+class DBPostProcessConfig(DBPostProcess):
+    """PaddleOCR's ``PostProcess`` section: the DBPostProcess itself (postprocess.py) plus its name;
+    defaults of PaddleOCR's det YAMLs (box_thresh 0.6, unclip_ratio 1.5)."""
     name: str = "DBPostProcess"
-    thresh: float = 0.3
     box_thresh: float = 0.6
-    max_candidates: int = 1000
     unclip_ratio: float = 1.5
-    use_dilation: bool = False
-    score_mode: str = "fast"
-    box_type: str = "quad"
 
     def __post_init__(self):
         _check_choice("PostProcess.name", self.name, ("DBPostProcess",))
-        _check_choice("PostProcess.score_mode", self.score_mode, ("fast", "slow"))
-        _check_choice("PostProcess.box_type", self.box_type, ("quad", "poly"))
-
-    def kwargs(self) -> dict:
-        return {k: v for k, v in vars(self).items() if k != "name"}
+        super().__post_init__()
 
 
 @dataclass

@@ -11,13 +11,12 @@ it. The presets below are PaddleOCR's published det architectures (PP-OCRv4 mobi
 """
 from __future__ import annotations
 
-from dataclasses import asdict, is_dataclass
 from typing import Any
 
 import paddle.nn as nn
 
 from ..ocr.ppocr_backbones import PPHGNetV2_B4, PPLCNetV3
-from ..ocr.ppocr_models import _construct, _section
+from ..ocr.ppocr_models import _construct, _section, arch_dict
 from .backbones import ResNet_vd
 from .heads import DBHead, PFHeadLocal
 from .necks import DBFPN, LKPAN, RSEFPN
@@ -66,10 +65,7 @@ def use_repeat_upsample(model: nn.Layer, on: bool = True) -> int:
 
 def build_ppocr_det_model(arch_cfg: Any, in_channels: int = 3) -> PPOCRDetModel:
     """Build a PaddleOCR DB detector from an ``Architecture`` section (see module docstring)."""
-    arch = asdict(arch_cfg) if is_dataclass(arch_cfg) else dict(arch_cfg or {})
-    unknown = sorted(set(arch) - {"model_type", "algorithm", "Transform", "Backbone", "Neck", "Head"})
-    if unknown:
-        raise ValueError(f"Architecture: unknown keys {unknown}")
+    arch = arch_dict(arch_cfg)
     if arch.get("Transform"):
         raise ValueError("Architecture.Transform: must be empty for DB detection")
     if str(arch.get("algorithm", "DB")) != "DB":
