@@ -90,3 +90,64 @@ def test_train_and_eval_pipelines_make_db_batches(pages):
     assert batch["image"].shape == (2, 3, 64, 96) and batch["image_hw"].tolist() == [[64, 96], [64, 96]]
     np.testing.assert_allclose(batch["shape"][0], [128, 160, 0.5, 0.6])  # 160 -> 96, 128 * 0.6 = 76.8 -> 64
     assert batch["skipped"] == ["x:1\tcorrupt_image"] and len(batch["polys"][1]) == len(ev.load(1)["polys"])
+
+
+def test_train_pipeline_without_crop_or_augment_gives_the_maps_of_the_labels(pages):
+    from paddle_recipes.tasks.ocr_det.label_maps import make_border_map, make_shrink_map
+    from paddle_recipes.tasks.ocr_det.transforms import normalize_chw
+
+    raw = DetDataset(pages / "label.txt", pages).load(2)
+    tf = DBTrainTransform(size=(160, 128), max_tries=0, augment=False)  # no crop found -> whole page, scale 1
+    out = tf(raw)
+    smap, smask, _ = make_shrink_map(128, 160, raw["polys"], raw["ignore_tags"])
+    # the crop hands the maps float64 polygons (PaddleOCR's too: (poly - xy) * scale)
+    tmap, tmask = make_border_map(128, 160, [p.astype(np.float64) for p in raw["polys"]], raw["ignore_tags"])
+    np.testing.assert_array_equal(out["shrink_map"], smap)
+    np.testing.assert_array_equal(out["shrink_mask"], smask)
+    np.testing.assert_array_equal(out["threshold_map"], tmap)
+    np.testing.assert_array_equal(out["threshold_mask"], tmask)
+    np.testing.assert_array_equal(out["image"], normalize_chw(raw["image"]))
+
+
+class _MapModel:
+    """Stands in for a detector: returns given probability maps (one per call)."""
+
+    def __init__(self, maps):
+        self.maps = list(maps)
+
+    def eval(self):
+        pass
+
+    def __call__(self, x):
+        import paddle
+        m = self.maps.pop(0)
+        assert list(x.shape[2:]) == list(m.shape[1:]) and x.shape[0] == m.shape[0]
+        return {"maps": paddle.to_tensor(m[:, None])}
+
+
+def test_evaluate_det_scores_perfect_and_empty_maps(pages):
+    """Maps filled inside the labels, at the resized eval resolution (128x160 -> 64x96): evaluate_det (padding
+    crop, shape ratios, DBPostProcess, matching) gives the counts of a direct computation, near-perfect."""
+    import paddle.io
+
+    from paddle_recipes.tasks.ocr_det.metrics import combine_results, evaluate_image
+    from paddle_recipes.tasks.ocr_det.postprocess import DBPostProcess
+    from paddle_recipes.tasks.ocr_det.step import evaluate_det
+
+    ds = DetDataset(pages / "label.txt", pages, transform=DBEvalTransform(limit_side_len=96, limit_type="max"))
+    post = DBPostProcess(box_thresh=0.6, unclip_ratio=0.2, box_type="poly")
+    maps, direct = [], []
+    for i in range(len(ds)):
+        raw = ds.load(i)
+        m = np.zeros((64, 96), np.float32)
+        for p in raw["polys"]:
+            cv2.fillPoly(m, [np.round(p * (0.6, 0.5)).astype(np.int32)], 0.9)
+        maps.append(m[None])
+        dets = post(m[None], [[128, 160, 0.5, 0.6]])[0]["points"]
+        direct.append(evaluate_image([p.tolist() for p in raw["polys"]], raw["ignore_tags"], dets))
+    want = combine_results(direct)
+    loader = paddle.io.DataLoader(ds, batch_size=2, shuffle=False, collate_fn=collate)
+    got = evaluate_det(_MapModel([np.concatenate(maps[i:i + 2]) for i in range(0, len(maps), 2)]), loader, post)
+    assert {k: got[k] for k in want} == want and want["hmean"] >= 0.9 and want["precision"] == 1.0
+    empty = evaluate_det(_MapModel([np.zeros((2, 64, 96), np.float32)] * 3), loader, post)
+    assert (empty["recall"], empty["precision"], empty["hmean"]) == (0.0, 0, 0)
