@@ -19,9 +19,8 @@ import paddle
 
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
-from paddle_recipes.data import LabelFileError
+from paddle_recipes.data import LabelFileError, list_images
 from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.det.predict_export import list_images
 from paddle_recipes.tasks.ocr.dataset import DataPathError
 from paddle_recipes.tasks.ocr_det.batch import collate
 from paddle_recipes.tasks.ocr_det.config import DetConfig, DetSynthetic

@@ -7,7 +7,7 @@ Not run by the tests (they only read the JSON it writes). ``--ppocr-src`` is a P
 
 models: for each preset, the Architecture section of PaddleOCR's YAML, its state_dict manifest
     (names -> shapes, counts) and, in float64 with the deterministic weights of ``det_value``
-    (tests/test_ppocr_models.py), eval and train outputs for a fixed input: slices and row sums of
+    (tests/ppocr_parity.py), eval and train outputs for a fixed input: slices and row sums of
     squares of the probability map and of the binarize branch's pre-sigmoid logits.
 pieces: float64 inputs/outputs of PaddleOCR's pure numpy/python DB pieces (see ``pieces``).
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "fixtures" / "ppocr_det"
-sys.path.insert(0, str(HERE.parent))  # det_value lives in tests/test_ppocr_models.py
+sys.path.insert(0, str(HERE.parent))  # det_value lives in tests/ppocr_parity.py
 
 PRESET_YAMLS = {
     "PP-OCRv5_mobile_det": "configs/det/PP-OCRv5/PP-OCRv5_mobile_det.yml",
@@ -61,10 +61,10 @@ def run_det_model(model, x64, capture_name="head.binarize.conv3"):
 def set_det_weights(model, dtype="float64"):
     """Cast ``model`` to ``dtype`` and give every tensor (BN statistics included) its ``det_value``."""
     import paddle
-    from test_ppocr_models import det_value
+    from ppocr_parity import det_value
     model.to(dtype=dtype)
     sd = model.state_dict()
-    model.set_state_dict({k: paddle.to_tensor(det_value(k, v.shape).astype(dtype)) for k, v in sd.items()})
+    model.set_state_dict({k: paddle.to_tensor(det_value(k, v.shape, dtype)) for k, v in sd.items()})
 
 
 def output_fixture(model):
