@@ -151,3 +151,17 @@ def test_evaluate_det_scores_perfect_and_empty_maps(pages):
     assert {k: got[k] for k in want} == want and want["hmean"] >= 0.9 and want["precision"] == 1.0
     empty = evaluate_det(_MapModel([np.zeros((2, 64, 96), np.float32)] * 3), loader, post)
     assert (empty["recall"], empty["precision"], empty["hmean"]) == (0.0, 0, 0)
+
+
+def test_train_crops_follow_the_sample_key_not_the_global_state(pages):
+    from paddle_recipes.data import GuardedDataset
+
+    ds = GuardedDataset(DetDataset(pages / "label.txt", pages, transform=DBTrainTransform(size=(96, 64), seed=5)),
+                        unwrap_keys=True)
+    np.random.seed(1)
+    a = ds[(3, 2)]
+    np.random.seed(2)
+    b, c = ds[(3, 2)], ds[(4, 2)]
+    np.testing.assert_array_equal(a["image"], b["image"])  # same (epoch, index): same augmentation
+    np.testing.assert_array_equal(a["shrink_map"], b["shrink_map"])
+    assert not np.array_equal(a["image"], c["image"])  # next epoch: another crop

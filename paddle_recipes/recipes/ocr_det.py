@@ -57,7 +57,8 @@ class OcrDet(Recipe):
     def build_dataset(self, split: str) -> DetDataset:  # "train" | "eval" | "heldout" (synthetic, eval fonts)
         section = self.cfg.Train if split == "train" else self.cfg.Eval
         d, t = section.dataset, section.transform
-        transform = DBTrainTransform(**asdict(t)) if split == "train" else DBEvalTransform(**asdict(t))
+        transform = (DBTrainTransform(**asdict(t), seed=self.cfg.Global.seed) if split == "train"
+                     else DBEvalTransform(**asdict(t)))
         if d.data_dir:
             for f in d.label_file_list or [""]:
                 if not Path(f).is_file():

@@ -150,13 +150,15 @@ def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.R
 class DBTrainTransform:
     """Raw sample (dataset.py) -> DB training arrays, PaddleOCR's default det train pipeline:
     random_affine -> east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio) -> make_border_map
-    -> make_shrink_map -> normalize_chw. Random draws come from numpy's global state (per-sample seeds
-    under reproducible.SeededDataset). ``augment``: False skips random_affine."""
+    -> make_shrink_map -> normalize_chw. Random draws: from (``seed``, epoch, index) of the sample being
+    loaded (data.current_sample_key, set by the training loader), so a resumed run or any worker count
+    sees the same crops; else from numpy's global state. ``augment``: False skips random_affine."""
 
     def __init__(self, size: Sequence[int] = (640, 640), max_tries: int = 50, keep_ratio: bool = True,
                  shrink_ratio: float = 0.4, min_text_size: int = 8, thresh_min: float = 0.3, thresh_max: float = 0.7,
-                 augment: bool = True, max_rotate: float = 10.0, scale: Sequence[float] = (0.5, 3.0)):
+                 augment: bool = True, max_rotate: float = 10.0, scale: Sequence[float] = (0.5, 3.0), seed: int = 0):
         self.size, self.max_tries, self.keep_ratio, self.augment = list(size), max_tries, keep_ratio, augment
+        self.seed = seed
         self.shrink_ratio, self.min_text_size = shrink_ratio, min_text_size
         self.thresh_min, self.thresh_max = thresh_min, thresh_max
         self.max_rotate, self.scale = max_rotate, tuple(scale)
@@ -164,7 +166,11 @@ class DBTrainTransform:
     def __call__(self, sample: dict) -> dict:
         from .label_maps import make_border_map, make_shrink_map
 
-        rng = np.random.RandomState(np.random.randint(2 ** 31 - 1))
+        from paddle_recipes.data import current_sample_key
+        from paddle_recipes.reproducible import sample_seed
+
+        key = current_sample_key()
+        rng = np.random.RandomState(sample_seed(self.seed, *key) if key else np.random.randint(2 ** 31 - 1))
         img, polys = sample["image"], sample["polys"]
         if self.augment:
             img, polys = random_affine(img, polys, rng, max_rotate=self.max_rotate, scale=self.scale)
