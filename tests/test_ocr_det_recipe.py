@@ -74,3 +74,23 @@ def test_own_label_files_with_bad_lines_are_counted(smoke):
     assert bad.returncode == 2
     err = [line for line in bad.stderr.splitlines() if line.strip()]
     assert "missing.txt is not a file" in err[-1] and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_resume_equals_uninterrupted_run(smoke):
+    """1 epoch + resume to 2 epochs gives the weights of 2 uninterrupted epochs (crops follow the sample keys)."""
+    import numpy as np
+
+    from paddle_recipes.serialization import load_weights_file  # the restricted unpickler
+
+    straight = smoke["tmp"] / "straight"
+    run_python([RECIPE, "-c", SMOKE, "-o", f"Global.output_dir={straight}", f"Synthetic.root={smoke['synth']}",
+                "Global.epochs=2"])
+    resumed = smoke["tmp"] / "resumed"
+    shutil.copytree(smoke["out"] / "checkpoints", resumed / "checkpoints")
+    run_python([RECIPE, "-c", SMOKE, "-o", f"Global.output_dir={resumed}", f"Synthetic.root={smoke['synth']}",
+                "Global.epochs=2", "Global.resume=auto"])
+    a, b = (load_weights_file(d / "checkpoints" / "step_00000006" / "model.pdparams", return_numpy=True)
+            for d in (straight, resumed))
+    assert sorted(a) == sorted(b)
+    assert max(float(np.abs(np.asarray(a[k]) - np.asarray(b[k])).max()) for k in a) == 0.0
