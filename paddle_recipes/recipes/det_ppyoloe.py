@@ -5,7 +5,6 @@
     python recipes/det_ppyoloe.py -c CFG --mode eval|predict|export       # best EMA weights; export: parity + TRT config
     python recipes/det_ppyoloe.py -c ppyoloe_plus_crn_s_80e_coco.yml -o Global.pretrained_model=ppyoloe_plus_crn_s_80e_coco.pdparams
                                      # a PaddleDetection YAML and checkpoint; --mode export -o Export.layout=ppdet
-
 Your own data: ``-o Train.dataset.ann_file=... Train.dataset.image_dir=... Eval.dataset.ann_file=...``.
 """
 from __future__ import annotations
