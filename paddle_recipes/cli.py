@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import distributed as dist_utils
+from . import distributed as dist_utils, peers
 from .assets import resolve_path
 from .checkpoint import CheckpointError
 from .config import ConfigError, ConfigTranslator, add_config_args, dump_config, flatten_opts, load_config
@@ -76,6 +76,7 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
     except OSError as exc:
         raise ConfigError(f"Global.output_dir {str(out)!r}: cannot create the folder ({exc.strerror or exc})") from None
     dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
+    peers.set_checkpoint_dir(out / "checkpoints")
     if info.is_main:
         dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
         for note in notes:
@@ -92,5 +93,6 @@ def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple =
         main()
     except USER_ERRORS + tuple(extra_errors) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
+        peers.announce_leaving(f"it stopped with an error ({type(exc).__name__}; see its log)")
         sys.exit(2)
     dist_utils.exit_distributed_run(0)

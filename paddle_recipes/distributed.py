@@ -24,6 +24,7 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
+from . import peers
 from .reproducible import ResumableBatchSampler
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> thre
             if os.getppid() != parent:
                 print(f"[rank process {os.getpid()}] parent process {parent} is gone (launcher killed): exiting",
                       file=sys.stderr, flush=True)
+                peers.announce_leaving("its launcher is gone (killed?)")
                 os._exit(exit_code)
 
     _WATCHDOG = threading.Thread(target=watch, name="parent-watchdog", daemon=True)
@@ -130,6 +132,7 @@ def quiet_sigterm(exit_code: int = 143) -> None:
         sys.stderr.write(f"rank {os.environ.get('PADDLE_TRAINER_ID', '?')}: stopped by SIGTERM "
                          "(another rank failed, or the launcher is stopping)\n")
         sys.stderr.flush()
+        peers.announce_leaving("it was stopped by SIGTERM")
         os._exit(exit_code)
 
     signal.signal(signal.SIGTERM, stop)
@@ -144,6 +147,7 @@ def exit_distributed_run(exit_code: int = 0) -> None:
     if dist.get_world_size() <= 1:
         return
     barrier()
+    peers.finish()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -160,6 +164,8 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     streams), model init is broadcast from rank 0 by DataParallel anyway. None: don't seed.
     device: "cpu", "gpu", "gpu:1"... default: this rank's GPU if any, else CPU.
     On CPU with >1 process, OMP/MKL threads per rank default to cores // local ranks (set_cpu_threads_per_rank).
+    On more than one node, peers.start_peer_monitor watches the other nodes (timeout $PADDLE_RECIPES_PEER_TIMEOUT,
+    default 60 s): a lost node ends every rank with one line and exit 3.
     """
     world = _env_int("PADDLE_TRAINERS_NUM", 1)
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))
@@ -175,6 +181,10 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
         set_cpu_threads_per_rank(_env_int("PADDLE_LOCAL_SIZE", max(1, world // _env_int("PADDLE_NNODES", 1))))
     if world > 1 and not dist.is_initialized():
         dist.init_parallel_env()
+    if world > 1 and _env_int("PADDLE_NNODES", 1) > 1:  # a lost node: one line within a bounded time (peers.py)
+        peers.start_peer_monitor(dist.get_rank(), dist.get_world_size(), _env_int("PADDLE_LOCAL_SIZE", 1),
+                                 os.environ.get("PADDLE_CURRENT_ENDPOINT", "127.0.0.1:0").rsplit(":", 1)[0],
+                                 paddle.base.core.create_or_get_global_tcp_store())
     rank = dist.get_rank() if world > 1 else 0
     world = dist.get_world_size() if world > 1 else 1
     nnodes = _env_int("PADDLE_NNODES", 1)

@@ -1,0 +1,240 @@
+"""Multi-node runs on loopback: two `paddle.distributed.launch --nnodes 2 --master ... --rank R` launchers,
+1 process each, train like one node with 2 processes; a lost node ends the other with one line (peers.py)."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT, _clean_env, run_launch
+from paddle_recipes import peers
+
+DDP_SCRIPT = REPO_ROOT / "tests" / "scripts" / "ddp_equiv.py"
+SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
+DUMPS = ("C++ Traceback", "terminate called", "TimeoutException", "Traceback (most recent call last)", "SIGABRT")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_nodes(tmp: Path, script_and_args: list, env: dict | None = None, nnodes: int = 2) -> list:
+    """One launcher per node (own session, like separate machines), all on 127.0.0.1."""
+    port, procs = _free_port(), []
+    tmp.mkdir(parents=True, exist_ok=True)
+    for rank in range(nnodes):
+        cmd = [sys.executable, "-m", "paddle.distributed.launch", "--nnodes", str(nnodes), "--master",
+               f"127.0.0.1:{port}", "--rank", str(rank), "--nproc_per_node", "1", "--log_dir",
+               str(tmp / f"log{rank}"), *map(str, script_and_args)]
+        out = open(tmp / f"launcher{rank}.txt", "w")
+        procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=_clean_env(env), stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+    return procs
+
+
+def _worker_log(tmp: Path, node: int) -> str:
+    f = tmp / f"log{node}" / "workerlog.0"
+    return f.read_text(errors="replace") if f.exists() else ""
+
+
+def _wait_all(procs: list, tmp: Path, timeout: float) -> list[int]:
+    deadline = time.time() + timeout
+    try:
+        return [p.wait(timeout=max(1, deadline - time.time())) for p in procs]
+    except subprocess.TimeoutExpired:
+        logs = "\n".join(f"--- node {n} ---\n{_worker_log(tmp, n)[-3000:]}" for n in range(len(procs)))
+        raise AssertionError(f"nodes still running after {timeout} s\n{logs}") from None
+    finally:
+        _kill_all(procs)
+
+
+def _kill_all(procs: list) -> None:
+    for p in procs:  # the launcher's session; its workers run in their own sessions and follow within 1 s
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _wait_for(pred, timeout: float, what: str) -> None:
+    deadline = time.time() + timeout
+    while not pred():
+        if time.time() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.3)
+
+
+def _params(out: Path) -> list:
+    data = np.load(out / "params.npz")
+    return [data[k] for k in sorted(data.files, key=lambda s: int(s.split("_")[1]))]
+
+
+def test_two_nodes_train_like_one_node_with_two_processes(tmp_path):
+    """2 launchers x 1 process (--nnodes 2) end with the weights of 1 launcher x 2 processes (<= 1e-5, the
+    tolerance of test_distributed.py), so multi-node runs are the same data-parallel algorithm."""
+    args = ["--batch-size", 8, "--steps", 3]
+    procs = _start_nodes(tmp_path / "mn", [DDP_SCRIPT, *args, "--out", tmp_path / "mn" / "out"])
+    one = tmp_path / "one"
+    run_launch(DDP_SCRIPT, [*args, "--out", one], nproc=2, log_dir=one / "log")
+    assert _wait_all(procs, tmp_path / "mn", timeout=300) == [0, 0], _worker_log(tmp_path / "mn", 0)[-3000:]
+    two = tmp_path / "mn" / "out"
+    assert (two / "rank1.json").read_text().startswith('{"world_size": 2')
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(_params(one), _params(two)))
+    assert diff <= 1e-5, diff
+
+
+@pytest.mark.slow
+def test_killing_a_node_stops_the_other_with_one_line_then_resume(tmp_path):
+    """SIGKILL of node 1's launcher mid-training: node 0 stops within seconds with ONE line naming node 1 and
+    where `latest` is, exit 3, no gloo abort dump (it was a gloo::TimeoutException C++ dump, rc -6). Then the
+    same command on both nodes with Global.resume=auto continues from `latest` and finishes."""
+    out = tmp_path / "out"
+    recipe = [REPO_ROOT / "recipes" / "ocr_rec.py", "-c", SMOKE, "-o", f"Global.output_dir={out}"]
+    procs = _start_nodes(tmp_path / "a", [*recipe, "Global.epochs=40"])
+    try:
+        _wait_for(lambda: "global_step: 4," in _worker_log(tmp_path / "a", 0), 240, "step 4 on node 0")
+        os.killpg(procs[1].pid, signal.SIGKILL)
+        t0 = time.time()
+        rc0 = procs[0].wait(timeout=60)
+        elapsed = time.time() - t0
+    finally:
+        _kill_all(procs)
+    log0 = _worker_log(tmp_path / "a", 0)
+    lost = [ln for ln in log0.splitlines() if "lost node" in ln]
+    assert lost == [f"rank 0: lost node 1 (rank 1, host 127.0.0.1): its launcher is gone (killed?); stopping. "
+                    f"The last checkpoint is {out / 'checkpoints' / 'latest'}: run the same command again on every "
+                    "node with -o Global.resume=auto to continue from it"], log0[-3000:]
+    assert rc0 == peers.PEER_LOST_EXIT and elapsed < 30, (rc0, elapsed)
+    for dump in DUMPS:
+        assert dump not in log0, dump
+    assert (out / "checkpoints" / "latest").exists()
+
+    procs = _start_nodes(tmp_path / "b", [*recipe, "Global.epochs=4", "Global.resume=auto"])
+    assert _wait_all(procs, tmp_path / "b", timeout=300) == [0, 0]
+    log0 = _worker_log(tmp_path / "b", 0)
+    assert "resuming from" in log0 and (out / "summary.json").exists(), log0[-3000:]
+
+
+_LOOP = """import os, sys, time
+import paddle, paddle.distributed as dist
+from paddle_recipes import distributed as d
+info = d.setup(seed=0)
+open(os.path.join(sys.argv[1], f'pid{info.rank}'), 'w').write(str(os.getpid()))
+t = paddle.ones([4])
+for _ in range(600):
+    dist.all_reduce(t)
+    time.sleep(0.2)
+"""
+
+
+@pytest.mark.slow
+def test_frozen_node_is_lost_after_the_heartbeat_timeout(tmp_path):
+    """SIGSTOP of node 1's worker (a hung or cut-off node: no connection reset, gloo would wait 30 min):
+    node 0 stops after PADDLE_RECIPES_PEER_TIMEOUT (3 s here) with one line, exit 3."""
+    (tmp_path / "loop.py").write_text(_LOOP)
+    procs = _start_nodes(tmp_path, [tmp_path / "loop.py", tmp_path], env={peers.TIMEOUT_ENV: 3})
+    pid1 = None
+    try:
+        _wait_for(lambda: (tmp_path / "pid1").exists() and (tmp_path / "pid0").exists(), 240, "both workers")
+        time.sleep(1)
+        pid1 = int((tmp_path / "pid1").read_text())
+        os.kill(pid1, signal.SIGSTOP)
+        t0 = time.time()
+        rc0 = procs[0].wait(timeout=60)
+        elapsed = time.time() - t0
+    finally:
+        if pid1:
+            os.kill(pid1, signal.SIGKILL)
+        _kill_all(procs)
+    log0 = _worker_log(tmp_path, 0)
+    lost = [ln for ln in log0.splitlines() if "lost node" in ln]
+    assert len(lost) == 1 and lost[0].startswith(
+        "rank 0: lost node 1 (rank 1, host 127.0.0.1): no heartbeat for 3 s (node down, frozen or unreachable); "
+        "stopping."), log0[-3000:]
+    assert rc0 == peers.PEER_LOST_EXIT and 3 <= elapsed < 20, (rc0, elapsed)
+    for dump in DUMPS:
+        assert dump not in log0, dump
+
+
+# ---- the monitor itself, in one process (fast) ------------------------------------------------------------
+
+class _Store(dict):
+    def set(self, k, v):
+        self[k] = v
+
+    def get(self, k):
+        return self[k]
+
+
+def _hub(timeout_s=30.0):
+    exits = []
+    hub = peers.PeerMonitor(0, 3, 1, "127.0.0.1", timeout_s=timeout_s, interval_s=0.1, exit_fn=exits.append)
+    store = _Store()
+    hub.start(store)
+    return hub, store, exits
+
+
+def _spoke(rank, store):
+    exits = []
+    return peers.PeerMonitor(rank, 3, 1, "127.0.0.1", timeout_s=30, interval_s=0.1,
+                             exit_fn=exits.append).start(store), exits
+
+
+def _until(pred, timeout=10.0):
+    deadline = time.time() + timeout
+    while not pred() and time.time() < deadline:
+        time.sleep(0.02)
+    return pred()
+
+
+def test_monitor_leaving_rank_is_reported_by_hub_and_forwarded(capfd):
+    """Rank 2 leaves (bye): rank 0 prints one line naming node 2 and tells rank 1, which prints it too."""
+    hub, store, hub_exits = _hub()
+    s1, exits1 = _spoke(1, store)
+    s2, exits2 = _spoke(2, store)
+    assert _until(lambda: sum(p.rank is not None for p in hub.peers.values()) == 2)
+    threading.Thread(target=s2.announce_leaving, args=("it was stopped by SIGTERM",), daemon=True).start()
+    assert _until(lambda: hub_exits and exits1)
+    assert hub_exits == [3] and exits1 == [3] and exits2 == []
+    err = capfd.readouterr().err.splitlines()
+    desc = "lost node 2 (rank 2, host 127.0.0.1): it was stopped by SIGTERM; stopping."
+    assert sorted(ln.split(";")[0] + "; stopping." for ln in err if "lost" in ln) == [
+        f"rank 0: {desc}", f"rank 1: {desc}"], err
+    for m in (hub, s1, s2):
+        m.close()
+
+
+def test_monitor_closed_connection_and_silence_are_losses_done_is_not(capfd):
+    hub, store, exits = _hub(timeout_s=0.6)
+    host, port = store[peers.STORE_KEY].decode().rsplit(":", 1)
+    finished = socket.create_connection((host, int(port)))
+    finished.sendall(b"hello 1 1 10.0.0.7\ndone\n")
+    finished.close()  # a normal end: nothing reported
+    time.sleep(1.0)
+    assert exits == []
+    silent = socket.create_connection((host, int(port)))
+    silent.sendall(b"hello 2 2 10.0.0.8\n")  # then nothing, but the connection stays open
+    assert _until(lambda: exits)
+    assert exits == [3]
+    assert "rank 0: lost node 2 (rank 2, host 10.0.0.8): no heartbeat for 0.6 s" in capfd.readouterr().err
+    silent.close()
+    hub.close()
+
+    hub, store, exits = _hub()
+    host, port = store[peers.STORE_KEY].decode().rsplit(":", 1)
+    killed = socket.create_connection((host, int(port)))
+    killed.sendall(b"hello 1 1 10.0.0.9\n")
+    time.sleep(0.3)
+    killed.close()  # no `done`: the process died
+    assert _until(lambda: exits)
+    assert "rank 0: lost node 1 (rank 1, host 10.0.0.9): its connection closed" in capfd.readouterr().err
+    hub.close()
