@@ -93,6 +93,6 @@ def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple =
         main()
     except USER_ERRORS + tuple(extra_errors) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
-        peers.announce_leaving(f"it stopped with an error ({type(exc).__name__}; see its log)")
+        peers.announce_leaving(f"it stopped with an error: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")
         sys.exit(2)
     dist_utils.exit_distributed_run(0)

@@ -11,6 +11,7 @@ Works unchanged on CPU (GLOO) and GPU (NCCL).
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import random
@@ -234,6 +235,18 @@ def all_reduce_sum(value):
     t = value.clone() if is_tensor else paddle.to_tensor(float(value), dtype="float64")
     dist.all_reduce(t)
     return t if is_tensor else float(t.item())
+
+
+def ranks_disagreeing(value: str) -> list[int]:
+    """The ranks whose `value` differs from rank 0's (a collective: every rank calls it; [] on one process)."""
+    if dist.get_world_size() <= 1:
+        return []
+    digest = int.from_bytes(hashlib.sha256(value.encode()).digest()[:7], "big")  # fits int64
+    table = paddle.zeros([dist.get_world_size()], dtype="int64")
+    table[dist.get_rank()] = digest
+    dist.all_reduce(table)
+    seen = table.numpy().tolist()
+    return [r for r, d in enumerate(seen) if d != seen[0]]
 
 
 def setup_logging(info: DistInfo | None = None, log_file: str | None = None, level=logging.INFO) -> logging.Logger:

@@ -31,6 +31,7 @@ TIMEOUT_ENV = "PADDLE_RECIPES_PEER_TIMEOUT"
 RESUME_HINT = ("stopping. The last checkpoint is {where}: run the same command again on every node "
                "with -o Global.resume=auto to continue from it")
 _CHECKPOINT_DIR = "<output_dir>/checkpoints"
+BYE_GRACE_S = 1.0  # a peer's `bye` is reported this long after it came; the leaver waits up to 3 s
 
 _MONITOR: "PeerMonitor | None" = None
 
@@ -43,7 +44,9 @@ class _Peer:
     host: str = "?"
     last_seen: float = field(default_factory=time.monotonic)
     buf: bytes = b""
-    ended: bool = False  # sent `done` (normal end) or `bye` (already reported)
+    ended: bool = False  # sent `done` (normal end), or its loss was reported
+    bye: str | None = None  # the reason it gave for leaving
+    bye_at: float = 0.0  # when to report it
 
     def describe(self) -> str:
         return f"node {self.node} (rank {self.rank}, host {self.host})"
@@ -64,6 +67,7 @@ class PeerMonitor:
         self.closing = False  # finish() or announce_leaving() called: no more loss reports
         self.listener: socket.socket | None = None
         self.stopped = False
+        self.leaving: list[_Peer] = []  # closed after a `bye` whose grace is not over
 
     # -- setup ---------------------------------------------------------------------------------------------
     def start(self, store) -> "PeerMonitor":
@@ -123,8 +127,10 @@ class PeerMonitor:
                     continue
                 self._read(self.peers[key.fileobj])
             now = time.monotonic()
-            for peer in list(self.peers.values()):
-                if not peer.ended and now - peer.last_seen > self.timeout_s:
+            for peer in [*self.peers.values(), *self.leaving]:
+                if peer.bye is not None and not peer.ended and now >= peer.bye_at:
+                    self._lost(peer, peer.bye)
+                elif peer.bye is None and not peer.ended and now - peer.last_seen > self.timeout_s:
                     self._lost(peer, f"no heartbeat for {self.timeout_s:g} s (node down, frozen or unreachable)")
 
     def _read(self, peer: _Peer) -> None:
@@ -139,7 +145,9 @@ class PeerMonitor:
         if not data:
             self.sel.unregister(peer.sock)
             self.peers.pop(peer.sock, None)
-            if not peer.ended:
+            if peer.bye is not None:
+                self.leaving.append(peer)  # its `bye` is reported when the grace ends
+            elif not peer.ended:
                 self._lost(peer, f"its connection closed ({err.strerror if err else 'process ended'})")
             return
         peer.last_seen = time.monotonic()
@@ -155,8 +163,8 @@ class PeerMonitor:
             peer.rank, peer.node, peer.host = int(rank), int(node), host
         elif kind == "done":
             peer.ended = True
-        elif kind == "bye" and not peer.ended:
-            self._lost(peer, rest)
+        elif kind == "bye" and not peer.ended:  # reported after a grace, in which this rank's own error wins
+            peer.bye, peer.bye_at = rest, time.monotonic() + BYE_GRACE_S
         elif kind == "lost":  # from the hub: another node is gone
             self._report(rest)
 
@@ -187,7 +195,7 @@ class PeerMonitor:
         """Normal end of this rank: tell the peers (`done`) and stop reporting losses."""
         self._end("done")
 
-    def announce_leaving(self, reason: str, wait_s: float = 2.0) -> None:
+    def announce_leaving(self, reason: str, wait_s: float = 3.0) -> None:
         """This rank stops abnormally: tell the peers why (`bye`), then wait up to `wait_s` s for them to
         report it and close, so they print the reason rather than a collective's error."""
         if self._end(f"bye {reason}"):

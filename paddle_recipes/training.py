@@ -32,7 +32,7 @@ import numpy as np
 from . import distributed as dist_utils
 from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
-from .checkpoint import resume_source
+from .checkpoint import CheckpointError, resolve_checkpoint, resume_source
 from .config import ConfigError, check_image_shape, check_number, to_dict
 from .data import LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
@@ -170,8 +170,24 @@ class TrainingConfig:
 
 
 def resume_from(g: GlobalConfig, output_dir: str | None = None) -> str | None:
-    """Global.resume -> Trainer.fit(resume_from=...); "auto" looks in <output_dir or Global.output_dir>/checkpoints."""
-    return resume_source(g.resume, output_dir or g.output_dir)
+    """Global.resume -> Trainer.fit(resume_from=...); "auto" looks in <output_dir or Global.output_dir>/checkpoints.
+
+    Every rank looks on its own node's disk; on several processes they must find the same checkpoint (a
+    collective check), else CheckpointError: nodes that do not share the output dir would resume at
+    different steps and fall out of step."""
+    src = resume_source(g.resume, output_dir or g.output_dir)
+    try:
+        mine = str(resolve_checkpoint(src)) if src else "no checkpoint"
+    except (CheckpointError, OSError):
+        mine = f"{src} (unreadable)"
+    differ = dist_utils.ranks_disagreeing(mine)
+    if differ:
+        raise CheckpointError(
+            f"Global.resume={g.resume or '(empty)'}: rank {dist_utils.dist.get_rank()} finds {mine}, but rank(s) "
+            f"{', '.join(map(str, differ))} find a different checkpoint than rank 0: every node must see the same "
+            f"{Path(output_dir or g.output_dir) / 'checkpoints'} (put Global.output_dir on storage all nodes share, "
+            "or copy rank 0's checkpoints folder to every node first)")
+    return src
 
 
 def scalar_writer(g: GlobalConfig, info) -> ScalarWriter | None:

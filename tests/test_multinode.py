@@ -28,14 +28,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_nodes(tmp: Path, script_and_args: list, env: dict | None = None, nnodes: int = 2) -> list:
-    """One launcher per node (own session, like separate machines), all on 127.0.0.1."""
+def _start_nodes(tmp: Path, script_and_args: list, env: dict | None = None, nnodes: int = 2,
+                 per_node: dict | None = None) -> list:
+    """One launcher per node (own session, like separate machines), all on 127.0.0.1; per_node: rank ->
+    extra script args."""
     port, procs = _free_port(), []
     tmp.mkdir(parents=True, exist_ok=True)
     for rank in range(nnodes):
         cmd = [sys.executable, "-m", "paddle.distributed.launch", "--nnodes", str(nnodes), "--master",
                f"127.0.0.1:{port}", "--rank", str(rank), "--nproc_per_node", "1", "--log_dir",
-               str(tmp / f"log{rank}"), *map(str, script_and_args)]
+               str(tmp / f"log{rank}"), *map(str, script_and_args), *map(str, (per_node or {}).get(rank, []))]
         out = open(tmp / f"launcher{rank}.txt", "w")
         procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=_clean_env(env), stdout=out, stderr=subprocess.STDOUT,
                                       start_new_session=True))
@@ -116,7 +118,23 @@ def test_killing_a_node_stops_the_other_with_one_line_then_resume(tmp_path):
     assert rc0 == peers.PEER_LOST_EXIT and elapsed < 30, (rc0, elapsed)
     for dump in DUMPS:
         assert dump not in log0, dump
-    assert (out / "checkpoints" / "latest").exists()
+    latest = (out / "checkpoints" / "latest").read_text().strip()
+
+    # node 1 without the checkpoints (a local disk that is not node 0's): both stop with one line, exit 2
+    procs = _start_nodes(tmp_path / "c", [*recipe, "Global.epochs=4", "Global.resume=auto"],
+                         per_node={1: [f"Global.output_dir={tmp_path / 'node1_disk'}"]})
+    rcs = _wait_all(procs, tmp_path / "c", timeout=300)
+    hint = (f"find a different checkpoint than rank 0: every node must see the same {{}} (put Global.output_dir "
+            "on storage all nodes share, or copy rank 0's checkpoints folder to every node first)")
+    for node, (finds, root) in enumerate([(out / "checkpoints" / latest, out), ("no checkpoint", tmp_path / "node1_disk")]):
+        line = (f"ocr_rec: error: Global.resume=auto: rank {node} finds {finds}, but rank(s) 1 "
+                + hint.format(root / "checkpoints"))
+        log = _worker_log(tmp_path / "c", node)
+        assert line in log.splitlines(), log[-3000:]
+        for dump in DUMPS:
+            assert dump not in log, dump
+        assert "lost node" not in log  # each rank's own error wins over the peer's `bye` (peers.BYE_GRACE_S)
+    assert rcs == [2, 2]
 
     procs = _start_nodes(tmp_path / "b", [*recipe, "Global.epochs=4", "Global.resume=auto"])
     assert _wait_all(procs, tmp_path / "b", timeout=300) == [0, 0]
