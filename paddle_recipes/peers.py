@@ -17,6 +17,7 @@ stopping. ...resume...`, and exits PEER_LOST_EXIT (3). Rank 0 forwards the loss 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import selectors
 import socket
@@ -24,6 +25,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
 
 PEER_LOST_EXIT = 3
 STORE_KEY = "paddle_recipes/peer_monitor"
@@ -73,17 +76,32 @@ class PeerMonitor:
     def start(self, store) -> "PeerMonitor":
         """Hub: listen and publish host:port in `store` (set/get of paddle's TCPStore); spoke: connect."""
         if self.rank == 0:
-            self.listener = socket.create_server(("", 0), backlog=max(8, self.world_size))
+            try:
+                self.listener = socket.create_server(("", 0), backlog=max(8, self.world_size))
+            except OSError as exc:
+                store.set(STORE_KEY, b"off")
+                return self._off(f"cannot listen ({exc})")
             self.listener.setblocking(False)
             self.sel.register(self.listener, selectors.EVENT_READ)
             store.set(STORE_KEY, f"{self.host}:{self.listener.getsockname()[1]}".encode())
         else:
             addr = bytes(store.get(STORE_KEY)).decode()
+            if addr == "off":
+                return self._off("rank 0 could not listen")
             hub_host, port = addr.rsplit(":", 1)
-            sock = socket.create_connection((hub_host, int(port)), timeout=max(self.timeout_s, 10))
+            try:
+                sock = socket.create_connection((hub_host, int(port)), timeout=max(self.timeout_s, 10))
+            except OSError as exc:  # e.g. a firewall between the nodes: train on, without the monitor
+                return self._off(f"cannot reach rank 0's monitor at {addr} ({exc})")
             self._add(sock, _Peer(sock, rank=0, node=0, host=hub_host))
             self._send(sock, f"hello {self.rank} {self.node} {self.host}")
         threading.Thread(target=self._loop, name="peer-monitor", daemon=True).start()
+        return self
+
+    def _off(self, why: str) -> "PeerMonitor":
+        self.closing = self.stopped = True
+        logger.warning("rank %d: lost-node monitor off: %s; a lost node may then end this run with gloo's own "
+                       "error, or after gloo's timeout", self.rank, why)
         return self
 
     def _add(self, sock: socket.socket, peer: _Peer) -> None:

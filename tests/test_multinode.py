@@ -256,3 +256,14 @@ def test_monitor_closed_connection_and_silence_are_losses_done_is_not(capfd):
     assert _until(lambda: exits)
     assert "rank 0: lost node 1 (rank 1, host 10.0.0.9): its connection closed" in capfd.readouterr().err
     hub.close()
+
+
+def test_monitor_that_cannot_reach_rank_0_is_off_with_a_warning(caplog):
+    """A firewall between the nodes must not stop training: the monitor is off, with one warning."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    store = _Store({peers.STORE_KEY: f"127.0.0.1:{port}".encode()})
+    mon = peers.PeerMonitor(1, 2, 1, "127.0.0.1", timeout_s=1).start(store)
+    assert mon.stopped and not mon.peers
+    assert f"rank 1: lost-node monitor off: cannot reach rank 0's monitor at 127.0.0.1:{port}" in caplog.text
