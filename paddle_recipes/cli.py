@@ -93,6 +93,13 @@ def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple =
         main()
     except USER_ERRORS + tuple(extra_errors) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
-        peers.announce_leaving(f"it stopped with an error: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")
+        first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        peers.announce_leaving(f"it stopped with an error: {first}")
         sys.exit(2)
+    except RuntimeError as exc:  # gloo's own collective timeout, when the lost-node monitor did not come first
+        line = peers.collective_timeout_line(exc)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        sys.exit(peers.PEER_LOST_EXIT)
     dist_utils.exit_distributed_run(0)

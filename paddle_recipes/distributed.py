@@ -166,7 +166,7 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     device: "cpu", "gpu", "gpu:1"... default: this rank's GPU if any, else CPU.
     On CPU with >1 process, OMP/MKL threads per rank default to cores // local ranks (set_cpu_threads_per_rank).
     On more than one node, peers.start_peer_monitor watches the other nodes (timeout $PADDLE_RECIPES_PEER_TIMEOUT,
-    default 60 s): a lost node ends every rank with one line and exit 3.
+    default 20 s): a lost node ends every rank with one line and exit 3.
     """
     world = _env_int("PADDLE_TRAINERS_NUM", 1)
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))

@@ -9,8 +9,10 @@ Rank 0 listens on a TCP port (published in paddle's TCP store); every other rank
 sides send a heartbeat every `interval_s` seconds (default 1 s). A peer is lost when
 - its connection closes without a `done` message (process killed, node down with a reset),
 - it says it is leaving (`bye`: its launcher died, SIGTERM, an error), or
-- nothing came from it for `timeout_s` seconds (default 60 s, env PADDLE_RECIPES_PEER_TIMEOUT): a node
-  that is frozen or cut off, which gloo alone would wait 30 min for (paddle's default run timeout).
+- nothing came from it for `timeout_s` seconds (default 20 s, env PADDLE_RECIPES_PEER_TIMEOUT; <= 0: off): a
+  node that is frozen or cut off. It must stay below gloo's own collective timeout (30 s, not settable in
+  paddle 3.3.1), which ends the run with a raw `RuntimeError: ... TIMEOUT` traceback or, inside backward,
+  a C++ abort dump; `collective_timeout_line` turns the first into one line too.
 Every surviving rank then prints ONE line to stderr, `rank 0: lost node 1 (rank 1, host 10.0.0.2): ...;
 stopping. ...resume...`, and exits PEER_LOST_EXIT (3). Rank 0 forwards the loss to the other ranks first.
 """
@@ -250,13 +252,17 @@ class PeerMonitor:
 
 def start_peer_monitor(rank: int, world_size: int, local_size: int, host: str, store,
                        timeout_s: float | None = None, interval_s: float = 1.0) -> PeerMonitor:
-    """Start this process's monitor (once); `timeout_s` defaults to $PADDLE_RECIPES_PEER_TIMEOUT or 60 s.
+    """Start this process's monitor (once); `timeout_s` defaults to $PADDLE_RECIPES_PEER_TIMEOUT or 20 s (<= 0: off).
     A normal interpreter exit counts as `done`; an uncaught exception is announced as `bye`."""
     global _MONITOR
     if _MONITOR is not None:
         return _MONITOR
     if timeout_s is None:
-        timeout_s = float(os.environ.get(TIMEOUT_ENV, "60"))
+        timeout_s = float(os.environ.get(TIMEOUT_ENV, "20"))
+    if timeout_s <= 0:  # switched off by the user (rank 0 tells the others, which may not have the setting)
+        if rank == 0:
+            store.set(STORE_KEY, b"off")
+        return PeerMonitor(rank, world_size, local_size, host)._off(f"{TIMEOUT_ENV}={timeout_s:g}")
     _MONITOR = PeerMonitor(rank, world_size, local_size, host, timeout_s=timeout_s, interval_s=interval_s)
     _MONITOR.start(store)
     previous_hook = sys.excepthook
@@ -280,6 +286,17 @@ def finish() -> None:
     """Normal end of this rank (no-op without a monitor)."""
     if _MONITOR is not None:
         _MONITOR.finish()
+
+
+def collective_timeout_line(exc: BaseException) -> str | None:
+    """One line for gloo's own collective timeout (`RuntimeError: [.../gloo/...] TIMEOUT ...`), else None."""
+    text = str(exc)
+    if "gloo" not in text or "TIMEOUT" not in text:
+        return None
+    rank = os.environ.get("PADDLE_TRAINER_ID", "?")
+    where = os.path.join(_CHECKPOINT_DIR, "latest")
+    return (f"rank {rank}: a collective timed out (gloo, 30 s): another rank is lost or stalled; "
+            f"{RESUME_HINT.format(where=where)}")
 
 
 def announce_leaving(reason: str) -> None:

@@ -156,7 +156,8 @@ for _ in range(600):
 
 @pytest.mark.slow
 def test_frozen_node_is_lost_after_the_heartbeat_timeout(tmp_path):
-    """SIGSTOP of node 1's worker (a hung or cut-off node: no connection reset, gloo would wait 30 min):
+    """SIGSTOP of node 1's worker (a hung or cut-off node: no connection reset; gloo's own 30 s timeout would end it
+    with a raw TIMEOUT traceback):
     node 0 stops after PADDLE_RECIPES_PEER_TIMEOUT (3 s here) with one line, exit 3."""
     (tmp_path / "loop.py").write_text(_LOOP)
     procs = _start_nodes(tmp_path, [tmp_path / "loop.py", tmp_path], env={peers.TIMEOUT_ENV: 3})
@@ -267,3 +268,29 @@ def test_monitor_that_cannot_reach_rank_0_is_off_with_a_warning(caplog):
     mon = peers.PeerMonitor(1, 2, 1, "127.0.0.1", timeout_s=1).start(store)
     assert mon.stopped and not mon.peers
     assert f"rank 1: lost-node monitor off: cannot reach rank 0's monitor at 127.0.0.1:{port}" in caplog.text
+
+
+def test_gloo_collective_timeout_is_one_line_exit_3(capsys, monkeypatch):
+    """gloo's own 30 s timeout (when the monitor is off or slower) ends in one line, not a traceback."""
+    from paddle_recipes.cli import exit_on_user_error
+
+    monkeypatch.setenv("PADDLE_TRAINER_ID", "0")
+    monkeypatch.setattr(peers, "_CHECKPOINT_DIR", "/runs/x/checkpoints")
+    msg = "[/paddle/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:80] TIMEOUT self_rank = none pair_rank = -1"
+
+    def main():
+        raise RuntimeError(msg)  # the message measured with a SIGSTOPped peer and the monitor off
+
+    with pytest.raises(SystemExit) as stop:
+        exit_on_user_error(main, "ocr_rec")
+    assert stop.value.code == peers.PEER_LOST_EXIT
+    assert capsys.readouterr().err.splitlines() == [
+        "rank 0: a collective timed out (gloo, 30 s): another rank is lost or stalled; stopping. The last checkpoint "
+        "is /runs/x/checkpoints/latest: run the same command again on every node with -o Global.resume=auto "
+        "to continue from it"]
+
+    def other():
+        raise RuntimeError("shape mismatch")
+
+    with pytest.raises(RuntimeError, match="shape mismatch"):  # any other RuntimeError is not hidden
+        exit_on_user_error(other, "ocr_rec")
