@@ -294,3 +294,4 @@ def test_gloo_collective_timeout_is_one_line_exit_3(capsys, monkeypatch):
 
     with pytest.raises(RuntimeError, match="shape mismatch"):  # any other RuntimeError is not hidden
         exit_on_user_error(other, "ocr_rec")
+
