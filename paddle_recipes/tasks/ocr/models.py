@@ -345,7 +345,7 @@ PPOCR_BACKBONES = ppocr_models.PPOCR_BACKBONES
 PPOCR_NECKS = ppocr_models.PPOCR_NECKS
 PPOCR_HEADS = ppocr_models.PPOCR_HEADS
 PPOCR_BACKBONE_NAMES = tuple(c.__name__ for c in PPOCR_BACKBONES.values())
-ENCODER_TYPES = ("reshape", "fc", "rnn", "svtr")
+ENCODER_TYPES = ("reshape", "fc", "rnn", "svtr", "lightsvtr")
 
 
 class RecModel(nn.Layer):
@@ -410,9 +410,9 @@ def check_architecture(arch: "ArchitectureConfig") -> None:
         _pick(PPOCR_NECKS, "Neck", n.pop("name"), True)
         etype = n.pop("encoder_type", None)
         check_name("Architecture.Neck.encoder_type", etype, ENCODER_TYPES)
-        allowed = ["hidden_size"] if etype != "svtr" else []
-        _check_args("Neck", ppocr_models.EncoderWithSVTR if etype == "svtr" else type("SequenceEncoder", (), {}),
-                    n, extra=allowed)
+        image_encoder = ppocr_models.IMAGE_ENCODERS.get(etype)
+        _check_args("Neck", image_encoder or type("SequenceEncoder", (), {}), n,
+                    extra=[] if image_encoder else ["hidden_size"])
     head_cls = _pick(PPOCR_HEADS, "Head", hname, True)
     _check_args("Head", head_cls, h)
     if head_cls is ppocr_models.MultiHead and not h.get("head_list"):
