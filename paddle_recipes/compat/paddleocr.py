@@ -71,7 +71,7 @@ OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_e
 _SIGNATURE_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
                      "use_gpu", "log_smooth_window", "cal_metric_during_train")
 
-BACKBONES = ("PPLCNetV3", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
+BACKBONES = ("PPLCNetV3", "PPLCNetV4", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
              "SVTRNet", "ResNet31", "ResNet45", "LCNetRec", "ResNet34vd")
 
 
@@ -84,7 +84,7 @@ def _built_backbones() -> list:
 
 
 NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
-ENCODER_TYPES = ("rnn", "svtr", "reshape", "fc", "cascadernn")
+ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
 MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
 ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")

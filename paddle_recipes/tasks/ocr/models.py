@@ -265,11 +265,13 @@ register_backbone, register_neck, register_head = _register(BACKBONES), _registe
 
 @dataclass
 class BackboneConfig:
-    """name: ours (LCNetRec: light PP-LCNet-like; ResNet34vd) or PaddleOCR's (PPLCNetV3, PPHGNetV2_B4,
+    """name: ours (LCNetRec: light PP-LCNet-like; ResNet34vd) or PaddleOCR's (PPLCNetV3, PPLCNetV4, PPHGNetV2_B4,
     ResNet; case-insensitive). The other fields are constructor arguments, None = the network's default;
     a value the chosen network does not take is a one-line error listing what it takes.
     Ours: scale (channel multiplier), width_stride (input width / time steps). PaddleOCR's: scale,
-    conv_kxk_num, lr_mult_list, lab_lr (PPLCNetV3); text_rec, use_lab (PPHGNetV2_B4); layers (ResNet)."""
+    conv_kxk_num, lr_mult_list, lab_lr (PPLCNetV3); model_size (tiny | small | medium), or the earlier
+    use_rep, stem_type, config_name, stem_channels (PPLCNetV4, PP-OCRv6); text_rec, use_lab (PPHGNetV2_B4);
+    layers (ResNet)."""
     name: str = "LCNetRec"
     scale: Optional[float] = None
     width_stride: Optional[int] = None
@@ -279,6 +281,11 @@ class BackboneConfig:
     text_rec: Optional[bool] = None
     use_lab: Optional[bool] = None
     layers: Optional[int] = None
+    model_size: Optional[str] = None
+    use_rep: Optional[bool] = None
+    stem_type: Optional[str] = None
+    config_name: Optional[str] = None
+    stem_channels: Optional[int] = None
 
 
 @dataclass
