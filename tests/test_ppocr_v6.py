@@ -110,7 +110,8 @@ def test_paddleocr_v6_file_loads_with_no_renaming(tmp_path, size, caplog):
     model = build_ppocr_rec_model(m["architecture"], 40)
     with caplog.at_level(logging.INFO, logger="paddle_recipes.pretrained"):
         rep = load_pretrained(model, tmp_path / f"PP-OCRv6_{size}_rec_train" / "best_accuracy")
-    assert len(rep.loaded) == m["num_tensors"] and not (rep.reinitialized or rep.skipped or rep.missing or rep.unexpected)
+    assert len(rep.loaded) == m["num_tensors"]
+    assert not (rep.reinitialized or rep.skipped or rep.missing or rep.unexpected)
     assert any(f"loaded {m['num_tensors']}/{m['num_tensors']} tensors" in r.message for r in caplog.records)
     sd = model.state_dict()
     assert all(np.array_equal(sd[k].numpy(), v) for k, v in ref.items())
@@ -217,9 +218,10 @@ def test_paddleocr3_reads_v6_export_under_the_v6_model_name(paddleocr_python, tm
     ours, bad = recognize_files(model, files, charset, shape, batch_size=4)
     texts = [t for _, t, _ in ours]
     assert not bad and sum(1 for t in texts if t) >= 18 and len(set(texts)) >= 15, texts
-    theirs = _run_json(paddleocr_python, "paddleocr_rec_predict.py", [report["out_dir"], report["model_name"], 4, *files],
-                       tmp_path)
+    theirs = _run_json(paddleocr_python, "paddleocr_rec_predict.py",
+                       [report["out_dir"], report["model_name"], 4, *files], tmp_path)
     assert [t for t, _ in theirs] == texts
     diffs = [abs(s - c) for (_, s), (_, _, c) in zip(theirs, ours)]
-    print(f"paddleocr 3.7 PP-OCRv6_{size}_rec vs ours: texts equal {len(files)}/{len(files)}, max score diff {max(diffs):.2e}")
+    print(f"paddleocr 3.7 PP-OCRv6_{size}_rec vs ours: texts equal {len(files)}/{len(files)}, "
+          f"max score diff {max(diffs):.2e}")
     assert max(diffs) < 1e-4

@@ -145,7 +145,9 @@ class SqueezeExcite(nn.Layer):
 
     def __init__(self, channels, reduction=4, lr_mult=1.0):
         super().__init__()
-        attr = lambda: dict(weight_attr=ParamAttr(learning_rate=lr_mult), bias_attr=ParamAttr(learning_rate=lr_mult))  # noqa: E731
+        def attr():
+            return dict(weight_attr=ParamAttr(learning_rate=lr_mult), bias_attr=ParamAttr(learning_rate=lr_mult))
+
         self.conv1 = nn.Conv2D(channels, channels // reduction, 1, **attr())
         self.relu = nn.ReLU()
         self.conv2 = nn.Conv2D(channels // reduction, channels, 1, **attr())

@@ -21,7 +21,8 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import ParamAttr
-from paddle.nn.initializer import Constant, KaimingNormal, KaimingUniform, Normal, TruncatedNormal, Uniform, XavierNormal
+from paddle.nn.initializer import (Constant, KaimingNormal, KaimingUniform, Normal, TruncatedNormal, Uniform,
+                                   XavierNormal)
 from paddle.regularizer import L2Decay
 
 _trunc_normal = TruncatedNormal(std=0.02)
