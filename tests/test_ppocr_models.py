@@ -77,7 +77,7 @@ def _run(model, x, targets):
     return res
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", PRESETS + V6_PRESETS)
 def test_outputs_equal_paddleocr(preset):
     """Same weights + same input -> PaddleOCR's outputs, recorded in float64 with PaddleOCR's own code
     (tests/scripts/make_ppocr_rec_fixtures.py). Ours in float64 must equal them to 1e-6 of their scale;
