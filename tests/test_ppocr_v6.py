@@ -225,3 +225,40 @@ def test_paddleocr3_reads_v6_export_under_the_v6_model_name(paddleocr_python, tm
     print(f"paddleocr 3.7 PP-OCRv6_{size}_rec vs ours: texts equal {len(files)}/{len(files)}, "
           f"max score diff {max(diffs):.2e}")
     assert max(diffs) < 1e-4
+
+
+# ------------------------------------------------------------------ PaddleX's own v6 inference network
+@pytest.mark.parametrize("size", ["tiny", pytest.param("small", marks=SLOW), pytest.param("medium", marks=SLOW)])
+def test_paddlex_v6_inference_network_equals_ours(paddleocr_python, tmp_path, size):
+    """Independent of our PaddleOCR reading: PaddleX 3.7.2 ships its own PP-OCRv6 rec inference network and the
+    steps that bring PaddleOCR's released training checkpoints into it (RepDWConv fusion, name mapping). Our
+    PaddleOCR-named weights through those steps give PaddleX's network the same probabilities as ours, in
+    float64 (fusion rounding ~1e-12): the names, the RepDWConv branches and the tiny guide layer are the
+    released ones. PaddleX's SVTR LayerNorms use epsilon 1e-6 where PaddleOCR's blocks use 1e-5 (ours):
+    compared with PaddleOCR's 1e-5; with PaddleX's own 1e-6 the difference is real (> 1e-5 in log-probability)."""
+    from ppocr_parity import det_value, fixed_input
+
+    model = build_ppocr_rec_model(manifest(size)["architecture"], 40)
+    model.to(dtype="float64")
+    model.set_state_dict({k: (v if k.endswith(".pe") else paddle.to_tensor(det_value(k, v.shape)))
+                          for k, v in model.state_dict().items()})
+    model.eval()
+    x = fixed_input([2, 3, 48, 320])
+    with paddle.no_grad():
+        ours = model(paddle.to_tensor(x)).numpy()
+    paddle.save(model.state_dict(), str(tmp_path / "w.pdparams"))
+    np.save(tmp_path / "x.npy", x)
+    name = f"PP-OCRv6_{size}_rec"
+    eps = [] if size == "tiny" else ["1e-5"]
+    _run_json(paddleocr_python, "paddlex_v6_rec_probs.py", [name, tmp_path / "w.pdparams", tmp_path / "x.npy",
+                                                             tmp_path / "px.npy", *eps], tmp_path)
+    theirs = np.load(tmp_path / "px.npy")
+    assert theirs.shape == ours.shape == (2, 40, 40)
+    print(f"PaddleX {name} vs ours (float64): max |log p diff| {np.abs(np.log(theirs) - np.log(ours)).max():.2e}")
+    np.testing.assert_allclose(np.log(theirs), np.log(ours), rtol=0, atol=1e-9)
+    if size != "tiny":
+        _run_json(paddleocr_python, "paddlex_v6_rec_probs.py", [name, tmp_path / "w.pdparams", tmp_path / "x.npy",
+                                                                 tmp_path / "px6.npy"], tmp_path)
+        eps6 = np.abs(np.log(np.load(tmp_path / "px6.npy")) - np.log(ours)).max()
+        print(f"... with PaddleX's LayerNorm epsilon 1e-6: {eps6:.2e}")
+        assert eps6 > 1e-5
