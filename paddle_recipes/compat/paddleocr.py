@@ -83,6 +83,13 @@ def _built_backbones() -> list:
     return [*PPOCR_BACKBONE_NAMES, *sorted(OURS)]
 
 
+def _paddlex_rec_names() -> tuple:
+    """The Global.model_name values an export can carry (paddlex 3.x's text-recognition names)."""
+    from paddle_recipes.tasks.ocr.export_paddleocr import PADDLEX_REC_MODEL_NAMES
+
+    return PADDLEX_REC_MODEL_NAMES
+
+
 NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
 ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
@@ -271,6 +278,10 @@ class _Translator:
                   "max_text_length": "Global.max_text_length", "use_space_char": "Global.use_space_char",
                   "cal_metric_during_train": "Global.cal_metric_during_train",
                   "model_name": "Export.model_name"}
+        if g.get("model_name") and g["model_name"] not in _paddlex_rec_names():  # e.g. PP-OCRv6_base_rec
+            del direct["model_name"]
+            self.none("Global.model_name", f"{g['model_name']!r} is no model name paddlex 3.x accepts (it only "
+                      "names the export; PaddleOCR trains without it): the export writes Export.model_name")
         for k, dst in direct.items():
             if k in g:
                 self.map(f"Global.{k}", g[k], dst)
