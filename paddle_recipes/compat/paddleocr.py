@@ -7,7 +7,7 @@
 Every key of the PaddleOCR file is accounted for: it maps onto a key of ours (``report.mapped``:
 PaddleOCR path -> our path, or "fixed: ..." when our pipeline always does what the value asks), or it
 truly has no effect here (``report.no_effect``: path -> why). A value whose meaning we would change
-(ratio_list [0.5, 0.5], a TPS Transform, another dict in PostProcess, L1 decay, ...) is a ConfigError
+(Eval ratio_list [0.5], a TPS Transform, another dict in PostProcess, L1 decay, ...) is a ConfigError
 naming the key; an unknown key is a ConfigError with the nearest valid key.
 
 Facts of PaddleOCR that the mapping follows (its code, read, not copied):
@@ -615,10 +615,15 @@ class _Translator:
         if "ratio_list" in ds:
             r = ds["ratio_list"]
             ratios = r if isinstance(r, list) else [r]
-            if any(float(x) != 1.0 for x in ratios):
-                raise self.error(f"{p}.ratio_list", f"{r!r}: sampling a fraction of a label file is not supported "
-                                 "here (every sample is used; set all ratios to 1.0)")
-            self.fixed(f"{p}.ratio_list", "1.0: every sample of every label file is used")
+            if all(float(x) == 1.0 for x in ratios):
+                self.fixed(f"{p}.ratio_list", "1.0: every sample of every label file is used")
+            elif split == "Train" and "sampler" in node and fmt == "label_file":  # a fresh fraction per epoch
+                files = ds.get("label_file_list") or []
+                self.map(f"{p}.ratio_list", [float(x) for x in (r if isinstance(r, list) else [r] * len(files))],
+                         f"{p}.ratio_list")
+            else:
+                raise self.error(f"{p}.ratio_list", f"{r!r}: sampling a fraction of each label file is supported "
+                                 "for Train label files with a MultiScaleSampler only")
         if "ds_width" in ds:
             if ds["ds_width"]:
                 raise self.error(f"{p}.ds_width", "true (per-sample width buckets) is not supported here")
