@@ -17,7 +17,8 @@ from paddle_recipes.pretrained import load_pretrained
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
 from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
-from test_paddleocr_inference import CHARS, _lines, _run_json, paddleocr_python  # noqa: F401 (fixture)
+from test_paddleocr_inference import (CHARS, _lines, _run_json, assert_paddleocr3_agrees,  # noqa: F401 (fixture)
+                                      paddleocr_python)
 from test_paddleocr_recipe import DICT_A, FIXTURES, fresh_logging, paddleocr_opts, run, write_label_set
 
 MANIFESTS = Path(__file__).parent / "fixtures" / "ppocr_manifests"
@@ -243,7 +244,6 @@ def test_paddleocr3_reads_v6_export_under_the_v6_model_name(paddleocr_python, tm
     TextRecognition(model_name="PP-OCRv6_<size>_rec", model_dir=...) == our recognize_files on 20 lines of
     widths 60..2400 px: same texts, scores within 1e-4."""
     from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.evaluate import recognize_files
     from paddle_recipes.tasks.ocr.export_paddleocr import export_rec_for_paddleocr
 
     files = _lines(tmp_path)
@@ -254,16 +254,7 @@ def test_paddleocr3_reads_v6_export_under_the_v6_model_name(paddleocr_python, tm
     report = export_rec_for_paddleocr(model, CHARS, shape, tmp_path / "inference", model_name=f"PP-OCRv6_{size}_rec")
     assert yaml.safe_load(Path(report["out_dir"], "inference.yml").read_text())["Global"]["model_name"] == \
         f"PP-OCRv6_{size}_rec"
-    ours, bad = recognize_files(model, files, charset, shape, batch_size=4)
-    texts = [t for _, t, _ in ours]
-    assert not bad and sum(1 for t in texts if t) >= 18 and len(set(texts)) >= 15, texts
-    theirs = _run_json(paddleocr_python, "paddleocr_rec_predict.py",
-                       [report["out_dir"], report["model_name"], 4, *files], tmp_path)
-    assert [t for t, _ in theirs] == texts
-    diffs = [abs(s - c) for (_, s), (_, _, c) in zip(theirs, ours)]
-    print(f"paddleocr 3.7 PP-OCRv6_{size}_rec vs ours: texts equal {len(files)}/{len(files)}, "
-          f"max score diff {max(diffs):.2e}")
-    assert max(diffs) < 1e-4
+    assert_paddleocr3_agrees(paddleocr_python, model, files, charset, shape, report, tmp_path)
 
 
 # ------------------------------------------------------------------ PaddleX's own v6 inference network
