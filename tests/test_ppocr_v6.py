@@ -91,14 +91,31 @@ def test_rec_shapes_and_eval_height_rule():
         net(paddle.rand([1, 3, 32, 96]))
 
 
-def test_det_layout_feature_maps():
-    """Detection layout (shared with PP-OCRv6 det): 4 maps at strides 4, 8, 16, 32."""
-    net = PPLCNetV4(model_size="small", det=True)
-    net.eval()
-    outs = net(paddle.rand([1, 3, 64, 96]))
-    assert [list(o.shape) for o in outs] == [[1, 48, 16, 24], [1, 96, 8, 12], [1, 192, 4, 6], [1, 384, 2, 3]]
-    assert net.out_channels == [48, 96, 192, 384]
-    assert not any(k.startswith(("conv1.", "blocks2.")) for k in net.state_dict())  # stem. / blocks_s1..4 names
+@pytest.mark.parametrize("size", ["tiny", "small", "medium"])
+def test_det_layout_equals_paddleocr(size):
+    """Detection layout (shared with PP-OCRv6 det): state_dict names, order and shapes of PaddleOCR's
+    PPLCNetV4(det=True) and, in float64 on the same weights, its 4 feature maps (strides 4, 8, 16, 32) in eval and
+    train mode (tests/scripts/make_lcnetv4_det_fixture.py ran PaddleOCR's code): per-channel sums and sums of
+    squares equal to 1e-9 of their scale (float64 noise ~1e-15)."""
+    from ppocr_parity import det_value, fixed_input
+
+    ref = json.loads((MANIFESTS / "PPLCNetV4_det.json").read_text(encoding="utf-8"))
+    want = ref["sizes"][size]
+    net = PPLCNetV4(model_size=size, det=True)
+    assert list(shapes(net).items()) == list(want["tensors"].items()) and net.out_channels == want["out_channels"]
+    net.to(dtype="float64")
+    net.set_state_dict({k: paddle.to_tensor(det_value(k, v.shape)) for k, v in net.state_dict().items()})
+    x = paddle.to_tensor(fixed_input(ref["input_shape"]))
+    for mode in ("eval", "train"):
+        getattr(net, mode)()
+        with paddle.no_grad():
+            outs = net(x)
+        for i, (o, w) in enumerate(zip(outs, want[mode])):
+            assert list(o.shape) == w["shape"], (mode, i)
+            flat = o.numpy().reshape(o.shape[1], -1)
+            for key, got in (("sum", flat.sum(-1)), ("sumsq", (flat ** 2).sum(-1))):
+                scale = float(np.abs(w[key]).max())
+                np.testing.assert_allclose(got, w[key], rtol=0, atol=1e-9 * scale, err_msg=f"{mode} map {i} {key}")
 
 
 # ------------------------------------------------------------------ weights
