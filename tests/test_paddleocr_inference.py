@@ -183,18 +183,22 @@ def test_paddleocr3_text_recognition_agrees_with_our_predictor(paddleocr_python,
     """paddleocr 3.x TextRecognition(model_dir=<our export>) == recognize_files on 20 lines of widths
     60..2400 px (texts equal, scores within 1e-4), same batching (4 per batch, padded to the widest)."""
     model, files, report, tmp = exported
-    charset = CharDict(CHARS)
-    ours, bad = recognize_files(model, files, charset, IMAGE_SHAPE, batch_size=4)
+    assert_paddleocr3_agrees(paddleocr_python, model, files, CharDict(CHARS), IMAGE_SHAPE, report, tmp)
+
+
+def assert_paddleocr3_agrees(python: Path, model, files: list, charset, image_shape, report: dict, cwd: Path) -> None:
+    """paddleocr 3.x TextRecognition(model_name=report's, model_dir=report's) on ``files`` (batches of 4) reads
+    the texts our recognize_files reads (non-empty and varied enough to mean something), scores within 1e-4."""
+    ours, bad = recognize_files(model, files, charset, image_shape, batch_size=4)
     assert not bad
     texts = [t for _, t, _ in ours]
     print("our texts:", texts)
     assert sum(1 for t in texts if t) >= 18 and len(set(texts)) >= 15, texts  # a meaningful comparison
-    theirs = _run_json(paddleocr_python, "paddleocr_rec_predict.py",
-                       [report["out_dir"], report["model_name"], 4, *files], tmp)
+    theirs = _run_json(python, "paddleocr_rec_predict.py", [report["out_dir"], report["model_name"], 4, *files], cwd)
     assert [t for t, _ in theirs] == texts
     diffs = [abs(s - c) for (_, s), (_, _, c) in zip(theirs, ours)]
-    print(f"paddleocr 3.x vs ours on {len(files)} lines: texts equal {len(files)}/{len(files)}, "
-          f"max score diff {max(diffs):.2e}")
+    print(f"paddleocr 3.x ({report['model_name']}) vs ours on {len(files)} lines: texts equal "
+          f"{len(files)}/{len(files)}, max score diff {max(diffs):.2e}")
     assert max(diffs) < 1e-4
 
 

@@ -22,6 +22,7 @@ from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
 PRESETS = ["PP-OCRv4_mobile_rec", "PP-OCRv5_mobile_rec", "PP-OCRv5_server_rec", "rec_r34_vd_none_bilstm_ctc"]
+V6_PRESETS = ["PP-OCRv6_tiny_rec", "PP-OCRv6_small_rec", "PP-OCRv6_medium_rec", "PP-OCRv6_base_rec"]
 
 
 def load_manifest(preset):
@@ -34,7 +35,7 @@ def build(preset):
     return m, build_ppocr_rec_model(m["architecture"], m["num_classes_ctc"])
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", PRESETS + V6_PRESETS)
 def test_state_dict_equals_paddleocr_manifest(preset):
     m, model = build(preset)
     ours = {k: list(v.shape) for k, v in model.state_dict().items()}
@@ -42,6 +43,7 @@ def test_state_dict_equals_paddleocr_manifest(preset):
     assert sorted(set(m["tensors"]) - set(ours)) == []
     assert sorted(set(ours) - set(m["tensors"])) == []
     assert {k: s for k, s in ours.items() if s != m["tensors"][k]} == {}
+    assert list(ours) == list(m["tensors"])  # same order as PaddleOCR's state_dict
     assert sum(int(np.prod(s)) for s in ours.values()) == m["num_elements"]
 
 
@@ -75,7 +77,7 @@ def _run(model, x, targets):
     return res
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", PRESETS + V6_PRESETS)
 def test_outputs_equal_paddleocr(preset):
     """Same weights + same input -> PaddleOCR's outputs, recorded in float64 with PaddleOCR's own code
     (tests/scripts/make_ppocr_rec_fixtures.py). Ours in float64 must equal them to 1e-6 of their scale;

@@ -7,7 +7,7 @@
 Every key of the PaddleOCR file is accounted for: it maps onto a key of ours (``report.mapped``:
 PaddleOCR path -> our path, or "fixed: ..." when our pipeline always does what the value asks), or it
 truly has no effect here (``report.no_effect``: path -> why). A value whose meaning we would change
-(ratio_list [0.5, 0.5], a TPS Transform, another dict in PostProcess, L1 decay, ...) is a ConfigError
+(Eval ratio_list [0.5], a TPS Transform, another dict in PostProcess, L1 decay, ...) is a ConfigError
 naming the key; an unknown key is a ConfigError with the nearest valid key.
 
 Facts of PaddleOCR that the mapping follows (its code, read, not copied):
@@ -71,7 +71,7 @@ OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_e
 _SIGNATURE_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
                      "use_gpu", "log_smooth_window", "cal_metric_during_train")
 
-BACKBONES = ("PPLCNetV3", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
+BACKBONES = ("PPLCNetV3", "PPLCNetV4", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
              "SVTRNet", "ResNet31", "ResNet45", "LCNetRec", "ResNet34vd")
 
 
@@ -83,8 +83,15 @@ def _built_backbones() -> list:
     return [*PPOCR_BACKBONE_NAMES, *sorted(OURS)]
 
 
+def _paddlex_rec_names() -> tuple:
+    """The Global.model_name values an export can carry (paddlex 3.x's text-recognition names)."""
+    from paddle_recipes.tasks.ocr.export_paddleocr import PADDLEX_REC_MODEL_NAMES
+
+    return PADDLEX_REC_MODEL_NAMES
+
+
 NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
-ENCODER_TYPES = ("rnn", "svtr", "reshape", "fc", "cascadernn")
+ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
 MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
 ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")
@@ -271,6 +278,10 @@ class _Translator:
                   "max_text_length": "Global.max_text_length", "use_space_char": "Global.use_space_char",
                   "cal_metric_during_train": "Global.cal_metric_during_train",
                   "model_name": "Export.model_name"}
+        if g.get("model_name") and g["model_name"] not in _paddlex_rec_names():  # e.g. PP-OCRv6_base_rec
+            del direct["model_name"]
+            self.none("Global.model_name", f"{g['model_name']!r} is no model name paddlex 3.x accepts (it only "
+                      "names the export; PaddleOCR trains without it): the export writes Export.model_name")
         for k, dst in direct.items():
             if k in g:
                 self.map(f"Global.{k}", g[k], dst)
@@ -604,10 +615,15 @@ class _Translator:
         if "ratio_list" in ds:
             r = ds["ratio_list"]
             ratios = r if isinstance(r, list) else [r]
-            if any(float(x) != 1.0 for x in ratios):
-                raise self.error(f"{p}.ratio_list", f"{r!r}: sampling a fraction of a label file is not supported "
-                                 "here (every sample is used; set all ratios to 1.0)")
-            self.fixed(f"{p}.ratio_list", "1.0: every sample of every label file is used")
+            if all(float(x) == 1.0 for x in ratios):
+                self.fixed(f"{p}.ratio_list", "1.0: every sample of every label file is used")
+            elif split == "Train" and "sampler" in node and fmt == "label_file":  # a fresh fraction per epoch
+                files = ds.get("label_file_list") or []
+                self.map(f"{p}.ratio_list", [float(x) for x in (r if isinstance(r, list) else [r] * len(files))],
+                         f"{p}.ratio_list")
+            else:
+                raise self.error(f"{p}.ratio_list", f"{r!r}: sampling a fraction of each label file is supported "
+                                 "for Train label files with a MultiScaleSampler only")
         if "ds_width" in ds:
             if ds["ds_width"]:
                 raise self.error(f"{p}.ds_width", "true (per-sample width buckets) is not supported here")

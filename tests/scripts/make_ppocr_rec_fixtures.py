@@ -27,6 +27,9 @@ from ppocr_parity import det_value, fixed_input, summarize  # noqa: E402
 
 FIXTURES = HERE.parent / "fixtures" / "ppocr_manifests"
 DEFAULT_PRESETS = ["PP-OCRv4_mobile_rec", "PP-OCRv5_mobile_rec", "PP-OCRv5_server_rec", "rec_r34_vd_none_bilstm_ctc"]
+# PP-OCRv6 (needs a PaddleOCR checkout with ppocr/modeling/backbones/rec_lcnetv4.py and the lightsvtr neck;
+# base is PaddleOCR's earlier use_rep/config_name PPLCNetV4 form)
+V6_PRESETS = ["PP-OCRv6_tiny_rec", "PP-OCRv6_small_rec", "PP-OCRv6_medium_rec", "PP-OCRv6_base_rec"]
 INPUT_SHAPE = {"rec_r34_vd_none_bilstm_ctc": [2, 3, 32, 100]}  # others: [2, 3, 48, 320]
 FLOAT32_ONLY = {"rec_r34_vd_none_bilstm_ctc": "paddle 3.3.1's CPU LSTM kernel has no float64"}  # eval-only refs
 NRTR_EXTRA = 3  # PaddleOCR tools/train.py: NRTRLabelDecode count = CTC count + 3
@@ -118,7 +121,8 @@ def record(preset):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ppocr-src", required=True, help="a PaddleOCR source checkout (its ppocr/ package)")
-    ap.add_argument("--preset", action="append", help=f"default: {', '.join(DEFAULT_PRESETS)}")
+    ap.add_argument("--preset", action="append", help=f"default: {', '.join(DEFAULT_PRESETS)}; "
+                    f"also: {', '.join(V6_PRESETS)}")
     args = ap.parse_args()
     src = Path(args.ppocr_src).resolve()
     if not (src / "ppocr" / "modeling").is_dir():

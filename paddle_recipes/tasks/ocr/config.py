@@ -135,5 +135,9 @@ def check_rec_config(cfg: RecConfig) -> None:
         if (enc == "MultiLabelEncode") != multi:
             raise ConfigError(f"{split}.dataset.label_encoder {enc} does not go with Architecture.Head.name "
                               f"{cfg.Architecture.Head.name}")
+    multiscale = isinstance(cfg.Train.sampler, SamplerConfig)
+    if cfg.Eval.dataset.ratio_list or (cfg.Train.dataset.ratio_list and not multiscale):
+        raise ConfigError("dataset.ratio_list (a fraction of each label file per epoch) needs Train with a "
+                          "MultiScaleSampler")
     if multi and cfg.Global.max_text_length < 3:
         raise ConfigError("Global.max_text_length must be >= 3 for NRTR labels ([<s>, text, </s>])")

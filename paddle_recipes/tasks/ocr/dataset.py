@@ -47,6 +47,8 @@ class DatasetConfig:
     format: "label_file" (images + ``path<TAB>label`` files) or "lmdb" (PaddleOCR LMDB).
     data_dir: root of the image paths in label files; for lmdb, an LMDB dir or a folder of LMDB dirs.
     label_file_list: label files (format label_file only).
+    ratio_list: fraction (0, 1] of each label file an epoch uses, a fresh random draw every epoch
+        (PaddleOCR's ratio_list; Train with Train.sampler only); [] (default) = every sample.
     delimiter: separator between image path and label.
     max_image_pixels: images with more pixels (width x height, read from the header before
         decoding) are skipped and counted as too_large; 0 = no limit. Default 8e7.
@@ -61,6 +63,7 @@ class DatasetConfig:
     format: str = "label_file"
     data_dir: str = ""
     label_file_list: List[str] = field(default_factory=list)
+    ratio_list: List[float] = field(default_factory=list)
     delimiter: str = "\t"
     max_image_pixels: int = MAX_IMAGE_PIXELS
     normalize_width: str = "none"
@@ -71,6 +74,10 @@ class DatasetConfig:
     def __post_init__(self):
         if self.format not in ("label_file", "lmdb"):
             raise ValueError(f"dataset.format must be 'label_file' or 'lmdb', got {self.format!r}")
+        if self.ratio_list and (len(self.ratio_list) != len(self.label_file_list)
+                                or not all(0 < r <= 1 for r in self.ratio_list)):
+            raise ValueError(f"dataset.ratio_list {self.ratio_list} needs one value in (0, 1] per label file "
+                             f"({len(self.label_file_list)})")
         if self.max_image_pixels < 0:
             raise ValueError(f"dataset.max_image_pixels must be >= 0 (0 = no limit), got {self.max_image_pixels}")
         if self.normalize_width not in WIDTH_MODES:
@@ -226,8 +233,10 @@ class RecDataset:
         if not self.cfg.label_file_list:
             raise DataPathError(f"{key}.label_file_list is empty (format label_file needs at least one file)")
         self._source = None
+        spans = []
         for i, lf in enumerate(self.cfg.label_file_list):
             _check_path(lf, f"{key}.label_file_list[{i}]", "label file")
+            spans.append(len(self.items))
             # strict=False: malformed lines (no tab, empty label) are skipped and counted, not fatal.
             recs = read_label_file(lf, delimiter=self.cfg.delimiter, strict=False)
             for s in recs.skipped:
@@ -240,6 +249,8 @@ class RecDataset:
                     self.stats.add(rec.source, "missing_image", str(path))
                     continue
                 self._keep(str(path), rec.label, rec.source)
+        if self.cfg.ratio_list:  # (start, stop, ratio) per label file, for the sampler
+            self.ratio_spans = list(zip(spans, spans[1:] + [len(self.items)], self.cfg.ratio_list))
 
     def _init_lmdb(self, key: str) -> None:
         root = _check_path(self.cfg.data_dir, f"{key}.data_dir", "data_dir")

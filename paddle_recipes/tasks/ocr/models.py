@@ -265,11 +265,13 @@ register_backbone, register_neck, register_head = _register(BACKBONES), _registe
 
 @dataclass
 class BackboneConfig:
-    """name: ours (LCNetRec: light PP-LCNet-like; ResNet34vd) or PaddleOCR's (PPLCNetV3, PPHGNetV2_B4,
+    """name: ours (LCNetRec: light PP-LCNet-like; ResNet34vd) or PaddleOCR's (PPLCNetV3, PPLCNetV4, PPHGNetV2_B4,
     ResNet; case-insensitive). The other fields are constructor arguments, None = the network's default;
     a value the chosen network does not take is a one-line error listing what it takes.
     Ours: scale (channel multiplier), width_stride (input width / time steps). PaddleOCR's: scale,
-    conv_kxk_num, lr_mult_list, lab_lr (PPLCNetV3); text_rec, use_lab (PPHGNetV2_B4); layers (ResNet)."""
+    conv_kxk_num, lr_mult_list, lab_lr (PPLCNetV3); model_size (tiny | small | medium), or the earlier
+    use_rep, stem_type, config_name, stem_channels (PPLCNetV4, PP-OCRv6); text_rec, use_lab (PPHGNetV2_B4);
+    layers (ResNet)."""
     name: str = "LCNetRec"
     scale: Optional[float] = None
     width_stride: Optional[int] = None
@@ -279,6 +281,11 @@ class BackboneConfig:
     text_rec: Optional[bool] = None
     use_lab: Optional[bool] = None
     layers: Optional[int] = None
+    model_size: Optional[str] = None
+    use_rep: Optional[bool] = None
+    stem_type: Optional[str] = None
+    config_name: Optional[str] = None
+    stem_channels: Optional[int] = None
 
 
 @dataclass
@@ -345,7 +352,7 @@ PPOCR_BACKBONES = ppocr_models.PPOCR_BACKBONES
 PPOCR_NECKS = ppocr_models.PPOCR_NECKS
 PPOCR_HEADS = ppocr_models.PPOCR_HEADS
 PPOCR_BACKBONE_NAMES = tuple(c.__name__ for c in PPOCR_BACKBONES.values())
-ENCODER_TYPES = ("reshape", "fc", "rnn", "svtr")
+ENCODER_TYPES = ("reshape", "fc", "rnn", "svtr", "lightsvtr")
 
 
 class RecModel(nn.Layer):
@@ -410,9 +417,9 @@ def check_architecture(arch: "ArchitectureConfig") -> None:
         _pick(PPOCR_NECKS, "Neck", n.pop("name"), True)
         etype = n.pop("encoder_type", None)
         check_name("Architecture.Neck.encoder_type", etype, ENCODER_TYPES)
-        allowed = ["hidden_size"] if etype != "svtr" else []
-        _check_args("Neck", ppocr_models.EncoderWithSVTR if etype == "svtr" else type("SequenceEncoder", (), {}),
-                    n, extra=allowed)
+        image_encoder = ppocr_models.IMAGE_ENCODERS.get(etype)
+        _check_args("Neck", image_encoder or type("SequenceEncoder", (), {}), n,
+                    extra=[] if image_encoder else ["hidden_size"])
     head_cls = _pick(PPOCR_HEADS, "Head", hname, True)
     _check_args("Head", head_cls, h)
     if head_cls is ppocr_models.MultiHead and not h.get("head_list"):

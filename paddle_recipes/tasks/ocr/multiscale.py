@@ -12,6 +12,10 @@ the batch order (PaddleOCR shuffles samples once at start-up). Like PaddleOCR, s
 assigned to consecutive batches in a fixed cycle, so the count of batches per scale is the same
 every epoch, and the last batch is topped up with samples from the start of the epoch's order.
 
+``ratio_spans`` (PaddleOCR's ``ratio_list``): each epoch uses a fresh random ``round(n * ratio)`` of the
+``n`` samples of every label file (PaddleOCR rebuilds its dataset with ``seed=epoch`` for that), drawn from
+(seed, epoch, file); the epoch length is the same every epoch.
+
 Batches are lists of keys ``(epoch, index, height, width)`` (``with_epoch=True``) or
 ``(index, height, width)``; ``MultiScaleDataset`` turns a key into a sample.
 """
@@ -54,11 +58,17 @@ class MultiScaleBatchSampler(paddle.io.BatchSampler):
         seed: base seed; the order of epoch e depends only on (seed, e).
         num_replicas, rank: data-parallel split (each rank gets num_samples // num_replicas samples).
         with_epoch: yield (epoch, index, h, w) keys (for per-sample seeding) instead of (index, h, w).
+        ratio_spans: [(start, stop, ratio), ...] index spans of the label files and the fraction of each
+            one an epoch uses (PaddleOCR's ratio_list); None = every sample every epoch.
     """
 
     def __init__(self, num_samples: int, scales=((320, 32), (320, 48), (320, 64)), first_bs: int = 128,
                  fix_bs: bool = False, divided_factor=(8, 16), is_training: bool = True, seed: int = 0,
-                 num_replicas: int = 1, rank: int = 0, with_epoch: bool = True):
+                 num_replicas: int = 1, rank: int = 0, with_epoch: bool = True,
+                 ratio_spans: Sequence[Tuple[int, int, float]] | None = None):
+        self.ratio_spans = [(int(a), int(b), float(r)) for a, b, r in ratio_spans or []]
+        if self.ratio_spans:
+            num_samples = sum(round((b - a) * r) for a, b, r in self.ratio_spans)
         if num_samples < 1:
             raise ValueError("MultiScaleBatchSampler: the dataset is empty")
         self.plan = scale_plan(scales, first_bs, fix_bs, divided_factor, is_training)
@@ -92,7 +102,7 @@ class MultiScaleBatchSampler(paddle.io.BatchSampler):
     def epoch_batches(self, epoch: int) -> List[List[tuple]]:
         """All batches of ``epoch`` for this rank, in yield order (without skipping)."""
         rng = random.Random(sample_seed(self.seed, epoch, -1))
-        order = list(range(self.num_samples))
+        order = self.epoch_pool(epoch)
         if self.is_training:
             rng.shuffle(order)
         mine = order[self.rank: self.per_replica * self.num_replicas: self.num_replicas]
@@ -106,6 +116,15 @@ class MultiScaleBatchSampler(paddle.io.BatchSampler):
         if self.is_training:
             rng.shuffle(batches)
         return batches
+
+    def epoch_pool(self, epoch: int) -> List[int]:
+        """Dataset indices epoch ``epoch`` draws from: all, or per label file a fresh ratio of its span."""
+        if not self.ratio_spans:
+            return list(range(self.num_samples))
+        pool = []
+        for i, (a, b, r) in enumerate(self.ratio_spans):
+            pool += sorted(random.Random(sample_seed(self.seed, epoch, -2 - i)).sample(range(a, b), round((b - a) * r)))
+        return pool
 
     def __iter__(self) -> Iterator[List[tuple]]:
         skip, self._skip = self._skip, 0
@@ -141,12 +160,14 @@ class MultiScaleDataset(paddle.io.Dataset):
 
 def build_multiscale_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, collate_fn=None):
     """Train.sampler (config.SamplerConfig) -> paddle DataLoader over MultiScaleDataset(dataset) batched by
-    a MultiScaleBatchSampler split over info's ranks. ``dataset`` needs ``get_scaled(index, h, w)``.
+    a MultiScaleBatchSampler split over info's ranks. ``dataset`` needs ``get_scaled(index, h, w)``; its
+    ``ratio_spans`` (if any) sample a fraction of each label file per epoch.
     The trainer's set_epoch / skip_next reach the sampler (exact mid-epoch resume)."""
     from ...data import build_loader
 
     s = sampler_cfg
     sampler = MultiScaleBatchSampler(len(dataset), scales=s.scales, first_bs=s.first_bs, fix_bs=s.fix_bs,
                                      divided_factor=s.divided_factor, is_training=s.is_training, seed=seed,
-                                     num_replicas=info.world_size, rank=info.rank)
+                                     num_replicas=info.world_size, rank=info.rank,
+                                     ratio_spans=getattr(dataset, "ratio_spans", None))
     return build_loader(MultiScaleDataset(dataset, seed), sampler, loader_cfg, collate_fn=collate_fn)

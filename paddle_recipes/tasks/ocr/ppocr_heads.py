@@ -1,8 +1,10 @@
 """PaddleOCR's recognition necks and heads, parameter for parameter (own code, PaddleOCR's names).
 
 * ``SequenceEncoder`` (neck): ``reshape`` | ``fc`` | ``rnn`` (2-layer BiLSTM, ``encoder.lstm``) |
-  ``svtr`` (conv -> 2 global-attention blocks -> conv, with the input concatenated back).
-* ``CTCHead``: linear (optionally via ``mid_channels``) to ``out_channels`` classes.
+  ``svtr`` (conv -> 2 global-attention blocks -> conv, with the input concatenated back) |
+  ``lightsvtr`` (PP-OCRv6: 1x1 reduce + local depthwise 1xk conv -> global blocks, + a 1x1 skip).
+* ``CTCHead``: linear (optionally via ``mid_channels``) to ``out_channels`` classes; ``use_guide``
+  (PP-OCRv6 tiny) first runs a depthwise-separable 1-D conv ``guide_layer`` along the sequence.
   Train mode returns logits [B, T, C]; eval mode returns softmax probabilities like
   PaddleOCR (set ``return_logits = True`` to get logits in eval mode too, e.g. for an eval loss).
 * ``MultiHead`` (PP-OCRv4/v5): a CTC branch (SVTR neck + CTCHead, used for inference and export)
@@ -19,7 +21,8 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import ParamAttr
-from paddle.nn.initializer import Constant, KaimingUniform, Normal, TruncatedNormal, Uniform, XavierNormal
+from paddle.nn.initializer import (Constant, KaimingNormal, KaimingUniform, Normal, TruncatedNormal, Uniform,
+                                   XavierNormal)
 from paddle.regularizer import L2Decay
 
 _trunc_normal = TruncatedNormal(std=0.02)
@@ -152,14 +155,7 @@ class EncoderWithSVTR(nn.Layer):
         self.conv4 = SVTRConvBN(2 * in_channels, in_channels // 8, list(kernel_size), padding=pad)
         self.conv1x1 = SVTRConvBN(in_channels // 8, dims, 1)
         self.out_channels = dims
-        for m in self.sublayers():
-            if isinstance(m, nn.Linear):
-                _trunc_normal(m.weight)
-                if m.bias is not None:
-                    _zeros(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                _ones(m.weight)
-                _zeros(m.bias)
+        _init_transformer_weights(self)
 
     def forward(self, x):
         if self.use_guide:
@@ -174,16 +170,70 @@ class EncoderWithSVTR(nn.Layer):
         return self.conv1x1(self.conv4(z))
 
 
+class EncoderWithLightSVTR(nn.Layer):
+    """LightSVTR neck (PP-OCRv6): z = conv_reduce(x) (1x1 to ``dims``); z += local_conv(z) (depthwise
+    1 x ``local_kernel`` conv-BN-swish); ``depth`` global blocks; LayerNorm; + skip_conv(x) (1x1 to
+    ``dims``). ``use_guide``: the neck does not back-propagate into the backbone. Output [B, dims, H, W]."""
+
+    def __init__(self, in_channels, dims=64, depth=1, num_heads=8, qkv_bias=True, mlp_ratio=4.0,
+                 drop_rate=0.1, attn_drop_rate=0.1, drop_path=0.0, qk_scale=None, local_kernel=7,
+                 use_guide=False):
+        super().__init__()
+        if drop_path:
+            raise ValueError("EncoderWithLightSVTR: drop_path > 0 is not supported")
+        self.use_guide = use_guide
+        self.conv_reduce = SVTRConvBN(in_channels, dims, 1)
+        self.local_conv = nn.Sequential(
+            nn.Conv2D(dims, dims, [1, local_kernel], padding=[0, local_kernel // 2], groups=dims, bias_attr=False,
+                      weight_attr=ParamAttr(initializer=KaimingNormal())),
+            nn.BatchNorm2D(dims), nn.Swish())
+        self.svtr_block = nn.LayerList([
+            SVTRBlock(dims, num_heads, mlp_ratio, qkv_bias, qk_scale, drop_rate, attn_drop_rate)
+            for _ in range(depth)])
+        self.norm = nn.LayerNorm(dims, epsilon=1e-6)
+        self.skip_conv = SVTRConvBN(in_channels, dims, 1)
+        self.out_channels = dims
+        _init_transformer_weights(self)
+
+    def forward(self, x):
+        if self.use_guide:
+            x = x.detach()
+        skip = self.skip_conv(x)
+        z = self.conv_reduce(x)
+        z = z + self.local_conv(z)
+        _, c, h, w = z.shape
+        z = z.flatten(2).transpose([0, 2, 1])
+        for block in self.svtr_block:
+            z = block(z)
+        return self.norm(z).reshape([0, h, w, c]).transpose([0, 3, 1, 2]) + skip
+
+
+def _init_transformer_weights(layer: nn.Layer) -> None:
+    """Linear: truncated normal (std 0.02) + zero bias; LayerNorm: ones / zeros (PaddleOCR's SVTR init)."""
+    for m in layer.sublayers():
+        if isinstance(m, nn.Linear):
+            _trunc_normal(m.weight)
+            if m.bias is not None:
+                _zeros(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            _ones(m.weight)
+            _zeros(m.bias)
+
+
+# encoder types that work on the [B, C, H, W] map before the reshape to a sequence
+IMAGE_ENCODERS = {"svtr": EncoderWithSVTR, "lightsvtr": EncoderWithLightSVTR}
+
+
 class SequenceEncoder(nn.Layer):
-    """Neck by ``encoder_type``: reshape | fc | rnn (hidden_size per direction) | svtr (kwargs of
-    EncoderWithSVTR). Output [B, T, out_channels]."""
+    """Neck by ``encoder_type``: reshape | fc | rnn (hidden_size per direction) | svtr / lightsvtr (kwargs
+    of EncoderWithSVTR / EncoderWithLightSVTR). Output [B, T, out_channels]."""
 
     def __init__(self, in_channels: int, encoder_type: str, hidden_size: int = 48, **kwargs):
         super().__init__()
         self.encoder_reshape = Im2Seq(in_channels)
         self.encoder_type = encoder_type
         self.out_channels = in_channels
-        if encoder_type != "svtr" and kwargs:
+        if encoder_type not in IMAGE_ENCODERS and kwargs:
             raise ValueError(f"SequenceEncoder({encoder_type}): unknown options {sorted(kwargs)}")
         if encoder_type == "reshape":
             self.encoder = None
@@ -191,16 +241,16 @@ class SequenceEncoder(nn.Layer):
             self.encoder = EncoderWithRNN(in_channels, hidden_size)
         elif encoder_type == "fc":
             self.encoder = EncoderWithFC(in_channels, hidden_size)
-        elif encoder_type == "svtr":
-            self.encoder = EncoderWithSVTR(in_channels, **kwargs)
+        elif encoder_type in IMAGE_ENCODERS:
+            self.encoder = IMAGE_ENCODERS[encoder_type](in_channels, **kwargs)
         else:
             raise ValueError(f"SequenceEncoder: unknown encoder_type {encoder_type!r}; "
-                             "choose reshape, fc, rnn or svtr")
+                             "choose reshape, fc, rnn, svtr or lightsvtr")
         if self.encoder is not None:
             self.out_channels = self.encoder.out_channels
 
     def forward(self, x):
-        if self.encoder_type == "svtr":
+        if self.encoder_type in IMAGE_ENCODERS:
             return self.encoder_reshape(self.encoder(x))
         x = self.encoder_reshape(x)
         return x if self.encoder is None else self.encoder(x)
@@ -215,13 +265,22 @@ def _uniform_attr(fan_in: int, decay: float) -> ParamAttr:
 class CTCHead(nn.Layer):
     """Per-step classifier to ``out_channels`` (= CTC classes incl. blank). ``fc_decay``: L2 on its
     weights (overrides the optimizer's). ``mid_channels``: optional hidden linear (fc1 -> fc2).
+    ``use_guide`` (PP-OCRv6 tiny): ``guide_layer`` = depthwise 5-tap 1-D conv, BN, hardswish, 1x1 1-D
+    conv, BN, hardswish along the sequence, before the linears.
     Train: logits [B, T, C]. Eval: softmax(logits) unless ``return_logits``."""
 
     def __init__(self, in_channels: int, out_channels: int, fc_decay: float = 0.0004,
-                 mid_channels: int | None = None):
+                 mid_channels: int | None = None, use_guide: bool = False):
         super().__init__()
         self.out_channels, self.mid_channels = out_channels, mid_channels
         self.return_logits = False
+        self.use_guide = use_guide
+        if use_guide:
+            self.guide_layer = nn.Sequential(
+                nn.Conv1D(in_channels, in_channels, 5, padding=2, groups=in_channels, bias_attr=False),
+                nn.BatchNorm1D(in_channels), nn.Hardswish(),
+                nn.Conv1D(in_channels, in_channels, 1, bias_attr=False),
+                nn.BatchNorm1D(in_channels), nn.Hardswish())
         if mid_channels is None:
             self.fc = nn.Linear(in_channels, out_channels, weight_attr=_uniform_attr(in_channels, fc_decay),
                                 bias_attr=_uniform_attr(in_channels, fc_decay))
@@ -237,6 +296,8 @@ class CTCHead(nn.Layer):
         return "fc" if self.mid_channels is None else "fc2"
 
     def forward(self, x, targets=None):
+        if self.use_guide:
+            x = self.guide_layer(x.transpose([0, 2, 1])).transpose([0, 2, 1])
         logits = self.fc(x) if self.mid_channels is None else self.fc2(self.fc1(x))
         if self.training or self.return_logits:
             return logits

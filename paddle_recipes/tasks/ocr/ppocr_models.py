@@ -3,7 +3,8 @@
 ``build_ppocr_rec_model(arch, num_classes)`` takes the same section PaddleOCR's configs hold
 (a dict, or a dataclass with ``Backbone`` / ``Neck`` / ``Head``)::
 
-    Backbone: {name: PPLCNetV3, scale: 0.95}   # or {name: PPHGNetV2_B4, text_rec: true} | {name: ResNet, layers: 34}
+    Backbone: {name: PPLCNetV3, scale: 0.95}   # or {name: PPLCNetV4, model_size: medium} (PP-OCRv6)
+                                               # | {name: PPHGNetV2_B4, text_rec: true} | {name: ResNet, layers: 34}
     Neck:     {name: SequenceEncoder, encoder_type: rnn, hidden_size: 256}   # optional
     Head:     {name: CTCHead, fc_decay: 0.0}          # or MultiHead with head_list
 
@@ -20,10 +21,11 @@ from typing import Any, Dict, List
 
 import paddle.nn as nn
 
+from ...nn.lcnetv4 import PPLCNetV4
 from .ppocr_backbones import PPHGNetV2_B4, PPLCNetV3, ResNet
-from .ppocr_heads import CTCHead, EncoderWithSVTR, MultiHead, SequenceEncoder  # noqa: F401 (EncoderWithSVTR: arg check)
+from .ppocr_heads import IMAGE_ENCODERS, CTCHead, MultiHead, SequenceEncoder  # noqa: F401 (IMAGE_ENCODERS: arg check)
 
-PPOCR_BACKBONES = {"pplcnetv3": PPLCNetV3, "pphgnetv2_b4": PPHGNetV2_B4, "resnet": ResNet}
+PPOCR_BACKBONES = {"pplcnetv3": PPLCNetV3, "pplcnetv4": PPLCNetV4, "pphgnetv2_b4": PPHGNetV2_B4, "resnet": ResNet}
 PPOCR_NECKS = {"sequenceencoder": SequenceEncoder}
 PPOCR_HEADS = {"ctchead": CTCHead, "multihead": MultiHead}
 NRTR_EXTRA_CLASSES = 3  # PaddleOCR: NRTRLabelDecode count = CTCLabelDecode count + 3
@@ -110,7 +112,7 @@ def _construct(registry: Dict[str, type], where: str, kwargs: Dict[str, Any], **
 
 
 def is_ppocr_arch(arch_cfg: Any) -> bool:
-    """True when the Backbone name is one of PaddleOCR's (PPLCNetV3, PPHGNetV2_B4, ResNet)."""
+    """True when the Backbone name is one of PaddleOCR's (PPLCNetV3/V4, PPHGNetV2_B4, ResNet)."""
     arch = asdict(arch_cfg) if is_dataclass(arch_cfg) else dict(arch_cfg or {})
     backbone = arch.get("Backbone") or {}
     backbone = asdict(backbone) if is_dataclass(backbone) else backbone

@@ -1,0 +1,1 @@
+"""Layers and backbones shared by several tasks (imports nothing task-specific)."""
