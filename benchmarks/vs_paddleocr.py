@@ -257,13 +257,14 @@ def main(argv=None) -> int:
         has_sampler = bool((derived.get("Train") or {}).get("sampler"))
         steps_per_epoch = n_train // batch  # drop_last on both sides; per process when 1 process
         runs: dict = {r.name: [] for r in rows}
+        fast_keys = H.speedup_keys(derived, steps_per_epoch)
         for rep in range(repeats):
             for row in rows:
                 tag = f"{yn}_{row.name}_r{rep}"
                 o = H.common_overrides(str(data), str(DICT), str(work / tag), epochs, batch, eval_every,
                                        extra=H.YAML_KEYS[yn])
                 cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
-                                      42 + rep, has_sampler, args.ours_entry)
+                                      42 + rep, has_sampler, args.ours_entry, fast_keys)
                 cwd = scratch if kind == "ppocr" else REPO
                 rec = run_proc(_cores(row.nproc, args.threads) + cmd, cwd, work / f"{tag}.stdout", args.threads,
                                args.timeout, args.budget_min * 60.0)
@@ -296,7 +297,8 @@ def main(argv=None) -> int:
         shown = {k: v for k, v in o.items() if k != "Global.save_model_dir"}
         y = {"name": yn, "yaml": H.YAMLS[yn], "derived_yaml": str(ypath), "edits": [f"{k}={v}" for k, v in edits],
              "overrides": o, "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()),
-             "steps_per_epoch": steps_per_epoch, "target": target, "fwd_gflops": gf, "fwd_gflops_error": gf_err,
+             "steps_per_epoch": steps_per_epoch, "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()),
+             "target": target, "fwd_gflops": gf, "fwd_gflops_error": gf_err,
              "rows": summary, "runs": runs}
         report_yamls.append(y)
         H.write_plot(y, runs, target, out_dir / f"acc_vs_time_{yn}.png")
@@ -305,7 +307,7 @@ def main(argv=None) -> int:
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
            "warmup_steps": warmup, "budget_min": args.budget_min, "peak_gflops": peak, "load": load,
-           "speedup_keys": " ".join(f"{k}={v}" for k, v in H.SPEEDUP_KEYS.items()),
+           "not_reachable": H.NOT_REACHABLE,
            "data": f"synthetic 100-hanzi lines (2-6 chars, height 48), {n_train} train / {n_val} val, PaddleOCR label "
                    f"files under {data}", "yamls": report_yamls, "work_dir": str(work)}
     (out_dir / "report.json").write_text(json.dumps(rep, indent=1, default=str, ensure_ascii=False))

@@ -90,6 +90,9 @@ def test_commands_share_yaml_and_keys_and_differ_only_in_speedups(tmp_path):
     assert kp == ko and kp["Train.sampler.first_bs"] == "8" and kp["Global.seed"] == "43"
     kf.pop("Global.device")
     assert {k: v for k, v in kf.items() if ko.get(k) != v} == H.SPEEDUP_KEYS
+    warm = {"Optimizer": {"lr": {"name": "Cosine", "warmup_epoch": 5}}}
+    assert H.speedup_keys(warm, 40) == {**H.SPEEDUP_KEYS, "Optimizer.lr.warmup_epoch": "2.5"}  # 100 steps
+    assert H.speedup_keys({"Optimizer": {"lr": {"learning_rate": 5e-4}}}, 40) == H.SPEEDUP_KEYS  # no schedule
 
 
 def test_summary_target_ratios_and_lower_bound():
@@ -135,7 +138,7 @@ FAKE = textwrap.dedent('''\
         f.write(f"{{os.path.basename(out)}} {{opts['Global.seed']}} {{rank}}/{{world}}\\n")
     if rank:
         sys.exit(0)
-    fast = "Architecture.Head.init_blank_prob" in opts
+    fast = opts.get("EMA.enable") == "true"
     cost, rate = {{"ppocr": (0.5, 0.1), "ours": (0.4, 0.1)}}[SIDE]
     rate = 0.2 if fast else rate
     batch, epochs = int(opts["Train.loader.batch_size_per_card"]), int(opts["Global.epoch_num"])
@@ -231,7 +234,7 @@ def test_fake_run_figures_target_ratios_and_one_evaluator(fake_run):
     work = fake_run[1]
     assert f"Global.checkpoints={work}/r34_ppocr_p1_r0/best_accuracy " in y["runs"]["ppocr_p1"][0]["our_eval"]["command"]
     assert f"Global.checkpoints={work}/r34_ours_p1_r0/checkpoints/best " in y["runs"]["ours_p1"][0]["our_eval"]["command"]
-    for k in ("machine", "versions", "ppocr", "threads", "load", "data", "peak_gflops", "speedup_keys", "yamls"):
+    for k in ("machine", "versions", "ppocr", "threads", "load", "data", "peak_gflops", "not_reachable", "yamls"):
         assert k in rep, k
     for r in y["runs"]["ours_p1"]:
         assert len(r["loadavg_before"]) == 3 and len(r["loadavg_after"]) == 3 and r["stopped"] is None
