@@ -272,7 +272,8 @@ def main(argv=None) -> int:
                 parsed = H.parse_train_log(train_log.read_text(errors="replace")) if train_log.exists() else \
                     {"steps": [], "evals": [], "best": None}
                 rec["parsed"] = parsed
-                rec["figures"] = H.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc)
+                rec["figures"] = H.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
+                                               completed=rec["returncode"] == 0 and not rec["stopped"])
                 if not parsed["steps"]:
                     rec["error"] = f"no step lines in {train_log} (see {rec['log']})"
                     all_ok = False

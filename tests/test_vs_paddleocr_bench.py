@@ -117,6 +117,7 @@ def test_summary_target_ratios_and_lower_bound():
     assert s2["ppocr_p1"]["reached_target"] == 1 and s2["ppocr_p1"]["time_to_target"] == 8.0
     s3 = {x["name"]: x for x in H.summarize(rows, {**runs, "ppocr_p1": runs["ppocr_p1"][:2]}, 0.65)}
     assert s3["fast_p1"]["tta_ratio"] is None and s3["fast_p1"]["tta_ratio_at_least"] == 6.0 / 1.0
+    assert H.target_accuracy([run(2.0, [0.0, 0.0])]) is None  # PaddleOCR learnt nothing: no target
     assert H.utilisation(10.0, 1e9, 15.0, 2) == {"achieved_gflops": 30.0, "utilisation": 1.0}
 
 

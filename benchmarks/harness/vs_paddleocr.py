@@ -222,10 +222,11 @@ def _median(vals):
     return statistics.median(vals) if vals else None
 
 
-def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | None) -> dict:
+def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | None, completed: bool = False) -> dict:
     """Per-run figures from a parsed log (print_batch_step 1): s/step (median of the step lines after ``warmup``
     steps), ips (all processes = nproc x their samples / their seconds; multi-scale batches vary in size),
-    epoch time (measured: train_s of the last step line of epoch 1; projected: steps_per_epoch x s/step),
+    epoch time (measured: train_s of the last step line of epoch 1, when the log has epoch 2 or the run
+    ``completed``; projected: steps per epoch, measured when known else ``steps_per_epoch``, x s/step),
     final / best eval acc, curve (train_s, acc)."""
     steps = parsed["steps"]
     timed = [s for s in steps if s["step"] > warmup] or steps[-1:]
@@ -234,11 +235,11 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
     busy = sum(s["batch_s"] for s in timed)
     ips = nproc * sum(s["samples"] for s in timed) / busy if busy else None
     ep1 = [s for s in steps if s["epoch"] == 1]
-    full_ep1 = bool(ep1) and (any(s["epoch"] > 1 for s in steps) or (
-        steps_per_epoch is not None and ep1[-1]["step"] >= steps_per_epoch))
+    full_ep1 = bool(ep1) and (any(s["epoch"] > 1 for s in steps) or completed)
+    steps_per_epoch = ep1[-1]["step"] if full_ep1 else steps_per_epoch
     evals = parsed["evals"]
     curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get("acc")} for e in evals]
-    return {"steps": steps[-1]["step"] if steps else 0, "timed_steps": len(timed), "s_per_step": s_step,
+    return {"steps": steps[-1]["step"] if steps else 0, "steps_per_epoch": steps_per_epoch, "timed_steps": len(timed), "s_per_step": s_step,
             "samples_per_step_per_proc": per_proc, "ips": ips,
             "epoch_s_measured": ep1[-1]["train_s"] if full_ep1 else None,
             "epoch_s_projected": s_step * steps_per_epoch if s_step and steps_per_epoch else None,
@@ -260,8 +261,9 @@ def time_to(curve: list[dict], target: float | None) -> float | None:
 
 def target_accuracy(runs: list[dict]) -> float | None:
     """PaddleOCR's own final accuracy in its budget: median over the ppocr_p1 repeats of their best eval acc
-    (what tools/train.py keeps as best_accuracy)."""
-    return _median([(r.get("figures") or {}).get("best_acc") for r in runs])
+    (what tools/train.py keeps as best_accuracy). None when that is 0 (nothing learnt: no target to reach)."""
+    t = _median([(r.get("figures") or {}).get("best_acc") for r in runs])
+    return t if t else None
 
 
 def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
@@ -328,7 +330,8 @@ def to_markdown(rep: dict) -> str:
                   f"Edits to the YAML (both sides): {y['edits'] or 'none'}. -o (both sides): `{y['overrides_shown']}`. "
                   f"Speedup rows add: `{y['speedup_keys']}`; not reachable from a PaddleOCR YAML here: "
                   f"{'; '.join(f'{k} ({v})' for k, v in rep['not_reachable'].items())}.", "",
-                  f"Target = PaddleOCR 1-process best acc in its budget: **{_f(y['target'], '{:.4f}')}**. "
+                  f"Target = PaddleOCR 1-process best acc in its budget: **{_f(y['target'], '{:.4f}')}** "
+                  f"(n/a: it reached 0 or did not run, so no time-to-target). "
                   f"Forward FLOPs/sample: {_f(y['fwd_gflops'], '{:.3f}')} GFLOP.", "",
                   "| row | s/step | ips | epoch s (projected) | x epoch vs PaddleOCR | x ips | best acc | our eval | "
                   "time to target s | reached | x time to target | GFLOP/s | utilisation | load before |",
