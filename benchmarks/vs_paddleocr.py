@@ -159,10 +159,7 @@ def model_gflops(yaml_path: str, overrides: dict, shape: list[int]) -> tuple[flo
         from paddle_recipes.recipes.ocr_rec import OcrRec
         from paddle_recipes.tasks.ocr.charset import CharDict
         from paddle_recipes.tasks.ocr.models import build_rec_model
-        try:
-            from benchmarks.harness.flops import count_flops
-        except ImportError:  # before the flops module moved to the harness
-            from paddle_recipes.speedups.flops import count_flops
+        from benchmarks.harness.flops import count_flops
 
         cfg = load_config(yaml_path, [f"{k}={v}" for k, v in overrides.items()], OcrRec.Config,
                           translators=OcrRec.config_translators)
@@ -175,10 +172,8 @@ def model_gflops(yaml_path: str, overrides: dict, shape: list[int]) -> tuple[flo
 
 def matmul_peak() -> float | None:
     try:
-        try:
-            from benchmarks.harness.flops import matmul_peak_gflops
-        except ImportError:
-            from paddle_recipes.speedups.flops import matmul_peak_gflops
+        from benchmarks.harness.flops import matmul_peak_gflops
+
         return round(matmul_peak_gflops(threads=1), 2)
     except Exception:  # noqa: BLE001
         return None
