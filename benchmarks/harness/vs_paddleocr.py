@@ -1,0 +1,383 @@
+"""PaddleOCR's ``tools/train.py`` vs our recipe on the same PaddleOCR YAML: rows, commands, log parsing, figures.
+
+Pure functions (no paddle import) so the harness logic is testable with a fake trainer
+(tests/test_vs_paddleocr_bench.py). The driver is benchmarks/vs_paddleocr.py.
+
+Rows per YAML (every run a fresh process; repeats interleaved in this order):
+  ppocr_p1   PaddleOCR tools/train.py, 1 process
+  ppocr_p2   the same under paddle.distributed.launch, 2 processes
+  ours_p1    recipes/ocr_rec.py -c <the same YAML> -o <the same keys>, 1 process
+  ours_p2    the same, 2 processes
+  fast_p1    ours + our speedups, switched on by -o keys only (SPEEDUP_KEYS)
+Both sides read one derived YAML (the original plus the ``--set`` edits, written once) and one -o list.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = REPO / "recipes" / "ocr_rec.py"
+
+# PaddleOCR configs/rec/... paths of the two YAMLs of issue 24 (relative to a PaddleOCR checkout).
+YAMLS = {"r34": "configs/rec/rec_r34_vd_none_bilstm_ctc.yml",
+         "v5_mobile": "configs/rec/PP-OCRv5/PP-OCRv5_mobile_rec.yml"}
+# Keys a YAML needs to read a label-file set (the r34 YAML reads LMDBs); both sides get them.
+YAML_KEYS = {"r34": {"Train.dataset.name": "SimpleDataSet", "Eval.dataset.name": "SimpleDataSet",
+                     "Global.character_type": "ch"}, "v5_mobile": {}}
+
+# Our speedups, -o keys only, in the keys our recipe accepts on a PaddleOCR YAML (compat.paddleocr: their keys plus
+# our EMA section): EMA (docs/cards/ema.md), no per-step train-accuracy decode (train_metric_every.md), and warmup in
+# steps (speedup_keys) where the YAML has a warmup schedule.
+SPEEDUP_KEYS = {"EMA.enable": "true", "EMA.decay": "0.999", "Global.cal_metric_during_train": "false"}
+WARMUP_STEPS = 100  # docs/cards/optim.md / the TTA "warmup" row: 100 steps instead of PaddleOCR's warmup epochs
+# Speedups the issue lists that a PaddleOCR YAML cannot reach in this version (the translator rejects the key, one
+# line, exit 2): reported in report.json / report.md, not silently dropped.
+NOT_REACHABLE = {
+    "blank prior": "Architecture.Head.init_blank_prob: PaddleOCR's CTCHead / MultiHead do not take it (only our "
+                   "CTCHead does)",
+    "length curriculum": "Train.sampler.name: LengthCurriculumSampler is not accepted for a PaddleOCR YAML "
+                         "(MultiScaleSampler only)",
+    "loader workers": "not switched on: 1-process rows are pinned to one core, where a loader worker competes with "
+                      "the step (Train.loader.num_workers=N works on a machine with spare cores)"}
+
+
+def speedup_keys(cfg: dict, steps_per_epoch: int) -> dict:
+    """SPEEDUP_KEYS plus, when the YAML's lr has a schedule with warmup_epoch, the warmup as WARMUP_STEPS steps
+    (Optimizer.lr.warmup_epoch = WARMUP_STEPS / steps_per_epoch, our translator turns it back into steps)."""
+    out = dict(SPEEDUP_KEYS)
+    lr = ((cfg.get("Optimizer") or {}).get("lr") or {})
+    if isinstance(lr, dict) and lr.get("name") and lr.get("warmup_epoch"):
+        out["Optimizer.lr.warmup_epoch"] = f"{WARMUP_STEPS / max(1, steps_per_epoch):.4g}"
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    side: str  # "ppocr" | "ours"
+    nproc: int
+    fast: bool = False
+    label: str = ""
+
+
+ROWS = [Row("ppocr_p1", "ppocr", 1, label="PaddleOCR tools/train.py, 1 process"),
+        Row("ppocr_p2", "ppocr", 2, label="PaddleOCR tools/train.py, paddle.distributed.launch 2 processes"),
+        Row("ours_p1", "ours", 1, label="ours, YAML as written, 1 process"),
+        Row("ours_p2", "ours", 2, label="ours, YAML as written, 2 processes"),
+        Row("fast_p1", "ours", 1, True, label="ours + speedups (-o keys only), 1 process"),
+        Row("fast_p2", "ours", 2, True, label="ours + speedups (-o keys only), 2 processes")]
+
+
+def pick_rows(names: list[str] | None) -> list[Row]:
+    if not names:
+        return list(ROWS)
+    unknown = set(names) - {r.name for r in ROWS}
+    if unknown:
+        raise SystemExit(f"--rows: unknown {sorted(unknown)}; choose from {[r.name for r in ROWS]}")
+    return [r for r in ROWS if r.name in names]
+
+
+# ------------------------------------------------------------------ YAML edits (identical for both sides)
+def _index(cur, key: str):
+    return int(key) if isinstance(cur, list) else key
+
+
+def set_key(cfg: dict, dotted: str, value) -> None:
+    """cfg[a][b][2][c] = value for "a.b.2.c" (a number indexes a list). KeyError naming the key if absent."""
+    parts = dotted.split(".")
+    cur = cfg
+    for i, p in enumerate(parts[:-1]):
+        try:
+            cur = cur[_index(cur, p)]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise KeyError(f"--set {dotted}: no {'.'.join(parts[:i + 1])} in the YAML") from None
+    last = _index(cur, parts[-1])
+    if isinstance(cur, list) and not -len(cur) <= last < len(cur):
+        raise KeyError(f"--set {dotted}: index {last} out of range")
+    cur[last] = value
+
+
+def derive_yaml(original: dict, edits: list[tuple[str, object]]) -> dict:
+    out = copy.deepcopy(original)
+    for k, v in edits:
+        set_key(out, k, v)
+    return out
+
+
+def parse_set(items: list[str]) -> list[tuple[str, object]]:
+    """``KEY=YAML value`` strings -> [(key, parsed value)] (yaml.safe_load of the value)."""
+    import yaml
+
+    out = []
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k:
+            raise SystemExit(f"--set {it!r}: expected KEY=VALUE")
+        out.append((k.strip(), yaml.safe_load(v)))
+    return out
+
+
+# ------------------------------------------------------------------ commands
+def common_overrides(data: str, dict_path: str, out_dir: str, epochs: int, batch: int, eval_every: int,
+                     workers: int = 0, extra: dict | None = None) -> dict:
+    """The -o keys both sides get (PaddleOCR's keys; our recipe reads the same)."""
+    o = {"Global.use_gpu": "false", "Global.epoch_num": str(epochs), "Global.character_dict_path": dict_path,
+         "Global.save_model_dir": out_dir, "Global.print_batch_step": "1",
+         "Global.eval_batch_step": f"[0,{eval_every}]", "Global.save_epoch_step": str(10 ** 6),
+         "Global.use_visualdl": "false",
+         "Train.dataset.data_dir": f"{data}/train", "Train.dataset.label_file_list": f"[{data}/train/label.txt]",
+         "Eval.dataset.data_dir": f"{data}/val", "Eval.dataset.label_file_list": f"[{data}/val/label.txt]",
+         "Train.loader.batch_size_per_card": str(batch), "Eval.loader.batch_size_per_card": str(batch),
+         "Train.loader.num_workers": str(workers), "Eval.loader.num_workers": str(workers)}
+    o.update(extra or {})
+    return o
+
+
+def command(row: Row, python_ppocr: str, python_ours: str, yaml_path: str, overrides: dict, log_dir: Path,
+            seed: int, has_sampler: bool, ours_entry: str = str(RECIPE), speedups: dict | None = None
+            ) -> tuple[list[str], str]:
+    """(argv, cwd-kind) of one run; cwd-kind "ppocr" = the scratch PaddleOCR copy, "ours" = this repo.
+    speedups: the -o keys of the fast rows (default SPEEDUP_KEYS)."""
+    o = dict(overrides)
+    o["Global.seed"] = str(seed)
+    if has_sampler:
+        o["Train.sampler.first_bs"] = o["Train.loader.batch_size_per_card"]
+    if row.side == "ppocr":
+        o["Global.distributed"] = "true" if row.nproc > 1 else "false"
+    else:
+        o["Global.device"] = "cpu"
+        if row.fast:
+            o.update(SPEEDUP_KEYS if speedups is None else speedups)
+    py = python_ppocr if row.side == "ppocr" else python_ours
+    launch = ([py, "-m", "paddle.distributed.launch", "--nproc_per_node", str(row.nproc), "--log_dir", str(log_dir)]
+              if row.nproc > 1 else [py])
+    script = "tools/train.py" if row.side == "ppocr" else ours_entry
+    return launch + [script, "-c", yaml_path, "-o", *[f"{k}={v}" for k, v in o.items()]], row.side
+
+
+# ------------------------------------------------------------------ log parsing (PaddleOCR's format, both sides)
+_TS = re.compile(r"^\[(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)\]")
+_STEP = re.compile(r"epoch: \[(\d+)/(\d+)\], global_step: (\d+), (.*?)avg_reader_cost: ([0-9.e+-]+) s, "
+                   r"avg_batch_cost: ([0-9.e+-]+) s, avg_samples: ([0-9.e+-]+), ips: ([0-9.e+-]+) samples/s")
+_KV = re.compile(r"(\w+): ([-0-9.e+naif]+)")
+_METRIC = re.compile(r"(cur|best) metric, (.*)$")
+
+
+def _kv(text: str) -> dict:
+    out = {}
+    for k, v in _KV.findall(text):
+        try:
+            out[k] = float(v)
+        except ValueError:
+            continue
+    return out
+
+
+def _ts(line: str) -> float | None:
+    m = _TS.match(line)
+    return datetime.strptime(m.group(1), "%Y/%m/%d %H:%M:%S").timestamp() if m else None
+
+
+def parse_train_log(text: str) -> dict:
+    """Step lines, ``cur metric`` / ``best metric`` lines of a PaddleOCR-format train log.
+
+    steps: [{step, epoch, epochs, loss, acc?, lr, reader_s, batch_s, samples, ips, train_s, t}] where
+    train_s = cumulative training seconds (sum of avg_batch_cost x steps since the previous line; PaddleOCR's
+    avg_batch_cost runs from one batch's end to the next, data loading included, eval excluded) and t = the
+    line's timestamp (s). evals: [{acc, norm_edit_dis, ..., step, train_s, t}] at the last step line before
+    them. best: the last ``best metric`` line."""
+    steps, evals, best, train_s, prev = [], [], None, 0.0, 0
+    for line in text.splitlines():
+        m = _STEP.search(line)
+        if m:
+            ep, eps, step = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            kv = _kv(m.group(4))
+            batch_s = float(m.group(6))
+            train_s += batch_s * max(1, step - prev)
+            prev = step
+            steps.append({"step": step, "epoch": ep, "epochs": eps, "loss": kv.get("loss"), "acc": kv.get("acc"),
+                          "lr": kv.get("lr"), "reader_s": float(m.group(5)), "batch_s": batch_s,
+                          "samples": float(m.group(7)), "ips": float(m.group(8)), "train_s": round(train_s, 4),
+                          "t": _ts(line)})
+            continue
+        m = _METRIC.search(line)
+        if m:
+            kv = _kv(m.group(2))
+            if m.group(1) == "cur":
+                evals.append({**kv, "step": prev, "train_s": round(train_s, 4), "t": _ts(line)})
+            else:
+                best = kv
+    return {"steps": steps, "evals": evals, "best": best}
+
+
+# ------------------------------------------------------------------ figures
+def _median(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | None, completed: bool = False) -> dict:
+    """Per-run figures from a parsed log (print_batch_step 1): s/step (median of the step lines after ``warmup``
+    steps), ips (all processes = nproc x their samples / their seconds; multi-scale batches vary in size),
+    epoch time (measured: train_s of the last step line of epoch 1, when the log has epoch 2 or the run
+    ``completed``; projected: steps per epoch, measured when known else ``steps_per_epoch``, x s/step),
+    final / best eval acc, curve (train_s, acc)."""
+    steps = parsed["steps"]
+    timed = [s for s in steps if s["step"] > warmup] or steps[-1:]
+    s_step = _median([s["batch_s"] for s in timed])
+    per_proc = _median([s["samples"] for s in timed])
+    busy = sum(s["batch_s"] for s in timed)
+    ips = nproc * sum(s["samples"] for s in timed) / busy if busy else None
+    ep1 = [s for s in steps if s["epoch"] == 1]
+    full_ep1 = bool(ep1) and (any(s["epoch"] > 1 for s in steps) or completed)
+    steps_per_epoch = ep1[-1]["step"] if full_ep1 else steps_per_epoch
+    evals = parsed["evals"]
+    curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get("acc")} for e in evals]
+    return {"steps": steps[-1]["step"] if steps else 0, "steps_per_epoch": steps_per_epoch, "timed_steps": len(timed), "s_per_step": s_step,
+            "samples_per_step_per_proc": per_proc, "ips": ips,
+            "epoch_s_measured": ep1[-1]["train_s"] if full_ep1 else None,
+            "epoch_s_projected": s_step * steps_per_epoch if s_step and steps_per_epoch else None,
+            "train_s": steps[-1]["train_s"] if steps else None,
+            "final_acc": curve[-1]["acc"] if curve else None,
+            "best_acc": max((c["acc"] for c in curve if c["acc"] is not None), default=None),
+            "losses": [s["loss"] for s in steps], "curve": curve}
+
+
+def time_to(curve: list[dict], target: float | None) -> float | None:
+    """Training seconds at the first eval point with acc >= target (None if never or no target)."""
+    if target is None:
+        return None
+    for c in curve:
+        if c.get("acc") is not None and c["acc"] >= target:
+            return c["train_s"]
+    return None
+
+
+def target_accuracy(runs: list[dict]) -> float | None:
+    """PaddleOCR's own final accuracy in its budget: median over the ppocr_p1 repeats of their best eval acc
+    (what tools/train.py keeps as best_accuracy). None when that is 0 (nothing learnt: no target to reach)."""
+    t = _median([(r.get("figures") or {}).get("best_acc") for r in runs])
+    return t if t else None
+
+
+def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
+    """One dict per row: medians over repeats of the run figures, time to target, ratios against PaddleOCR's
+    row with the same process count (ips ours/theirs, epoch time theirs/ours, time-to-target theirs/ours; a
+    PaddleOCR row that missed the target gives a lower bound from its whole training time)."""
+    out = []
+    for r in rows:
+        figs = [x.get("figures") or {} for x in runs.get(r.name, [])]
+        s = {"name": r.name, "side": r.side, "nproc": r.nproc, "fast": r.fast, "label": r.label,
+             "repeats": len(figs), "failed": sum(1 for x in runs.get(r.name, []) if x.get("returncode") != 0)}
+        for k in ("s_per_step", "ips", "epoch_s_measured", "epoch_s_projected", "train_s", "final_acc", "best_acc"):
+            s[k] = _median([f.get(k) for f in figs])
+        tt = [time_to(f.get("curve") or [], target) for f in figs]
+        s["time_to_target_all"] = tt
+        s["reached_target"] = sum(t is not None for t in tt)
+        s["time_to_target"] = _median(tt)
+        s["our_eval_acc"] = _median([(x.get("our_eval") or {}).get("acc") for x in runs.get(r.name, [])])
+        s["loadavg"] = [x.get("loadavg_before") for x in runs.get(r.name, [])]
+        out.append(s)
+    by = {s["name"]: s for s in out}
+    for s in out:
+        ref = by.get(f"ppocr_p{s['nproc']}") if s["side"] == "ours" else None
+        s["vs"] = ref["name"] if ref else None
+        s["ips_ratio"] = s["ips"] / ref["ips"] if ref and s["ips"] and ref["ips"] else None
+        ep, rep = s["epoch_s_projected"], (ref or {}).get("epoch_s_projected")
+        s["epoch_ratio"] = rep / ep if ep and rep else None
+        t, rt = s["time_to_target"], (ref or {}).get("time_to_target")
+        s["tta_ratio"] = rt / t if t and rt else None
+        s["tta_ratio_at_least"] = ((ref or {}).get("train_s") / t) if (ref and not rt and t and ref.get("train_s")) \
+            else None
+    return out
+
+
+def utilisation(ips: float | None, fwd_flops_per_sample: float | None, peak_gflops: float | None, nproc: int
+                ) -> dict:
+    """Achieved GFLOP/s = 3 x forward FLOPs x ips; utilisation = that / (peak per process x nproc)."""
+    if not (ips and fwd_flops_per_sample and peak_gflops):
+        return {"achieved_gflops": None, "utilisation": None}
+    g = 3.0 * fwd_flops_per_sample * ips / 1e9
+    return {"achieved_gflops": g, "utilisation": g / (peak_gflops * nproc)}
+
+
+# ------------------------------------------------------------------ report
+def _f(v, fmt="{:.2f}"):
+    return "n/a" if v is None else fmt.format(v)
+
+
+def to_markdown(rep: dict) -> str:
+    lines = [f"# PaddleOCR tools/train.py vs paddle-recipes on PaddleOCR's YAMLs ({rep['machine'].get('cpu_model')})",
+             "", f"Command: `{rep['command']}`", "",
+             f"{'QUICK MODE: tiny data and steps, checks the pipeline; the figures mean nothing. ' if rep['quick'] else ''}"
+             f"PaddleOCR checkout: {rep['ppocr']['src']} (commit {rep['ppocr'].get('commit')}), run from a scratch "
+             f"copy; changes to it: {rep['ppocr']['changes'] or 'none'}. Versions: {rep['versions']}.", "",
+             f"Data: {rep['data']}. Threads per process {rep['threads']}; 1-process rows pinned to one core, "
+             f"2-process rows on {rep['cores']}. Repeats {rep['repeats']} (interleaved). Load (1/5/15 min) before "
+             f"{rep['load']['before']}, after {rep['load']['after']}. Matmul peak (fp32, 1 thread, this process): "
+             f"{_f(rep['peak_gflops'])} GFLOP/s.", "",
+             "Each side is evaluated twice: its own trainer's `cur metric` lines during training (the curves, time to "
+             "target) and, after training, its best weights by ONE evaluator, our `recipes/ocr_rec.py --mode eval` "
+             "on the same val set (column `our eval`).", ""]
+    for y in rep["yamls"]:
+        lines += [f"## {y['name']}: `{y['yaml']}`", "",
+                  f"Edits to the YAML (both sides): {y['edits'] or 'none'}. -o (both sides): `{y['overrides_shown']}`. "
+                  f"Speedup rows add: `{y['speedup_keys']}`; not reachable from a PaddleOCR YAML here: "
+                  f"{'; '.join(f'{k} ({v})' for k, v in rep['not_reachable'].items())}.", "",
+                  f"Target = PaddleOCR 1-process best acc in its budget: **{_f(y['target'], '{:.4f}')}** "
+                  f"(n/a: it reached 0 or did not run, so no time-to-target). "
+                  f"Forward FLOPs/sample: {_f(y['fwd_gflops'], '{:.3f}')} GFLOP.", "",
+                  "| row | s/step | ips | epoch s (projected) | x epoch vs PaddleOCR | x ips | best acc | our eval | "
+                  "time to target s | reached | x time to target | GFLOP/s | utilisation | load before |",
+                  "|" + "---|" * 14]
+        for s in y["rows"]:
+            tta = (f"x{s['tta_ratio']:.2f}" if s["tta_ratio"] else
+                   f">= x{s['tta_ratio_at_least']:.2f} (PaddleOCR missed it)" if s["tta_ratio_at_least"] else "n/a")
+            lines.append(
+                f"| {s['name']} ({s['label']}) | {_f(s['s_per_step'], '{:.3f}')} | {_f(s['ips'])} | "
+                f"{_f(s['epoch_s_projected'], '{:.1f}')} | {_f(s['epoch_ratio'])} | {_f(s['ips_ratio'], '{:.3f}')} | "
+                f"{_f(s['best_acc'], '{:.4f}')} | {_f(s['our_eval_acc'], '{:.4f}')} | {_f(s['time_to_target'], '{:.1f}')}"
+                f" | {s['reached_target']}/{s['repeats']} | {tta} | {_f(s['achieved_gflops'])} | "
+                f"{_f(s['utilisation'] and 100 * s['utilisation'], '{:.1f}%')} | {s['loadavg']} |")
+        lines.append("")
+    lines += ["s/step = median avg_batch_cost after the warm-up steps (data loading included, eval excluded, both "
+              "trainers' own meters); ips = samples of all processes / s; epoch = steps per epoch x s/step; "
+              "x = ours vs PaddleOCR's row with the same process count (> 1 = ours faster); time to target = "
+              "training seconds (eval excluded) at the first eval at or above the target; GFLOP/s = 3 x forward "
+              "FLOPs x ips; utilisation = that / (matmul peak x processes).", "",
+              "Plot: acc_vs_time_<yaml>.png. Every raw figure: report.json."]
+    return "\n".join(lines) + "\n"
+
+
+def write_plot(y: dict, runs: dict, target: float | None, path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return None
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, (name, rs) in enumerate(runs.items()):
+        for j, r in enumerate(rs):
+            c = (r.get("figures") or {}).get("curve") or []
+            ax.plot([p["train_s"] for p in c], [p["acc"] for p in c], "-o", ms=3, color=f"C{i % 10}",
+                    label=name if j == 0 else None)
+    if target is not None:
+        ax.axhline(target, color="gray", ls="--", lw=0.8, label="target (PaddleOCR 1 proc)")
+    ax.set_xlabel("training seconds (eval excluded)")
+    ax.set_ylabel("val line accuracy (each trainer's eval)")
+    ax.set_title(y["name"], fontsize=9)
+    if ax.lines:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,320 @@
+"""PaddleOCR's own tools/train.py vs our recipe, side by side on PaddleOCR's YAMLs (issue 24).
+
+    python benchmarks/vs_paddleocr.py --ppocr-src ~/PaddleOCR --ppocr-python /path/venv/bin/python --quick
+    python benchmarks/vs_paddleocr.py --ppocr-src ~/PaddleOCR --ppocr-python V/bin/python --yamls v5_mobile \\
+        --repeats 3 --epochs 4 --num-train 2000 --budget-min 20 \\
+        --set "Train.sampler.scales=[[160,32],[160,48],[160,64]]" --set "Eval.dataset.transforms.2.RecResizeImg.image_shape=[3,48,160]"
+
+The real run needs a PaddleOCR source checkout (it is not on PyPI; nothing is downloaded here):
+``git clone https://github.com/PaddlePaddle/PaddleOCR`` and a Python that runs its tools/train.py, e.g.
+``python3 -m venv --system-site-packages V && V/bin/pip install scikit-image rapidfuzz shapely pyclipper tqdm``
+(paddlepaddle from the system site). The checkout is copied to a scratch dir and run UNMODIFIED from there
+(no import trimming is applied; report.json "ppocr.changes" says so).
+
+Per YAML (``--yamls r34,v5_mobile``: rec_r34_vd_none_bilstm_ctc.yml, PP-OCRv5/PP-OCRv5_mobile_rec.yml), rows
+(harness/vs_paddleocr.py ROWS): PaddleOCR 1 and 2 processes, ours as written 1 and 2 processes, ours + speedups
+(-o keys only) 1 and 2 processes. Same derived YAML (the original plus ``--set`` edits, applied to a copy read by
+both sides), same -o keys (data, dict, epochs, batch, eval cadence, workers), same data (a synthetic
+100-hanzi label-file set made once, PaddleOCR format), same threads (--threads per process); 1-process
+rows pinned to one core (taskset), 2-process rows on two. Repeats interleaved (row1..rowN, row1..rowN, ...),
+seed 42 + repeat, a fresh process each, load average recorded before/after each run. ``--budget-min``: a run
+still training after that many minutes is stopped (its process group gets SIGTERM) and its figures are what
+its log holds (a time-to-target ratio against a PaddleOCR row that missed the target is then a lower bound).
+
+Evaluation: each trainer logs its own ``cur metric`` lines every ``--eval-every`` steps (curves, time to target);
+afterwards the best weights of BOTH sides (their best_accuracy, our checkpoints/best) are scored by one evaluator,
+``recipes/ocr_rec.py --mode eval -o Global.checkpoints=...`` on the same val set.
+
+Writes report.json (every run: command, log, parsed steps/evals, load), report.md, acc_vs_time_<yaml>.png under
+--out (default benchmarks/results/cpu_vs_paddleocr[_quick]/). No timing is asserted anywhere.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.harness import vs_paddleocr as H  # noqa: E402
+from benchmarks.harness.report import machine_info  # noqa: E402
+from benchmarks.harness.runner import loadavg, row_env  # noqa: E402
+
+DICT = REPO / "datasets/ocr_rec/ch_hanzi_100.txt"
+HOW_TO = """benchmarks/vs_paddleocr.py needs a PaddleOCR source checkout: --ppocr-src DIR (PaddleOCR is not on PyPI and
+nothing is downloaded at run time). Get one and a Python that runs its tools/train.py:
+  git clone --depth 1 https://github.com/PaddlePaddle/PaddleOCR ~/PaddleOCR
+  python3 -m venv --system-site-packages ~/venv-pptrain      # keeps the installed paddlepaddle
+  ~/venv-pptrain/bin/pip install scikit-image rapidfuzz shapely pyclipper tqdm
+then: python benchmarks/vs_paddleocr.py --ppocr-src ~/PaddleOCR --ppocr-python ~/venv-pptrain/bin/python --quick"""
+# --quick: reduced widths, identical on both sides (written into the derived YAML)
+QUICK_SET = {"r34": ["Train.dataset.transforms.2.RecResizeImg.image_shape=[3,32,64]",
+                     "Eval.dataset.transforms.2.RecResizeImg.image_shape=[3,32,64]"],
+             "v5_mobile": ["Train.sampler.scales=[[96,32],[96,48]]",
+                           "Eval.dataset.transforms.2.RecResizeImg.image_shape=[3,48,96]"]}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--ppocr-src", default="", help="PaddleOCR source checkout (copied to a scratch dir, run as is)")
+    p.add_argument("--ppocr-python", default=sys.executable, help="Python that runs its tools/train.py")
+    p.add_argument("--yamls", default="r34,v5_mobile", help=f"comma list of {sorted(H.YAMLS)}")
+    p.add_argument("--rows", default="", help="comma list of row names (default: all)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1, help="math threads per process")
+    p.add_argument("--epochs", type=int, default=4, help="Global.epoch_num, both sides")
+    p.add_argument("--batch", type=int, default=8, help="batch per process (and MultiScaleSampler first_bs)")
+    p.add_argument("--eval-every", type=int, default=50, help="Global.eval_batch_step [0, N], both sides")
+    p.add_argument("--warmup-steps", type=int, default=3, help="step lines left out of s/step")
+    p.add_argument("--num-train", type=int, default=2000)
+    p.add_argument("--num-val", type=int, default=200)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="edit of the YAML for BOTH sides (a number indexes a list), repeatable")
+    p.add_argument("--budget-min", type=float, default=0.0, help="stop a training run after this many minutes (0 = "
+                   "run its epochs)")
+    p.add_argument("--quick", action="store_true", help="tiny data (6 steps at 1 process, 3 at 2), reduced widths: pipeline only")
+    p.add_argument("--no-our-eval", action="store_true", help="skip scoring the best weights with our evaluator")
+    p.add_argument("--ours-entry", default=str(H.RECIPE), help="our recipe entry point (default recipes/ocr_rec.py)")
+    p.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds per process before it is killed")
+    p.add_argument("--out", default=None)
+    p.add_argument("--work-dir", default=None)
+    return p.parse_args(argv)
+
+
+def _cores(nproc: int, threads: int) -> list[str]:
+    """taskset prefix: the last nproc*threads available cores (all of them if fewer)."""
+    if not hasattr(os, "sched_getaffinity") or shutil.which("taskset") is None:
+        return []
+    cores = sorted(os.sched_getaffinity(0))
+    mine = cores[-nproc * threads:]
+    return ["taskset", "-c", ",".join(map(str, mine))]
+
+
+def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float, budget_s: float) -> dict:
+    """Run in its own process group; SIGTERM to the group at the budget (recorded) or the timeout."""
+    env = row_env(threads)
+    rec = {"command": " ".join(cmd), "cwd": str(cwd), "log": str(log), "loadavg_before": loadavg()}
+    t0 = time.time()
+    limit = min(timeout, budget_s) if budget_s else timeout
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=limit)
+            stopped = None
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            stopped = "budget" if budget_s and limit == budget_s else "timeout"
+            rc = 0 if stopped == "budget" else "timeout"
+    rec.update(returncode=rc, stopped=stopped, wall_s=round(time.time() - t0, 1), loadavg_after=loadavg())
+    return rec
+
+
+def scratch_copy(src: Path, dest: Path) -> dict:
+    """Copy the checkout (no .git, no output); return what was copied and changed (nothing is changed)."""
+    for need in ("tools/train.py", "ppocr", "configs"):
+        if not (src / need).exists():
+            raise SystemExit(f"--ppocr-src {src}: no {need} (not a PaddleOCR checkout)\n\n{HOW_TO}")
+    if not dest.exists():
+        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "output", "__pycache__", "*.pyc"))
+    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return {"src": str(src), "scratch": str(dest), "commit": commit or None, "changes": []}
+
+
+def our_eval(args, yaml_path: str, overrides: dict, weights: Path, work: Path, tag: str) -> dict:
+    """Score ``weights`` with our evaluator (recipes/ocr_rec.py --mode eval) on the val set; its JSON line."""
+    o = dict(overrides, **{"Global.save_model_dir": str(work / f"eval_{tag}"), "Global.checkpoints": str(weights),
+                           "Global.device": "cpu"})
+    cmd = [sys.executable, args.ours_entry, "-c", yaml_path, "--mode", "eval", "-o", *[f"{k}={v}" for k, v in o.items()]]
+    rec = run_proc(_cores(1, args.threads) + cmd, REPO, work / f"eval_{tag}.log", args.threads, args.timeout, 0)
+    lines = [ln for ln in Path(rec["log"]).read_text(errors="replace").splitlines() if ln.startswith("{")]
+    try:
+        rec.update(json.loads(lines[-1]) if lines else {})
+    except json.JSONDecodeError:
+        pass
+    if "acc" not in rec:  # the last line says why (one-line errors of the recipe)
+        tail = Path(rec["log"]).read_text(errors="replace").strip().splitlines()
+        rec["error"] = tail[-1] if tail else f"rc {rec['returncode']}, empty log"
+    return rec
+
+
+def model_gflops(yaml_path: str, overrides: dict, shape: list[int]) -> tuple[float | None, str]:
+    """Forward GFLOPs per sample of the YAML's model (our build, weight for weight PaddleOCR's) at ``shape``."""
+    try:
+        from paddle_recipes.config import load_config
+        from paddle_recipes.recipes.ocr_rec import OcrRec
+        from paddle_recipes.tasks.ocr.charset import CharDict
+        from paddle_recipes.tasks.ocr.models import build_rec_model
+        from benchmarks.harness.flops import count_flops
+
+        cfg = load_config(yaml_path, [f"{k}={v}" for k, v in overrides.items()], OcrRec.Config,
+                          translators=OcrRec.config_translators)
+        n = CharDict.from_file(cfg.Global.character_dict_path, cfg.Global.use_space_char).num_classes
+        model = build_rec_model(cfg.Architecture, n, shape[1])
+        return count_flops(model, shape)["total"] / 1e9, ""
+    except Exception as exc:  # noqa: BLE001 - reported, not fatal
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def matmul_peak() -> float | None:
+    try:
+        from benchmarks.harness.flops import matmul_peak_gflops
+
+        return round(matmul_peak_gflops(threads=1), 2)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def train_shape(cfg: dict, batch: int) -> list[int]:
+    """[1, C, H, W] of a training batch: MultiScaleSampler's first scale, else RecResizeImg's image_shape."""
+    sampler = (cfg.get("Train") or {}).get("sampler") or {}
+    if sampler.get("scales"):
+        w, h = sampler["scales"][0]
+        return [1, 3, int(h), int(w)]
+    for t in cfg["Train"]["dataset"].get("transforms", []):
+        if isinstance(t, dict) and "RecResizeImg" in t:
+            return [1, *t["RecResizeImg"]["image_shape"]]
+    return [1, *cfg["Global"].get("image_shape", [3, 48, 320])]
+
+
+def versions(python_ppocr: str) -> dict:
+    from importlib.metadata import version
+
+    out = {"paddle (ours)": version("paddlepaddle")}
+    r = subprocess.run([python_ppocr, "-c", "import paddle; print(paddle.__version__)"], capture_output=True, text=True)
+    out["paddle (PaddleOCR side)"] = r.stdout.strip() or f"unavailable: {r.stderr.strip()[-200:]}"
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if not args.ppocr_src:
+        print(HOW_TO, file=sys.stderr)
+        return 2
+    src = Path(args.ppocr_src).expanduser().resolve()
+    if not src.is_dir():
+        print(f"--ppocr-src {src}: not a folder\n\n{HOW_TO}", file=sys.stderr)
+        return 2
+    q = args.quick
+    yaml_names = [y for y in args.yamls.split(",") if y]
+    bad = set(yaml_names) - set(H.YAMLS)
+    if bad:
+        raise SystemExit(f"--yamls: unknown {sorted(bad)}; choose from {sorted(H.YAMLS)}")
+    rows = H.pick_rows([r for r in args.rows.split(",") if r] or None)
+    name = "cpu_vs_paddleocr" + ("_quick" if q else "")
+    out_dir = Path(args.out or REPO / "benchmarks" / "results" / name)
+    work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}").resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        ppocr = scratch_copy(src, work / "PaddleOCR")
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    scratch = Path(ppocr["scratch"])
+    batch = 8 if q else args.batch
+    n_train, n_val = (2 * 3 * batch, 8) if q else (args.num_train, args.num_val)
+    epochs, repeats, eval_every = (1, 1, 3) if q else (args.epochs, max(1, args.repeats), args.eval_every)
+    warmup = 1 if q else args.warmup_steps
+    data = work / "data"
+    from benchmarks.harness.tta_ocr import prepare_data
+
+    prepare_data(str(data), str(DICT), n_train, n_val, 2, 6, 48)  # PaddleOCR label files: <split>/label.txt
+    load = {"before": loadavg()}
+    t_start = time.time()
+    peak = matmul_peak()
+    report_yamls = []
+    all_ok = True
+    for yn in yaml_names:
+        original = yaml.safe_load((scratch / H.YAMLS[yn]).read_text())
+        edits = H.parse_set((QUICK_SET[yn] if q else []) + args.set)
+        try:
+            derived = H.derive_yaml(original, edits)
+        except KeyError as exc:
+            print(f"{yn}: {exc.args[0]}", file=sys.stderr)
+            return 2
+        ypath = work / f"{yn}.yml"
+        ypath.write_text(yaml.safe_dump(derived, allow_unicode=True, sort_keys=False))
+        has_sampler = bool((derived.get("Train") or {}).get("sampler"))
+        steps_per_epoch = n_train // batch  # drop_last on both sides; per process when 1 process
+        runs: dict = {r.name: [] for r in rows}
+        fast_keys = H.speedup_keys(derived, steps_per_epoch)
+        for rep in range(repeats):
+            for row in rows:
+                tag = f"{yn}_{row.name}_r{rep}"
+                o = H.common_overrides(str(data), str(DICT), str(work / tag), epochs, batch, eval_every,
+                                       extra=H.YAML_KEYS[yn])
+                cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
+                                      42 + rep, has_sampler, args.ours_entry, fast_keys)
+                cwd = scratch if kind == "ppocr" else REPO
+                rec = run_proc(_cores(row.nproc, args.threads) + cmd, cwd, work / f"{tag}.stdout", args.threads,
+                               args.timeout, args.budget_min * 60.0)
+                train_log = work / tag / "train.log"
+                parsed = H.parse_train_log(train_log.read_text(errors="replace")) if train_log.exists() else \
+                    {"steps": [], "evals": [], "best": None}
+                rec["parsed"] = parsed
+                rec["figures"] = H.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
+                                               completed=rec["returncode"] == 0 and not rec["stopped"])
+                if not parsed["steps"]:
+                    rec["error"] = f"no step lines in {train_log} (see {rec['log']})"
+                    all_ok = False
+                if rec["returncode"] != 0:
+                    all_ok = False
+                weights = (work / tag / "best_accuracy") if row.side == "ppocr" else (work / tag / "checkpoints" / "best")
+                if not args.no_our_eval and (weights.with_suffix(".pdparams").exists() or weights.exists()):
+                    rec["our_eval"] = our_eval(args, str(ypath), o, weights, work, tag)
+                f = rec["figures"]
+                print(f"[{yn} r{rep}] {row.name}: rc {rec['returncode']}{' (budget)' if rec['stopped'] else ''}, "
+                      f"{f['steps']} steps, {H._f(f['s_per_step'], '{:.3f}')} s/step, ips {H._f(f['ips'])}, best acc "
+                      f"{f['best_acc']}, our eval {(rec.get('our_eval') or {}).get('acc')}, {rec['wall_s']} s wall, "
+                      f"load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
+                runs[row.name].append(rec)
+        target = H.target_accuracy(runs.get("ppocr_p1", []))
+        summary = H.summarize(rows, runs, target)
+        gf, gf_err = model_gflops(str(ypath), {**H.common_overrides(str(data), str(DICT), str(work / "flops"), 1, batch,
+                                                                     eval_every, extra=H.YAML_KEYS[yn])},
+                                  train_shape(derived, batch))
+        for s in summary:
+            s.update(H.utilisation(s["ips"], gf and gf * 1e9, peak, s["nproc"]))
+        shown = {k: v for k, v in o.items() if k != "Global.save_model_dir"}
+        y = {"name": yn, "yaml": H.YAMLS[yn], "derived_yaml": str(ypath), "edits": [f"{k}={v}" for k, v in edits],
+             "overrides": o, "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()),
+             "steps_per_epoch": steps_per_epoch, "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()),
+             "target": target, "fwd_gflops": gf, "fwd_gflops_error": gf_err,
+             "rows": summary, "runs": runs}
+        report_yamls.append(y)
+        H.write_plot(y, runs, target, out_dir / f"acc_vs_time_{yn}.png")
+    load.update(after=loadavg(), total_seconds=round(time.time() - t_start, 1))
+    rep = {"suite": "vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
+           "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
+           "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
+           "warmup_steps": warmup, "budget_min": args.budget_min, "peak_gflops": peak, "load": load,
+           "not_reachable": H.NOT_REACHABLE,
+           "data": f"synthetic 100-hanzi lines (2-6 chars, height 48), {n_train} train / {n_val} val, PaddleOCR label "
+                   f"files under {data}", "yamls": report_yamls, "work_dir": str(work)}
+    (out_dir / "report.json").write_text(json.dumps(rep, indent=1, default=str, ensure_ascii=False))
+    (out_dir / "report.md").write_text(H.to_markdown(rep))
+    print((out_dir / "report.md").read_text())
+    print(f"wrote {out_dir}/report.json, report.md (runs and logs under {work})")
+    if not all_ok:
+        print(f"FAILED runs: see the logs under {work}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

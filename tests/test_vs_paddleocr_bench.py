@@ -1,0 +1,253 @@
+"""benchmarks/vs_paddleocr.py harness logic with a FAKE PaddleOCR trainer (and a fake recipe entry).
+
+The fakes are tiny scripts that write PaddleOCR-format train.log lines with known batch costs and accuracies,
+and a best-weights file holding their best accuracy; they exercise the harness (commands, interleaving, log
+parsing, target, ratios, the one evaluator, report schema), not any trainer. The real comparison needs a PaddleOCR
+checkout (benchmarks/README.md); `benchmarks/vs_paddleocr.py --quick --ppocr-src DIR` runs both real trainers.
+No timing of a real run is asserted: every figure checked here is written by the fakes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.harness import vs_paddleocr as H  # noqa: E402
+
+# The exact line shapes of PaddleOCR's tools/program.py (train step, eval, best) as logged by tools/train.py.
+PPOCR_LOG = """\
+[2026/12/03 10:00:00] ppocr INFO: epoch: [1/2], global_step: 1, lr: 0.000010, acc: 0.000000, loss: 120.5, avg_reader_cost: 0.10000 s, avg_batch_cost: 2.00000 s, avg_samples: 8.0, ips: 4.00000 samples/s, eta: 0:00:30
+[2026/12/03 10:00:02] ppocr INFO: epoch: [1/2], global_step: 3, lr: 0.000020, acc: 0.125000, loss: 80.25, avg_reader_cost: 0.10000 s, avg_batch_cost: 1.50000 s, avg_samples: 8.0, ips: 5.33333 samples/s, eta: 0:00:20
+[2026/12/03 10:00:03] ppocr INFO: cur metric, acc: 0.25, norm_edit_dis: 0.5, fps: 10.0
+[2026/12/03 10:00:04] ppocr INFO: best metric, acc: 0.25, is_float16: False, norm_edit_dis: 0.5, fps: 10.0, best_epoch: 1
+[2026/12/03 10:00:06] ppocr INFO: epoch: [2/2], global_step: 4, lr: 0.000030, acc: 0.5, loss: 40.0, avg_reader_cost: 0.10000 s, avg_batch_cost: 1.00000 s, avg_samples: 8.0, ips: 8.00000 samples/s, eta: 0:00:10
+[2026/12/03 10:00:07] ppocr INFO: cur metric, acc: 0.125, norm_edit_dis: 0.4, fps: 10.0
+"""
+
+
+def test_parse_paddleocr_log_lines():
+    p = H.parse_train_log(PPOCR_LOG)
+    assert [s["step"] for s in p["steps"]] == [1, 3, 4]
+    # train_s: avg_batch_cost x steps since the previous line (1 x 2.0, then 2 x 1.5, then 1 x 1.0)
+    assert [s["train_s"] for s in p["steps"]] == [2.0, 5.0, 6.0]
+    assert p["steps"][1]["acc"] == 0.125 and p["steps"][1]["loss"] == 80.25 and p["steps"][2]["epoch"] == 2
+    assert [(e["step"], e["train_s"], e["acc"]) for e in p["evals"]] == [(3, 5.0, 0.25), (4, 6.0, 0.125)]
+    assert p["best"]["acc"] == 0.25 and p["best"]["best_epoch"] == 1
+    assert p["evals"][1]["t"] - p["steps"][0]["t"] == 7.0
+    f = H.run_figures(p, warmup=1, nproc=2, steps_per_epoch=3)
+    assert f["s_per_step"] == 1.25 and f["ips"] == 8.0 * 2 / 1.25  # median of the lines after step 1
+    assert f["epoch_s_measured"] == 5.0 and f["epoch_s_projected"] == 3.75
+    assert f["best_acc"] == 0.25 and f["final_acc"] == 0.125 and f["curve"][0] == {"train_s": 5.0, "step": 3,
+                                                                                     "acc": 0.25}
+
+
+def test_our_log_lines_parse_the_same():
+    """Our StepTimer / PPOCREvalLog print the same shapes (the recipe's log is read by the same parser)."""
+    from paddle_recipes.meters import StepTimer  # noqa: F401  (the format under test lives there)
+    from paddle_recipes.ppocr_logs import format_cur_metric
+
+    line = ("[2026/12/03 10:00:00] root INFO: epoch: [1/1], global_step: 2, lr: 0.001, loss: 3.5, acc: 0.5, "
+            "avg_reader_cost: 0.01000 s, avg_batch_cost: 0.20000 s, avg_samples: 4.0, ips: 20.00000 samples/s, "
+            "eta: 0:00:01\n[2026/12/03 10:00:01] root INFO: " + format_cur_metric({"acc": 0.75, "norm_edit_dis": 0.9}))
+    p = H.parse_train_log(line)
+    assert p["steps"][0]["train_s"] == 0.4 and p["evals"] == [{"acc": 0.75, "norm_edit_dis": 0.9, "step": 2,
+                                                               "train_s": 0.4, "t": p["evals"][0]["t"]}]
+
+
+def test_set_key_indexes_lists_and_names_missing_keys():
+    cfg = {"Eval": {"dataset": {"transforms": [{"A": 1}, {"RecResizeImg": {"image_shape": [3, 48, 320]}}]}}}
+    out = H.derive_yaml(cfg, H.parse_set(["Eval.dataset.transforms.1.RecResizeImg.image_shape=[3,48,160]"]))
+    assert out["Eval"]["dataset"]["transforms"][1]["RecResizeImg"]["image_shape"] == [3, 48, 160]
+    assert cfg["Eval"]["dataset"]["transforms"][1]["RecResizeImg"]["image_shape"] == [3, 48, 320]  # copy
+    with pytest.raises(KeyError, match="no Eval.dataset.transforms.5"):
+        H.set_key(cfg, "Eval.dataset.transforms.5.X", 1)
+    with pytest.raises(KeyError, match="no Train"):
+        H.set_key(cfg, "Train.loader.x", 1)
+
+
+def test_commands_share_yaml_and_keys_and_differ_only_in_speedups(tmp_path):
+    o = H.common_overrides("/d", "/dict.txt", "/out", 2, 8, 50)
+    rows = {r.name: r for r in H.ROWS}
+    cmds = {n: H.command(r, "PPY", "OURPY", "/y.yml", o, tmp_path, 43, True, "/recipe.py")[0] for n, r in rows.items()}
+    assert cmds["ppocr_p1"][:4] == ["PPY", "tools/train.py", "-c", "/y.yml"]
+    assert cmds["ppocr_p2"][:6] == ["PPY", "-m", "paddle.distributed.launch", "--nproc_per_node", "2", "--log_dir"]
+    assert cmds["ours_p1"][:4] == ["OURPY", "/recipe.py", "-c", "/y.yml"]
+
+    def keys(c):
+        return dict(kv.split("=", 1) for kv in c[c.index("-o") + 1:])
+    kp, ko, kf = keys(cmds["ppocr_p1"]), keys(cmds["ours_p1"]), keys(cmds["fast_p1"])
+    assert kp.pop("Global.distributed") == "false" and ko.pop("Global.device") == "cpu"
+    assert kp == ko and kp["Train.sampler.first_bs"] == "8" and kp["Global.seed"] == "43"
+    kf.pop("Global.device")
+    assert {k: v for k, v in kf.items() if ko.get(k) != v} == H.SPEEDUP_KEYS
+    warm = {"Optimizer": {"lr": {"name": "Cosine", "warmup_epoch": 5}}}
+    assert H.speedup_keys(warm, 40) == {**H.SPEEDUP_KEYS, "Optimizer.lr.warmup_epoch": "2.5"}  # 100 steps
+    assert H.speedup_keys({"Optimizer": {"lr": {"learning_rate": 5e-4}}}, 40) == H.SPEEDUP_KEYS  # no schedule
+
+
+def test_summary_target_ratios_and_lower_bound():
+    def run(bs, accs, nproc=1):
+        log = "".join(f"epoch: [1/1], global_step: {i}, loss: 1.0, avg_reader_cost: 0.0 s, avg_batch_cost: {bs} s, "
+                      f"avg_samples: 8.0, ips: 1.0 samples/s\ncur metric, acc: {a}, norm_edit_dis: 0.5\n"
+                      for i, a in enumerate(accs, 1))
+        return {"returncode": 0, "figures": H.run_figures(H.parse_train_log(log), 0, nproc, 10)}
+
+    rows = H.pick_rows(["ppocr_p1", "ours_p1", "fast_p1"])
+    runs = {"ppocr_p1": [run(2.0, [0.1, 0.3, 0.5]), run(2.0, [0.1, 0.3, 0.6]), run(4.0, [0.2, 0.7])],
+            "ours_p1": [run(1.0, [0.1, 0.3, 0.5, 0.6])], "fast_p1": [run(1.0, [0.7])]}
+    target = H.target_accuracy(runs["ppocr_p1"])
+    assert target == 0.6  # median of best accs 0.5, 0.6, 0.7
+    s = {x["name"]: x for x in H.summarize(rows, runs, target)}
+    assert s["ppocr_p1"]["time_to_target_all"] == [None, 6.0, 8.0] and s["ppocr_p1"]["time_to_target"] == 7.0
+    assert s["ours_p1"]["time_to_target"] == 4.0 and s["ours_p1"]["tta_ratio"] == 7.0 / 4.0
+    assert s["ours_p1"]["ips_ratio"] == 8.0 / (8.0 / 2.0) and s["ours_p1"]["epoch_ratio"] == 2.0
+    assert s["fast_p1"]["tta_ratio"] == 7.0 and s["fast_p1"]["vs"] == "ppocr_p1"
+    # PaddleOCR never reaches a target: the ratio becomes a lower bound from its whole training time
+    s2 = {x["name"]: x for x in H.summarize(rows, runs, 0.65)}
+    assert s2["ppocr_p1"]["reached_target"] == 1 and s2["ppocr_p1"]["time_to_target"] == 8.0
+    s3 = {x["name"]: x for x in H.summarize(rows, {**runs, "ppocr_p1": runs["ppocr_p1"][:2]}, 0.65)}
+    assert s3["fast_p1"]["tta_ratio"] is None and s3["fast_p1"]["tta_ratio_at_least"] == 6.0 / 1.0
+    assert H.target_accuracy([run(2.0, [0.0, 0.0])]) is None  # PaddleOCR learnt nothing: no target
+    assert H.utilisation(10.0, 1e9, 15.0, 2) == {"achieved_gflops": 30.0, "utilisation": 1.0}
+
+
+FAKE = textwrap.dedent('''\
+    """FAKE trainer for tests/test_vs_paddleocr_bench.py: PaddleOCR-format log lines, known costs and accuracies."""
+    import json, os, sys, time
+    SIDE = {side!r}
+    argv = sys.argv[1:]
+    opts = dict(kv.split("=", 1) for kv in argv[argv.index("-o") + 1:])
+    rank, world = int(os.environ.get("PADDLE_TRAINER_ID", "0")), int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
+    if "--mode" in argv:  # our evaluator: score = the number the weights file holds
+        w = opts["Global.checkpoints"]
+        path = w + ".pdparams" if os.path.exists(w + ".pdparams") else os.path.join(w, "acc.txt")
+        print("loading", path)
+        print(json.dumps({{"acc": float(open(path).read()), "norm_edit_dis": 0.9}}))
+        sys.exit(0)
+    out = opts["Global.save_model_dir"]
+    with open(os.path.join(os.path.dirname(out), "order.txt"), "a") as f:
+        f.write(f"{{os.path.basename(out)}} {{opts['Global.seed']}} {{rank}}/{{world}}\\n")
+    if rank:
+        sys.exit(0)
+    fast = opts.get("EMA.enable") == "true"
+    cost, rate = {{"ppocr": (0.5, 0.1), "ours": (0.4, 0.1)}}[SIDE]
+    rate = 0.2 if fast else rate
+    batch, epochs = int(opts["Train.loader.batch_size_per_card"]), int(opts["Global.epoch_num"])
+    every = int(opts["Global.eval_batch_step"].strip("[]").split(",")[1])
+    n = sum(1 for _ in open(opts["Train.dataset.label_file_list"].strip("[]"), encoding="utf-8"))
+    per_epoch = n // (batch * world)
+    os.makedirs(out, exist_ok=True)
+    ts = time.strftime("[%Y/%m/%d %H:%M:%S]")
+    lines, best, step = [], 0.0, 0
+    for ep in range(1, epochs + 1):
+        for _ in range(per_epoch):
+            step += 1
+            lines.append(f"{{ts}} ppocr INFO: epoch: [{{ep}}/{{epochs}}], global_step: {{step}}, lr: 0.001, loss: "
+                         f"{{10.0 / step}}, avg_reader_cost: 0.01 s, avg_batch_cost: {{cost}} s, avg_samples: "
+                         f"{{float(batch)}}, ips: {{batch / cost}} samples/s, eta: 0:00:01")
+            if step % every == 0:
+                acc = round(min(1.0, rate * step), 6)
+                lines.append(f"{{ts}} ppocr INFO: cur metric, acc: {{acc}}, norm_edit_dis: 0.5, fps: 100.0")
+                best = max(best, acc)
+    lines.append(f"{{ts}} ppocr INFO: best metric, acc: {{best}}, norm_edit_dis: 0.5, fps: 100.0, best_epoch: 1")
+    open(os.path.join(out, "train.log"), "w").write("\\n".join(lines) + "\\n")
+    if SIDE == "ppocr":
+        open(os.path.join(out, "best_accuracy.pdparams"), "w").write(str(best))
+    else:
+        os.makedirs(os.path.join(out, "checkpoints", "best"))
+        open(os.path.join(out, "checkpoints", "best", "acc.txt"), "w").write(str(best))
+''')
+
+FAKE_YAML = {"Global": {"epoch_num": 72, "eval_batch_step": [0, 2000]},
+             "Train": {"dataset": {"name": "LMDBDataSet", "transforms": [
+                 {"DecodeImage": {"img_mode": "BGR"}}, {"CTCLabelEncode": None},
+                 {"RecResizeImg": {"image_shape": [3, 32, 100]}}]}, "loader": {"batch_size_per_card": 256}},
+             "Eval": {"dataset": {"name": "LMDBDataSet", "transforms": []}}}
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vs_paddleocr")
+    src = tmp / "FakePaddleOCR"
+    (src / "tools").mkdir(parents=True)
+    (src / "ppocr").mkdir()
+    (src / "tools" / "train.py").write_text(FAKE.format(side="ppocr"))
+    cfg = src / H.YAMLS["r34"]
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(yaml.safe_dump(FAKE_YAML))
+    ours = tmp / "fake_recipe.py"
+    ours.write_text(FAKE.format(side="ours"))
+    work, out = tmp / "work", tmp / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
+    cmd = [sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--ppocr-src", str(src), "--yamls", "r34",
+           "--rows", "ppocr_p1,ppocr_p2,ours_p1,fast_p1", "--repeats", "2", "--num-train", "32", "--num-val", "8",
+           "--epochs", "2", "--batch", "8", "--eval-every", "2", "--warmup-steps", "1", "--ours-entry", str(ours),
+           "--set", "Train.dataset.transforms.2.RecResizeImg.image_shape=[3,32,64]", "--work-dir", str(work),
+           "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "report.json").read_text()), work, out, src
+
+
+def test_fake_run_interleaves_fresh_processes_and_copies_the_checkout(fake_run):
+    rep, work, out, src = fake_run
+    order = (work / "order.txt").read_text().split("\n")
+    rank0 = [ln for ln in order if ln.endswith(("0/1", "0/2"))]
+    assert [ln.split()[:2] for ln in rank0] == [[f"r34_{r}_r{i}", str(42 + i)] for i in (0, 1)
+                                                for r in ("ppocr_p1", "ppocr_p2", "ours_p1", "fast_p1")]
+    assert sorted(ln for ln in order if ln.endswith("/2")) == ["r34_ppocr_p2_r0 42 0/2", "r34_ppocr_p2_r0 42 1/2",
+                                                              "r34_ppocr_p2_r1 43 0/2", "r34_ppocr_p2_r1 43 1/2"]
+    assert rep["ppocr"]["scratch"] == str(work / "PaddleOCR") and rep["ppocr"]["changes"] == []
+    assert (work / "PaddleOCR" / "tools" / "train.py").read_text() == (src / "tools" / "train.py").read_text()
+    derived = yaml.safe_load((work / "r34.yml").read_text())
+    assert derived["Train"]["dataset"]["transforms"][2]["RecResizeImg"]["image_shape"] == [3, 32, 64]
+    assert rep["yamls"][0]["edits"] == ["Train.dataset.transforms.2.RecResizeImg.image_shape=[3, 32, 64]"]
+
+
+def test_fake_run_figures_target_ratios_and_one_evaluator(fake_run):
+    rep = fake_run[0]
+    y = rep["yamls"][0]
+    s = {r["name"]: r for r in y["rows"]}
+    # fakes: 32 lines, batch 8 -> 4 steps/epoch per process, 2 epochs, eval every 2 steps, acc = rate x step
+    assert s["ppocr_p1"]["s_per_step"] == 0.5 and s["ours_p1"]["s_per_step"] == 0.4
+    assert s["ppocr_p2"]["ips"] == 8 * 2 / 0.5 and s["ppocr_p1"]["ips"] == 16.0
+    assert y["target"] == 0.8  # PaddleOCR 1 proc: 8 steps x 0.1
+    assert s["ppocr_p1"]["time_to_target"] == 8 * 0.5 and s["ours_p1"]["time_to_target"] == 8 * 0.4
+    assert s["fast_p1"]["time_to_target"] == 4 * 0.4  # rate 0.2: 0.8 at step 4
+    assert s["ours_p1"]["tta_ratio"] == pytest.approx(4.0 / 3.2) and s["fast_p1"]["tta_ratio"] == pytest.approx(2.5)
+    assert s["ours_p1"]["ips_ratio"] == pytest.approx(1.25) and s["ours_p1"]["epoch_ratio"] == pytest.approx(1.25)
+    assert s["ppocr_p2"]["reached_target"] == 0  # 4 steps per process: acc 0.4 only
+    # ONE evaluator scored both sides' best weights (their best_accuracy.pdparams, our checkpoints/best)
+    for name, acc in (("ppocr_p1", 0.8), ("ppocr_p2", 0.4), ("ours_p1", 0.8), ("fast_p1", 1.0)):
+        assert s[name]["our_eval_acc"] == acc, name
+        ev = y["runs"][name][0]["our_eval"]
+        assert "--mode eval" in ev["command"] and ev["returncode"] == 0
+    work = fake_run[1]
+    assert f"Global.checkpoints={work}/r34_ppocr_p1_r0/best_accuracy " in y["runs"]["ppocr_p1"][0]["our_eval"]["command"]
+    assert f"Global.checkpoints={work}/r34_ours_p1_r0/checkpoints/best " in y["runs"]["ours_p1"][0]["our_eval"]["command"]
+    for k in ("machine", "versions", "ppocr", "threads", "load", "data", "peak_gflops", "not_reachable", "yamls"):
+        assert k in rep, k
+    for r in y["runs"]["ours_p1"]:
+        assert len(r["loadavg_before"]) == 3 and len(r["loadavg_after"]) == 3 and r["stopped"] is None
+    md = (fake_run[2] / "report.md").read_text()
+    assert "| ppocr_p1 (PaddleOCR tools/train.py, 1 process) | 0.500 | 16.00 |" in md
+    assert (fake_run[2] / "acc_vs_time_r34.png").stat().st_size > 0
+
+
+def test_without_checkout_it_says_how_and_exits_2(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    for extra in ([], ["--ppocr-src", str(tmp_path)]):
+        p = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), *extra, "--work-dir",
+                            str(tmp_path / "w"), "--out", str(tmp_path / "o")], cwd=REPO_ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and "git clone" in p.stderr and "--ppocr-src" in p.stderr, p.stderr
