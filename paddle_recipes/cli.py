@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from . import distributed as dist_utils
 from .assets import resolve_path
-from .checkpoint import CheckpointError
+from .checkpoint import CheckpointError, OutputLock
 from .config import ConfigError, ConfigTranslator, add_config_args, dump_config, flatten_opts, load_config
 from .data import DataError
 from .trainer import NonFiniteError
@@ -75,14 +75,22 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"Global.output_dir {str(out)!r}: cannot create the folder ({exc.strerror or exc})") from None
-    dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
-    if info.is_main:
-        dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
-        for note in notes:
-            logging.getLogger(name).warning("%s", note)
-    logging.getLogger(name).info("%s --mode %s: world_size %d, device %s", name, args.mode, info.world_size,
-                                 info.device)
-    return modes[args.mode](cfg, info)
+    # a training run owns its output dir: lock it before writing anything there (config.yml, train.log)
+    lock = OutputLock(out) if args.mode == "train" and info.is_main else None
+    try:
+        if lock is not None:
+            lock.acquire()
+        dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
+        if info.is_main:
+            dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
+            for note in notes:
+                logging.getLogger(name).warning("%s", note)
+        logging.getLogger(name).info("%s --mode %s: world_size %d, device %s", name, args.mode, info.world_size,
+                                     info.device)
+        return modes[args.mode](cfg, info)
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple = ()) -> None:
