@@ -493,6 +493,17 @@ def _dict_diff(old, new, prefix: str) -> list[str]:
     return [f"{prefix}: {old!r} in checkpoint, {new!r} now"]
 
 
+def optimizer_changes(state: dict, config: dict | None) -> list[str]:
+    """How the current config's `Optimizer` section differs from the checkpoint's ("key: old in checkpoint,
+    new now"); [] when equal or either config is unknown. Resume says so: a changed Optimizer.name means its
+    moments are not restored."""
+    saved = (state.get("config") or {}).get("Optimizer")
+    now = (config or {}).get("Optimizer")
+    if not isinstance(saved, dict) or not isinstance(now, dict):
+        return []
+    return _dict_diff(saved, now, "Optimizer")
+
+
 def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:
     """A recipe's `Global.resume` -> what to pass to Trainer.fit(resume_from=...).
 

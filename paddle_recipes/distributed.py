@@ -153,6 +153,20 @@ def exit_distributed_run(exit_code: int = 0) -> None:
     os._exit(exit_code)
 
 
+def _set_device(device: str) -> None:
+    """paddle.set_device; a device this paddle build or machine lacks is a ConfigError naming Global.device."""
+    from .config import ConfigError
+
+    if str(device).startswith("gpu") and not paddle.is_compiled_with_cuda():
+        raise ConfigError(f"Global.device {device!r}: this paddle build has no CUDA (a CPU wheel); use "
+                          "Global.device=cpu, or install paddlepaddle-gpu (README: GPU install)")
+    try:
+        paddle.set_device(device)
+    except (ValueError, RuntimeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"Global.device {device!r} cannot be used here: {reason}") from None
+
+
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
     """Initialise the process group (if launched with >1 process), pick the device, seed.
 
@@ -170,7 +184,7 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
         device = default_device(local_rank)
     elif device == "gpu":
         device = f"gpu:{local_rank}"
-    paddle.set_device(device)
+    _set_device(device)
     if world > 1 and str(device).startswith("cpu"):
         set_cpu_threads_per_rank(_env_int("PADDLE_LOCAL_SIZE", max(1, world // _env_int("PADDLE_NNODES", 1))))
     if world > 1 and not dist.is_initialized():

@@ -43,6 +43,10 @@ class RecGlobal(GlobalConfig):
         """cal_metric_during_train as a period in train steps (0 = never)."""
         return int(self.cal_metric_during_train)
 
+    def __post_init__(self):
+        super().__post_init__()
+        check_number("Global.max_text_length", self.max_text_length, low=1)
+
 
 @dataclass
 class SamplerConfig:
