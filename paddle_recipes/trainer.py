@@ -322,9 +322,11 @@ class Trainer:
     def save(self, tag: str | None = None) -> Path | None:
         """Checkpoint on rank 0 (atomic). Returns the folder (None on other ranks / no output_dir).
         Called on every rank: a diverged state (inf/nan weights) stops the run first (check_finite_state)."""
-        if self.checkpoint_dir is not None:
-            self.check_finite_state()
-        if self.checkpoint_dir is None or not self.info.is_main:
+        if self.checkpoint_dir is None:
+            return None
+        self.check_finite_state()
+        if not self.info.is_main:
+            self._saved_step = self.global_step  # as on rank 0: every rank takes the same (collective) save decisions
             return None
         tag = tag or f"step_{self.global_step:08d}"
         try:
