@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,7 +28,8 @@ from .data import DataError
 from .trainer import NonFiniteError
 from .serialization import WeightsFileError
 
-USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError)
+USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError,
+                      dist_utils.PeerError)
 
 
 def quiet_known_warnings() -> None:
@@ -78,8 +80,8 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
     # a training run owns its output dir: lock it before writing anything there (config.yml, train.log)
     lock = OutputLock(out) if args.mode == "train" and info.is_main else None
     try:
-        if lock is not None:
-            lock.acquire()
+        dist_utils.raise_together(lambda: lock.acquire() if lock is not None else None, (CheckpointError,),
+                                  what=f"locking the output dir {out}")  # rank 0 locks; every rank stops if it can't
         dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
         if info.is_main:
             dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
@@ -96,9 +98,19 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
 def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple = ()) -> None:
     """Run `main()`; a user error (bad config key, missing file, bad data, unknown component name) exits 2
     with one clear line. A multi-process run that succeeded ends with dist_utils.exit_distributed_run."""
+    distributed = "PADDLE_TRAINER_ID" in os.environ  # started by paddle.distributed.launch
     try:
         main()
     except USER_ERRORS + tuple(extra_errors) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
+        if distributed:
+            dist_utils.exit_now(2)
         sys.exit(2)
+    except RuntimeError as exc:  # a collective whose peer rank is gone: that rank printed the reason
+        if not dist_utils.is_peer_loss(exc):
+            raise
+        first = str(exc).strip().splitlines()[0][:200]
+        print(f"{name}: error: rank {os.environ.get('PADDLE_TRAINER_ID', '?')} stopped: another rank failed or "
+              f"was stopped ({first})", file=sys.stderr)
+        dist_utils.exit_now(143)
     dist_utils.exit_distributed_run(0)

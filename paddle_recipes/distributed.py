@@ -225,6 +225,47 @@ def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, 
                                  rank=info.rank, shuffle=shuffle, drop_last=drop_last, with_epoch=with_epoch)
 
 
+class PeerError(RuntimeError):
+    """Another rank of this run failed (raise_together), or a collective lost its peer; the message says which."""
+
+
+def raise_together(fn, errors: tuple = (Exception,), what: str = "a step"):
+    """Run ``fn()`` on every rank and agree on the outcome (one all-reduce): when it raised one of ``errors`` on
+    any rank, every rank raises, the failing ones their own error and the others PeerError naming ``what``, so
+    no rank goes on into a collective its peers never join. Returns fn()'s result. No collective on one process."""
+    try:
+        result, error = fn(), None
+    except errors as exc:
+        result, error = None, exc
+    if dist.get_world_size() > 1:
+        failed = int(all_reduce_sum(1.0 if error is not None else 0.0))
+        if error is None and failed:
+            raise PeerError(f"{what} failed on {failed} other rank(s); see their error line")
+    if error is not None:
+        raise error
+    return result
+
+
+_PEER_LOSS = ("gloo", "Connection reset by peer", "Connection closed by peer", "TIMEOUT self_rank", "NCCL error")
+
+
+def is_peer_loss(exc: BaseException) -> bool:
+    """A collective failed because a peer rank went away (its process ended), as gloo/NCCL report it."""
+    return isinstance(exc, RuntimeError) and dist.get_world_size() > 1 and any(k in str(exc) for k in _PEER_LOSS)
+
+
+def exit_now(exit_code: int) -> None:
+    """Flush logs and stdio, then os._exit: a rank that stops early skips interpreter teardown, which can
+    block in a DataLoader or gloo destructor once its peers are gone (it would outlive the launcher)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(exit_code)
+
+
 def barrier() -> None:
     if dist.get_world_size() > 1:
         dist.barrier()
