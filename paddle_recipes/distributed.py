@@ -87,6 +87,9 @@ def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> thre
     if _WATCHDOG is not None and _WATCHDOG.is_alive():
         return _WATCHDOG
     parent = os.getppid()
+    from .lifetime import set_parent_death_signal
+
+    set_parent_death_signal(signal.SIGTERM, parent)  # the kernel's signal also reaches a rank the thread can't
 
     def watch():
         while True:
