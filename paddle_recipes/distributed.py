@@ -124,16 +124,23 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
 
 
 def quiet_sigterm(exit_code: int = 143) -> None:
-    """When one rank fails, the launcher stops the others with SIGTERM; paddle's own handler then prints a
-    C++ "Termination signal" dump. Replace it (main thread only) by one line and exit ``exit_code``."""
+    """Replace paddle's C++ SIGTERM handler (main thread only) by one line and exit ``exit_code``.
+
+    Paddle's handler formats a "Termination signal" dump inside the signal handler: it allocates and writes
+    while the interrupted code may hold the allocator's or a stream's lock, and then hangs with no output
+    (issue 21: 1 of 28 SIGTERMs under load). Python's own C handler only sets a flag; ours then runs between
+    bytecodes and uses just os.write and os._exit (no buffered stream, no logging lock, no collective)."""
     if threading.current_thread() is not threading.main_thread():
         return
+    launched = "PADDLE_TRAINER_ID" in os.environ
+    line = (f"rank {os.environ['PADDLE_TRAINER_ID']}: stopped by SIGTERM (another rank failed, or the launcher is "
+            "stopping)\n" if launched else f"process {os.getpid()}: stopped by SIGTERM\n").encode()
 
     def stop(signum, frame):
-        sys.stderr.write(f"rank {os.environ.get('PADDLE_TRAINER_ID', '?')}: stopped by SIGTERM "
-                         "(another rank failed, or the launcher is stopping)\n")
-        sys.stderr.flush()
-        os._exit(exit_code)
+        try:
+            os.write(2, line)
+        finally:
+            os._exit(exit_code)
 
     signal.signal(signal.SIGTERM, stop)
 
@@ -182,7 +189,7 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))
     if "PADDLE_TRAINER_ID" in os.environ or world > 1:  # started by paddle.distributed.launch
         start_parent_watchdog()
-        quiet_sigterm()
+    quiet_sigterm()  # every recipe process: one line and exit 143, never paddle's (hang-prone) C++ dump
     if device is None:
         device = default_device(local_rank)
     elif device == "gpu":
