@@ -313,7 +313,7 @@ class Trainer:
         if self.info.world_size > 1:
             flag = all_reduce_sum(flag)
         if flag:
-            kept = f"the last finite checkpoint ({ckpt._latest_tag(self.checkpoint_dir)}) stays `latest`" \
+            kept = f"the last finite checkpoint ({ckpt._latest_tag(self.checkpoint_dir)}) stays latest" \
                 if self.checkpoint_dir is not None and (self.checkpoint_dir / ckpt.LATEST).exists() else \
                 "no checkpoint was written"
             raise NonFiniteError(f"training diverged: model tensor {bad or '(on another rank)'!r} holds inf/nan at "

@@ -37,7 +37,7 @@ def test_bn_variance_inf_stops_the_run_and_keeps_last_finite_latest(tmp_path, ca
     errors = [ln for ln in err.splitlines() if ln.startswith("ocr_rec:")]
     assert len(errors) == 1 and "Traceback" not in err, err
     m = re.fullmatch(r"ocr_rec: error: training diverged: model tensor '(\S+)' holds inf/nan at global_step (\d+); "
-                     r"the last finite checkpoint \((step_\d+)\) stays `latest`; lower Optimizer.lr", errors[0])
+                     r"the last finite checkpoint \((step_\d+)\) stays latest; lower Optimizer.lr", errors[0])
     assert m, errors[0]
     kept = m.group(3)
     assert (out / "checkpoints" / "latest").read_text().strip() == kept
