@@ -10,7 +10,8 @@ import paddle
 import pytest
 
 from conftest import REPO_ROOT
-from paddle_recipes.checkpoint import CheckpointError, load_weights, save_checkpoint
+from paddle_recipes.checkpoint import load_weights, save_checkpoint
+from paddle_recipes.cli import USER_ERRORS
 from paddle_recipes.config import ConfigError, load_config, load_yaml
 from paddle_recipes.optim import OptimizerConfig, build_optimizer
 from paddle_recipes.recipes.ocr_rec import OcrRec
@@ -52,12 +53,13 @@ def test_gpu_device_on_a_cpu_build_is_one_line(tmp_path, capsys):
 
 
 def test_truncated_ema_weights_are_one_line(tmp_path):
-    """What --mode eval loads (the EMA weights of `best`/latest): a truncated file is a CheckpointError."""
+    """What --mode eval loads (the EMA weights of `best`/latest): a truncated file is one line naming it, of a
+    class the recipe CLI turns into exit 2."""
     model = paddle.nn.Linear(4, 3)
     folder = save_checkpoint(tmp_path, {"model": model.state_dict(), "ema": model.state_dict()}, "step_1")
     ema = folder / "ema.pdparams"
     ema.write_bytes(ema.read_bytes()[:100])
-    with pytest.raises(CheckpointError) as err:
+    with pytest.raises(USER_ERRORS) as err:
         load_weights(model, tmp_path)
     assert str(ema) in str(err.value) and "\n" not in str(err.value)
 
