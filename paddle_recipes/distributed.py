@@ -154,13 +154,7 @@ def exit_distributed_run(exit_code: int = 0) -> None:
     if dist.get_world_size() <= 1:
         return
     barrier()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(exit_code)
+    exit_now(exit_code)
 
 
 def _set_device(device: str) -> None:

@@ -113,6 +113,22 @@ def run_python(args: list[str], timeout: float = 600, env: dict | None = None,
     return proc
 
 
+def run_cli(recipe, argv: list[str], capsys) -> tuple[int, str]:
+    """Run ``recipe.cli(argv)`` in this process as `python recipes/x.py argv` would: (exit code, stderr).
+    The recipe's log handlers (they write to this test's captured streams) are removed afterwards."""
+    import logging
+
+    try:
+        with pytest.raises(SystemExit) as code:
+            recipe.cli(argv)
+    finally:
+        root = logging.getLogger()
+        for h in [h for h in root.handlers if getattr(h, "_paddle_recipes", False)]:
+            root.removeHandler(h)
+            h.close()
+    return code.value.code, capsys.readouterr().err
+
+
 @pytest.fixture
 def launch():
     return run_launch

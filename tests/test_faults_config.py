@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_cli
 from paddle_recipes.checkpoint import load_weights, save_checkpoint
 from paddle_recipes.cli import USER_ERRORS
 from paddle_recipes.config import ConfigError, load_config, load_yaml
@@ -22,16 +22,8 @@ OCR_SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
 
 
 def _cli_error_lines(argv, capsys) -> list[str]:
-    try:
-        with pytest.raises(SystemExit) as code:
-            OcrRec.cli(argv)
-    finally:
-        root = logging.getLogger()
-        for h in [h for h in root.handlers if getattr(h, "_paddle_recipes", False)]:
-            root.removeHandler(h)
-            h.close()
-    assert code.value.code == 2
-    err = capsys.readouterr().err
+    code, err = run_cli(OcrRec, argv, capsys)
+    assert code == 2
     assert "Traceback" not in err, err
     return [ln for ln in err.splitlines() if ln.startswith("ocr_rec:")]
 

@@ -4,13 +4,11 @@ Each case runs the recipe's command line in this process (Recipe.cli), as `pytho
 """
 from __future__ import annotations
 
-import logging
-
 import lmdb
 import pytest
 from PIL import Image
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_cli
 from paddle_recipes.recipes.ernie_multitask import ErnieMultitask
 from paddle_recipes.recipes.ocr_rec import OcrRec
 
@@ -19,16 +17,8 @@ ERNIE_SMOKE = REPO_ROOT / "recipes" / "configs" / "ernie_multitask_smoke.yml"
 
 
 def _cli_error(recipe, argv, capsys) -> list[str]:
-    try:
-        with pytest.raises(SystemExit) as code:
-            recipe.cli(argv)
-    finally:  # the recipe's log handlers write to this test's captured streams: drop them
-        root = logging.getLogger()
-        for h in [h for h in root.handlers if getattr(h, "_paddle_recipes", False)]:
-            root.removeHandler(h)
-            h.close()
-    assert code.value.code == 2
-    err = capsys.readouterr().err
+    code, err = run_cli(recipe, argv, capsys)
+    assert code == 2
     assert "Traceback" not in err, err
     return [ln for ln in err.splitlines() if ln.startswith(f"{recipe.name}:")]
 

@@ -7,13 +7,11 @@ exit 2, with the last finite checkpoint as `latest`.
 """
 from __future__ import annotations
 
-import logging
 import re
 
 import numpy as np
-import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_cli
 from paddle_recipes.checkpoint import first_nonfinite, load_checkpoint
 from paddle_recipes.recipes.ocr_rec import OcrRec
 
@@ -22,18 +20,11 @@ OCR_SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
 
 def test_bn_variance_inf_stops_the_run_and_keeps_last_finite_latest(tmp_path, capsys):
     out = tmp_path / "out"
-    try:
-        with pytest.raises(SystemExit) as code:
-            OcrRec.cli(["-c", str(OCR_SMOKE), "-o", f"Global.output_dir={out}", f"Synthetic.root={tmp_path / 'synth'}",
-                        "Synthetic.num_heldout=0", "Optimizer.name=sgd", "Optimizer.lr=10", "Global.epochs=6",
-                        "Global.save_every_epochs=1", "Global.log_every=1"])
-    finally:
-        root = logging.getLogger()
-        for h in [h for h in root.handlers if getattr(h, "_paddle_recipes", False)]:
-            root.removeHandler(h)
-            h.close()
-    assert code.value.code == 2
-    err = capsys.readouterr().err
+    code, err = run_cli(OcrRec, ["-c", str(OCR_SMOKE), "-o", f"Global.output_dir={out}",
+                                 f"Synthetic.root={tmp_path / 'synth'}", "Synthetic.num_heldout=0", "Optimizer.name=sgd",
+                                 "Optimizer.lr=10", "Global.epochs=6", "Global.save_every_epochs=1",
+                                 "Global.log_every=1"], capsys)
+    assert code == 2
     errors = [ln for ln in err.splitlines() if ln.startswith("ocr_rec:")]
     assert len(errors) == 1 and "Traceback" not in err, err
     m = re.fullmatch(r"ocr_rec: error: training diverged: model tensor '(\S+)' holds inf/nan at global_step (\d+); "
