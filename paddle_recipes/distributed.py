@@ -183,6 +183,11 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))
     if "PADDLE_TRAINER_ID" in os.environ or world > 1:  # started by paddle.distributed.launch
         start_parent_watchdog()
+        if threading.current_thread() is threading.main_thread():
+            # a collective that loses its peer inside DataParallel's backward hook ends in std::terminate (C++,
+            # uncatchable): its two "terminate called ... what(): <peer>" lines, then the default abort, rather
+            # than paddle's SIGABRT handler and its C++ stack dump
+            signal.signal(signal.SIGABRT, signal.SIG_DFL)
     quiet_sigterm()  # every recipe process: one line and exit 143, never paddle's (hang-prone) C++ dump
     if device is None:
         device = default_device(local_rank)
