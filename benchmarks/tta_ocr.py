@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.harness import tta_ocr as T  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import loadavg  # noqa: E402
+from paddle_recipes.lifetime import die_with_parent  # noqa: E402
 
 DICT = str(REPO / "datasets/ocr_rec/ch_hanzi_100.txt")
 
@@ -69,7 +70,8 @@ def run_one(cmd: list[str], out: Path, log: Path, threads: int, timeout: float) 
     t = time.time()
     with open(log, "w") as f:
         try:
-            rc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            rc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
+                                preexec_fn=die_with_parent).returncode  # the run stops if we are killed
         except subprocess.TimeoutExpired:
             rc = "timeout"
     rec.update(returncode=rc, wall_s=round(time.time() - t, 1), loadavg_after=loadavg())

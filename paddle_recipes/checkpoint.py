@@ -359,15 +359,22 @@ def _pid_alive(pid: int) -> bool:
 
 
 class OutputLock:
-    """An output dir held by one run: `dir/.lock` holds "pid host". A lock of a dead pid on this host
-    is taken over (logged); a live one raises CheckpointError. Re-entrant within one process.
+    """An output dir held by one run: `dir/.lock`, held with flock(2) for the run's lifetime and holding
+    "pid host" for the error message. Acquisition is atomic (the kernel lock, not the file's content,
+    decides), and a run killed with -9 frees it (the kernel drops the flock): the next run takes it over
+    with a warning. A lock naming a live pid on this host, or another host, is also refused (a run that
+    does not flock, or NFS). Re-entrant within one process: the first acquirer owns it, release() of a
+    nested acquire is a no-op.
 
         with OutputLock("output/rec"): ...   # or lock.acquire() / lock.release()
     """
 
+    _held: dict[str, int] = {}  # resolved lock path -> fd, for this process
+
     def __init__(self, output_dir: str | os.PathLike):
         self.path = Path(output_dir) / LOCK_FILE
         self.held = False
+        self._owns = False
 
     def _owner(self) -> tuple[int, str] | None:
         try:
@@ -376,40 +383,67 @@ class OutputLock:
         except (OSError, ValueError):
             return None
 
+    def _busy(self, owner) -> CheckpointError:
+        who = f"pid {owner[0]} on {owner[1]}" if owner else "another process"
+        return CheckpointError(f"output dir {self.path.parent} is in use by {who} (lock {self.path}); use "
+                               f"another Global.output_dir or stop that run")
+
     def acquire(self) -> "OutputLock":
+        import fcntl
+
         me = (os.getpid(), socket.gethostname())
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CheckpointError(f"cannot create output dir {self.path.parent}: {exc.strerror or exc}") from None
-        for _ in range(3):
+        key = os.path.realpath(self.path)
+        if key in OutputLock._held:
+            self.held = True
+            return self
+        for _ in range(50):
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                owner = self._owner()
-                if owner == me:
-                    self.held = True
-                    return self
-                if owner is not None and (owner[1] != me[1] or _pid_alive(owner[0])):
-                    raise CheckpointError(f"output dir {self.path.parent} is in use by pid {owner[0]} on "
-                                          f"{owner[1]} (lock {self.path}); use another Global.output_dir or "
-                                          f"stop that run") from None
-                logger.warning("taking over stale lock %s (%s is not running)", self.path,
-                               f"pid {owner[0]}" if owner else "unreadable owner")
-                self.path.unlink(missing_ok=True)
-                continue
+                fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
             except OSError as exc:
                 raise CheckpointError(f"cannot write lock {self.path}: {exc.strerror or exc}") from None
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(f"{me[0]} {me[1]}\n")
-            self.held = True
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._busy(self._owner()) from None
+            except OSError as exc:
+                os.close(fd)
+                raise CheckpointError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
+            try:  # the holder unlinked it between our open and flock: lock the new file instead
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            owner = self._owner()
+            if owner is not None and owner != me and (owner[1] != me[1] or _pid_alive(owner[0])):
+                os.close(fd)
+                raise self._busy(owner)
+            if owner is not None and owner != me:
+                logger.warning("taking over stale lock %s (pid %d is not running)", self.path, owner[0])
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{me[0]} {me[1]}\n".encode())
+            except OSError as exc:
+                os.close(fd)
+                raise CheckpointError(f"cannot write lock {self.path}: {exc.strerror or exc}") from None
+            OutputLock._held[key] = fd
+            self.held = self._owns = True
             return self
         raise CheckpointError(f"could not take the lock {self.path} (another run keeps taking it)")
 
     def release(self) -> None:
-        if self.held and self._owner() == (os.getpid(), socket.gethostname()):
-            self.path.unlink(missing_ok=True)
-        self.held = False
+        if self._owns:
+            fd = OutputLock._held.pop(os.path.realpath(self.path), None)
+            if fd is not None:
+                self.path.unlink(missing_ok=True)  # unlink while holding the flock, then drop it
+                os.close(fd)
+        self.held = self._owns = False
 
     def __enter__(self):
         return self.acquire()
@@ -457,6 +491,17 @@ def _dict_diff(old, new, prefix: str) -> list[str]:
     if old == new or (old in (None, _ABSENT) and new in (None, _ABSENT)):  # a key added since (default None)
         return []
     return [f"{prefix}: {old!r} in checkpoint, {new!r} now"]
+
+
+def optimizer_changes(state: dict, config: dict | None) -> list[str]:
+    """How the current config's `Optimizer` section differs from the checkpoint's ("key: old in checkpoint,
+    new now"); [] when equal or either config is unknown. Resume says so: a changed Optimizer.name means its
+    moments are not restored."""
+    saved = (state.get("config") or {}).get("Optimizer")
+    now = (config or {}).get("Optimizer")
+    if not isinstance(saved, dict) or not isinstance(now, dict):
+        return []
+    return _dict_diff(saved, now, "Optimizer")
 
 
 def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:

@@ -15,19 +15,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import distributed as dist_utils, peers
 from .assets import resolve_path
-from .checkpoint import CheckpointError
+from .checkpoint import CheckpointError, OutputLock
 from .config import ConfigError, ConfigTranslator, add_config_args, dump_config, flatten_opts, load_config
 from .data import DataError
 from .trainer import NonFiniteError
 from .serialization import WeightsFileError
 
-USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError)
+USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError,
+                      dist_utils.PeerError)
 
 
 def quiet_known_warnings() -> None:
@@ -75,31 +77,47 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"Global.output_dir {str(out)!r}: cannot create the folder ({exc.strerror or exc})") from None
-    dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
-    peers.set_checkpoint_dir(out / "checkpoints")
-    if info.is_main:
-        dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
-        for note in notes:
-            logging.getLogger(name).warning("%s", note)
-    logging.getLogger(name).info("%s --mode %s: world_size %d, device %s", name, args.mode, info.world_size,
-                                 info.device)
-    return modes[args.mode](cfg, info)
+    # a training run owns its output dir: lock it before writing anything there (config.yml, train.log)
+    lock = OutputLock(out) if args.mode == "train" and info.is_main else None
+    try:
+        dist_utils.raise_together(lambda: lock.acquire() if lock is not None else None, (CheckpointError,),
+                                  what=f"locking the output dir {out}")  # rank 0 locks; every rank stops if it can't
+        dist_utils.setup_logging(info, log_file=str(out / f"{args.mode}.log"))
+        peers.set_checkpoint_dir(out / "checkpoints")
+        if info.is_main:
+            dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
+            for note in notes:
+                logging.getLogger(name).warning("%s", note)
+        logging.getLogger(name).info("%s --mode %s: world_size %d, device %s", name, args.mode, info.world_size,
+                                     info.device)
+        return modes[args.mode](cfg, info)
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple = ()) -> None:
     """Run `main()`; a user error (bad config key, missing file, bad data, unknown component name) exits 2
     with one clear line. A multi-process run that succeeded ends with dist_utils.exit_distributed_run."""
+    distributed = "PADDLE_TRAINER_ID" in os.environ  # started by paddle.distributed.launch
     try:
         main()
     except USER_ERRORS + tuple(extra_errors) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
         first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         peers.announce_leaving(f"it stopped with an error: {first}")
+        if distributed:
+            dist_utils.exit_now(2)
         sys.exit(2)
-    except RuntimeError as exc:  # gloo's own collective timeout, when the lost-node monitor did not come first
-        line = peers.collective_timeout_line(exc)
-        if line is None:
+    except RuntimeError as exc:
+        line = peers.collective_timeout_line(exc)  # gloo's own timeout, when the lost-node monitor did not come first
+        if line is not None:
+            print(line, file=sys.stderr)
+            dist_utils.exit_now(peers.PEER_LOST_EXIT)
+        if not dist_utils.is_peer_loss(exc):  # a collective whose peer rank is gone: that rank printed the reason
             raise
-        print(line, file=sys.stderr)
-        sys.exit(peers.PEER_LOST_EXIT)
+        first = str(exc).strip().splitlines()[0][:200]
+        print(f"{name}: error: rank {os.environ.get('PADDLE_TRAINER_ID', '?')} stopped: another rank failed or "
+              f"was stopped ({first})", file=sys.stderr)
+        dist_utils.exit_now(143)
     dist_utils.exit_distributed_run(0)

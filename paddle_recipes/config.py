@@ -35,6 +35,42 @@ class UnknownNameError(ConfigError):
     """A component name (backbone, neck, head, optimizer, schedule, sampler, ...) that is not registered."""
 
 
+class _NoDuplicateKeys:
+    """Loader mixin that refuses a key written twice in one mapping (PyYAML keeps the last silently).
+    Keys brought in by a `<<: *anchor` merge may be overridden, as YAML intends."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in first:
+                        raise ConfigError(f"duplicate key {key!r} on lines {first[key]} and {line} "
+                                          "(YAML would keep only the second): remove one")
+                    first[key] = line
+                except TypeError:  # an unhashable key: the loader reports it
+                    pass
+        return super().construct_mapping(node, deep=deep)
+
+
+_STRICT: dict = {}
+
+
+def load_yaml(text: str, where: str = "", loader: type = yaml.SafeLoader) -> Any:
+    """yaml.load with ``loader`` (a SafeLoader or subclass) that rejects duplicate keys:
+    ConfigError '<where>: duplicate key 'lr' on lines 3 and 9 ...'. YAML syntax errors stay yaml.YAMLError."""
+    strict = _STRICT.get(loader) or _STRICT.setdefault(loader, type(f"Strict{loader.__name__}",
+                                                                   (_NoDuplicateKeys, loader), {}))
+    try:
+        return yaml.load(text, Loader=strict)  # noqa: S506 (a SafeLoader subclass)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
+
+
 def check_name(key: str, name: Any, valid) -> None:
     """Raise UnknownNameError naming `key` and listing the valid names unless `name` is one of `valid`."""
     if name not in valid:
@@ -89,7 +125,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override '{text}' has an empty key part")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = load_yaml(raw, f"override '{text}'") if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
     return key.split("."), value
@@ -363,7 +399,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
             raise ConfigError(f"config file not found: {p}")
         loader = next((t.yaml_loader for t in translators if getattr(t, "yaml_loader", None)), yaml.SafeLoader)
         try:
-            data = yaml.load(p.read_text(encoding="utf-8"), Loader=loader) or {}
+            data = load_yaml(p.read_text(encoding="utf-8"), str(p), loader) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{p}: invalid YAML: {yaml_error_line(exc)}") from None
         if not isinstance(data, dict):

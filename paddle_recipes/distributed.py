@@ -89,6 +89,9 @@ def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> thre
     if _WATCHDOG is not None and _WATCHDOG.is_alive():
         return _WATCHDOG
     parent = os.getppid()
+    from .lifetime import set_parent_death_signal
+
+    set_parent_death_signal(signal.SIGTERM, parent)  # the kernel's signal also reaches a rank the thread can't
 
     def watch():
         while True:
@@ -124,17 +127,24 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
 
 
 def quiet_sigterm(exit_code: int = 143) -> None:
-    """When one rank fails, the launcher stops the others with SIGTERM; paddle's own handler then prints a
-    C++ "Termination signal" dump. Replace it (main thread only) by one line and exit ``exit_code``."""
+    """Replace paddle's C++ SIGTERM handler (main thread only) by one line and exit ``exit_code``.
+
+    Paddle's handler formats a "Termination signal" dump inside the signal handler: it allocates and writes
+    while the interrupted code may hold the allocator's or a stream's lock, and then hangs with no output
+    (issue 21: 1 of 28 SIGTERMs under load). Python's own C handler only sets a flag; ours then runs between
+    bytecodes and uses just os.write and os._exit (no buffered stream, no logging lock, no collective)."""
     if threading.current_thread() is not threading.main_thread():
         return
+    launched = "PADDLE_TRAINER_ID" in os.environ
+    line = (f"rank {os.environ['PADDLE_TRAINER_ID']}: stopped by SIGTERM (another rank failed, or the launcher is "
+            "stopping)\n" if launched else f"process {os.getpid()}: stopped by SIGTERM\n").encode()
 
     def stop(signum, frame):
-        sys.stderr.write(f"rank {os.environ.get('PADDLE_TRAINER_ID', '?')}: stopped by SIGTERM "
-                         "(another rank failed, or the launcher is stopping)\n")
-        sys.stderr.flush()
-        peers.announce_leaving("it was stopped by SIGTERM")
-        os._exit(exit_code)
+        try:
+            os.write(2, line)
+            peers.announce_leaving("it was stopped by SIGTERM")  # multi-node: tell rank 0 (bounded wait)
+        finally:
+            os._exit(exit_code)
 
     signal.signal(signal.SIGTERM, stop)
 
@@ -149,13 +159,21 @@ def exit_distributed_run(exit_code: int = 0) -> None:
         return
     barrier()
     peers.finish()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(exit_code)
+    exit_now(exit_code)
+
+
+def _set_device(device: str) -> None:
+    """paddle.set_device; a device this paddle build or machine lacks is a ConfigError naming Global.device."""
+    from .config import ConfigError
+
+    if str(device).startswith("gpu") and not paddle.is_compiled_with_cuda():
+        raise ConfigError(f"Global.device {device!r}: this paddle build has no CUDA (a CPU wheel); use "
+                          "Global.device=cpu, or install paddlepaddle-gpu (README: GPU install)")
+    try:
+        paddle.set_device(device)
+    except (ValueError, RuntimeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"Global.device {device!r} cannot be used here: {reason}") from None
 
 
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
@@ -172,12 +190,17 @@ def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool 
     local_rank = _env_int("PADDLE_LOCAL_RANK", _env_int("PADDLE_RANK_IN_NODE", 0))
     if "PADDLE_TRAINER_ID" in os.environ or world > 1:  # started by paddle.distributed.launch
         start_parent_watchdog()
-        quiet_sigterm()
+        if threading.current_thread() is threading.main_thread():
+            # a collective that loses its peer inside DataParallel's backward hook ends in std::terminate (C++,
+            # uncatchable): its two "terminate called ... what(): <peer>" lines, then the default abort, rather
+            # than paddle's SIGABRT handler and its C++ stack dump
+            signal.signal(signal.SIGABRT, signal.SIG_DFL)
+    quiet_sigterm()  # every recipe process: one line and exit 143, never paddle's (hang-prone) C++ dump
     if device is None:
         device = default_device(local_rank)
     elif device == "gpu":
         device = f"gpu:{local_rank}"
-    paddle.set_device(device)
+    _set_device(device)
     if world > 1 and str(device).startswith("cpu"):
         set_cpu_threads_per_rank(_env_int("PADDLE_LOCAL_SIZE", max(1, world // _env_int("PADDLE_NNODES", 1))))
     if world > 1 and not dist.is_initialized():
@@ -220,6 +243,47 @@ def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, 
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     return ResumableBatchSampler(dataset, batch_size=batch_size, num_replicas=info.world_size,
                                  rank=info.rank, shuffle=shuffle, drop_last=drop_last, with_epoch=with_epoch)
+
+
+class PeerError(RuntimeError):
+    """Another rank of this run failed (raise_together), or a collective lost its peer; the message says which."""
+
+
+def raise_together(fn, errors: tuple = (Exception,), what: str = "a step"):
+    """Run ``fn()`` on every rank and agree on the outcome (one all-reduce): when it raised one of ``errors`` on
+    any rank, every rank raises, the failing ones their own error and the others PeerError naming ``what``, so
+    no rank goes on into a collective its peers never join. Returns fn()'s result. No collective on one process."""
+    try:
+        result, error = fn(), None
+    except errors as exc:
+        result, error = None, exc
+    if dist.get_world_size() > 1:
+        failed = int(all_reduce_sum(1.0 if error is not None else 0.0))
+        if error is None and failed:
+            raise PeerError(f"{what} failed on {failed} other rank(s); see their error line")
+    if error is not None:
+        raise error
+    return result
+
+
+_PEER_LOSS = ("gloo", "Connection reset by peer", "Connection closed by peer", "TIMEOUT self_rank", "NCCL error")
+
+
+def is_peer_loss(exc: BaseException) -> bool:
+    """A collective failed because a peer rank went away (its process ended), as gloo/NCCL report it."""
+    return isinstance(exc, RuntimeError) and dist.get_world_size() > 1 and any(k in str(exc) for k in _PEER_LOSS)
+
+
+def exit_now(exit_code: int) -> None:
+    """Flush logs and stdio, then os._exit: a rank that stops early skips interpreter teardown, which can
+    block in a DataLoader or gloo destructor once its peers are gone (it would outlive the launcher)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(exit_code)
 
 
 def barrier() -> None:

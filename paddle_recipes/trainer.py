@@ -287,6 +287,14 @@ class Trainer:
         ckpt.check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
         objects = self.checkpoint_objects()
         rng = objects.pop("rng")  # restored last: loading the others must not move the RNG streams
+        changed = ckpt.optimizer_changes(state, current_cfg)
+        renamed = any(c.startswith("Optimizer.name:") for c in changed)
+        if changed:
+            logger.warning("resuming %s with another optimizer setting: %s%s", state.get("path"), "; ".join(changed),
+                           " (its state, e.g. moments, is NOT restored: the new optimizer starts fresh)" if renamed
+                           else " (the new values apply from here)")
+        if renamed:
+            objects.pop("optimizer")
         ckpt.restore_state(objects, state)
         self.epoch, self.batch_in_epoch = state["epoch"], state["batch_in_epoch"]
         self.global_step, self.samples_seen = state["global_step"], state["samples_seen"]
@@ -295,9 +303,30 @@ class Trainer:
                            state.get("world_size", 1), self.info.world_size)
         ckpt.restore_state({"rng": rng}, state)
 
+    def check_finite_state(self) -> None:
+        """NonFiniteError on every rank when a weight or buffer (e.g. a BatchNorm variance) or the EMA shadow
+        of any rank holds inf/nan: the run diverged, and no later checkpoint could be written (collective)."""
+        bad = ckpt.first_nonfinite(unwrap(self.model).state_dict())
+        if bad is None and self.ema is not None:
+            bad = ckpt.first_nonfinite({"ema": self.ema.shadow})
+        flag = 1.0 if bad else 0.0
+        if self.info.world_size > 1:
+            flag = all_reduce_sum(flag)
+        if flag:
+            kept = f"the last finite checkpoint ({ckpt._latest_tag(self.checkpoint_dir)}) stays latest" \
+                if self.checkpoint_dir is not None and (self.checkpoint_dir / ckpt.LATEST).exists() else \
+                "no checkpoint was written"
+            raise NonFiniteError(f"training diverged: model tensor {bad or '(on another rank)'!r} holds inf/nan at "
+                                 f"global_step {self.global_step}; {kept}; lower Optimizer.lr")
+
     def save(self, tag: str | None = None) -> Path | None:
-        """Checkpoint on rank 0 (atomic). Returns the folder (None on other ranks / no output_dir)."""
-        if self.checkpoint_dir is None or not self.info.is_main:
+        """Checkpoint on rank 0 (atomic). Returns the folder (None on other ranks / no output_dir).
+        Called on every rank: a diverged state (inf/nan weights) stops the run first (check_finite_state)."""
+        if self.checkpoint_dir is None:
+            return None
+        self.check_finite_state()
+        if not self.info.is_main:
+            self._saved_step = self.global_step  # as on rank 0: every rank takes the same (collective) save decisions
             return None
         tag = tag or f"step_{self.global_step:08d}"
         try:
@@ -458,6 +487,7 @@ class Trainer:
             if stepped:
                 if self.global_step % self.log_every == 0:
                     self._log(epoch_steps)
+                    self.check_finite_state()  # a diverged run stops here, not only at its next save
                 if self.save_every_steps and self.global_step % self.save_every_steps == 0:
                     self.save()
                 if self.eval_fn is not None and self.eval_due_by_step():

@@ -144,6 +144,7 @@ class EvalLoaderConfig(BatchLoaderConfig):
     drop_last: bool = False
 
     def __post_init__(self):
+        super().__post_init__()  # batch size >= 1, workers >= 0, ...
         if self.shuffle or self.drop_last:
             raise ConfigError("Eval.loader.shuffle/drop_last must be false: evaluation scores every sample once")
 

@@ -6,13 +6,66 @@ and fails with the workers' logs when a rank fails.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Every process this test session starts inherits this mark (through os.environ and _clean_env), so the
+# session can find what it left behind: see pytest_sessionfinish.
+SESSION_MARK = "PADDLE_RECIPES_TEST_SESSION"
+os.environ.setdefault(SESSION_MARK, f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
+_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")  # live as long as pytest itself
+
+
+def session_processes() -> dict[int, str]:
+    """{pid: command line} of live (not zombie) processes other than this one that carry this session's mark."""
+    mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}".encode()
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if mark not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read().rsplit(")", 1)[-1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if stat[0] == "Z" or (int(stat[1]) == os.getpid() and any(h in cmd for h in _HELPERS)):
+            continue
+        found[int(entry)] = cmd
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite leaves no process behind (issue 21 item 9): after a 10 s grace for ones still exiting, any
+    process carrying this session's mark fails the run (exit status 1), is listed, and is killed."""
+    deadline = time.time() + 10
+    left = session_processes()
+    while left and time.time() < deadline:
+        time.sleep(0.25)
+        left = session_processes()
+    if not left:
+        return
+    lines = [f"  pid {pid}: {cmd[:300]}" for pid, cmd in sorted(left.items())]
+    sys.stderr.write(f"\nERROR: the test session left {len(left)} process(es) running (killed now):\n"
+                     + "\n".join(lines) + "\n")
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    session.exitstatus = 1
 
 
 def _clean_env(extra: dict | None = None) -> dict:
@@ -58,6 +111,22 @@ def run_python(args: list[str], timeout: float = 600, env: dict | None = None,
         raise AssertionError(f"command failed rc={proc.returncode}: {args}\nstdout:\n{proc.stdout[-4000:]}\n"
                              f"stderr:\n{proc.stderr[-4000:]}")
     return proc
+
+
+def run_cli(recipe, argv: list[str], capsys) -> tuple[int, str]:
+    """Run ``recipe.cli(argv)`` in this process as `python recipes/x.py argv` would: (exit code, stderr).
+    The recipe's log handlers (they write to this test's captured streams) are removed afterwards."""
+    import logging
+
+    try:
+        with pytest.raises(SystemExit) as code:
+            recipe.cli(argv)
+    finally:
+        root = logging.getLogger()
+        for h in [h for h in root.handlers if getattr(h, "_paddle_recipes", False)]:
+            root.removeHandler(h)
+            h.close()
+    return code.value.code, capsys.readouterr().err
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from paddle_recipes.lifetime import die_with_parent
+
 from .rows import Row
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,7 +180,7 @@ def run_row(row: Row, settings: Settings, row_dir: Path, progress: Progress | No
     t0 = time.time()
     with open(log, "w") as fh:
         proc = subprocess.Popen(cmd, cwd=REPO, env=row_env(row.threads), stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=die_with_parent)  # the launcher stops with us
         name = f"{row.suite}/{row.name}"
         while True:
             try:

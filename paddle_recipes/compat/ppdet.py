@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from paddle_recipes.config import ConfigError
+from paddle_recipes.config import ConfigError, load_yaml
 
 BASE_KEY = "_BASE_"
 _log = logging.getLogger("paddle_recipes.compat.ppdet")
@@ -73,7 +73,7 @@ def _read_yaml(path: Path) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"ppdet config not found: {path}") from None
     try:
-        data = yaml.load(text, Loader=PpdetLoader)
+        data = load_yaml(text, str(path), PpdetLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""

@@ -37,7 +37,10 @@ def image_pixels(data: bytes | str | os.PathLike) -> int | None:
         with Image.open(src) as im:  # lazy: reads only the header
             w, h = im.size
         return int(w) * int(h)
-    except Image.DecompressionBombError:
-        return 1 << 62  # beyond PIL's own hard limit: certainly too large
+    except Image.DecompressionBombError as exc:  # beyond PIL's own hard limit: its message has the size
+        import re
+
+        found = re.search(r"\((\d+) pixels\)", str(exc))
+        return int(found.group(1)) if found else 1 << 62
     except Exception:  # noqa: BLE001 - unknown/corrupt header: let the decoder decide
         return None

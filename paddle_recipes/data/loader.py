@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import threading
 import warnings
 from dataclasses import dataclass
@@ -213,6 +214,9 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
     def __call__(self, worker_id: int) -> None:
         import paddle
 
+        from ..lifetime import set_parent_death_signal
+
+        set_parent_death_signal(signal.SIGKILL)  # a worker never outlives its process (blocked in a pipe read)
         info = paddle.io.get_worker_info()
         paddle_seed = int(info.seed) if info is not None else 0
         entropy = [paddle_seed & 0xFFFFFFFF, worker_id]

@@ -90,7 +90,7 @@ class OcrRec(PaddleOCRExport, Recipe):
     def train_step(self):
         step = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep
         return step(self.charset, self.train_set.stats, zero_infinity=self.cfg.Loss.zero_infinity,
-                    metric_every=self.cfg.Global.metric_every)
+                    metric_every=self.cfg.Global.metric_every, image_shape=self.cfg.Global.image_shape)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])

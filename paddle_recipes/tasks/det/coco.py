@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from paddle_recipes.data import image_pixels
+
 logger = logging.getLogger("paddle_recipes.det")
 
 SKIP_KINDS = ("missing_image", "unknown_image_id", "unknown_category", "malformed_bbox", "zero_area",
@@ -54,6 +56,7 @@ class CocoIndex:
     cat_ids: list = field(default_factory=list)  # COCO category id of label i
     cat_names: list = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
+    max_image_pixels: int = 0  # checked again from the header before each decode (0 = no limit)
 
     @property
     def num_classes(self) -> int:
@@ -90,7 +93,7 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
     limit = MAX_IMAGE_PIXELS if max_image_pixels is None else int(max_image_pixels)
     ann_file, image_dir = str(ann_file), str(image_dir)
     data = _read_json(ann_file)
-    idx = CocoIndex(ann_file, image_dir)
+    idx = CocoIndex(ann_file, image_dir, max_image_pixels=limit)
     first = {}
 
     def skip(kind: str, what: str):
@@ -121,18 +124,29 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
             skip("missing_image", f"image id {im_id} ({path})")
             continue
         w, h = im.get("width"), im.get("height")
-        if not w or not h:  # read the header when the json has no size
+        header = None
+        if check_files or not w or not h:  # the file's own header: the size the decoder would allocate
             from PIL import Image
             try:
-                with Image.open(path) as pil:
-                    w, h = pil.size
+                with Image.open(path) as pil:  # PIL's DecompressionBombWarning: filtered at start-up (cli)
+                    header = pil.size
+            except Image.DecompressionBombError:  # PIL's own hard limit: too large whatever the json says
+                header = (image_pixels(path) or 1 << 62, 1)
             except Exception as e:  # noqa: BLE001 - not an image / truncated header
-                skip("unreadable_image", f"image id {im_id} ({path}: {e})")
-                continue
+                if not w or not h:
+                    skip("unreadable_image", f"image id {im_id} ({path}: {e})")
+                    continue  # with a json size, the decoder reports a corrupt file in one line
+            if header is not None and (not w or not h):
+                w, h = header
         try:
             w, h = int(w), int(h)
         except (TypeError, ValueError):
             raise DetDataError(f"{ann_file}: image id {im_id} has a non-integer width/height {w!r}x{h!r}") from None
+        if limit and header is not None and header[0] * header[1] > limit:
+            size = f"{header[0]}x{header[1]}" if header[1] > 1 else f"{header[0]} pixels"
+            said = "" if (w, h) == tuple(header) else f"; the json says {w}x{h}"
+            skip("too_large", f"image id {im_id} ({path}: {size} > max_image_pixels {limit}{said})")
+            continue
         if limit and w * h > limit:
             skip("too_large", f"image id {im_id} ({path}: {w}x{h} > max_image_pixels {limit})")
             continue
@@ -235,6 +249,11 @@ class CocoDetDataset:
 
     def __getitem__(self, i):
         rec = self.index.records[i]
+        limit = self.index.max_image_pixels
+        pixels = image_pixels(rec["file"]) if limit else None  # the header, in case the file changed since indexing
+        if pixels is not None and pixels > limit:
+            raise DetDataError(f"image {rec['file']} (image id {rec['im_id']}) has {pixels} pixels > max_image_pixels "
+                               f"{limit}: not decoded; shrink it or remove it from {self.index.ann_file}")
         img = cv2.imread(rec["file"], cv2.IMREAD_COLOR)
         if img is None:
             raise DetDataError(f"cannot decode image {rec['file']} (image id {rec['im_id']}): not an image or "

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import paddle
 
-from ...config import check_name
+from ...config import check_name, check_number
 from ...distill import DistillLoss, build_temperature
 from .multitask import MultiTaskModel, TaskSampler, build_ernie
 
@@ -46,6 +46,12 @@ class DataCfg:
     base_seed: int = 0
     vocab: str = ""
     student_labeled: int = 0
+
+    def __post_init__(self):
+        check_number("Data.num_tasks", self.num_tasks, low=1, high=16)
+        check_number("Data.train_size", self.train_size, low=1)  # 0 = an empty training set
+        check_number("Data.eval_size", self.eval_size, low=1)
+        check_number("Data.student_labeled", self.student_labeled, low=0)
 
 
 @dataclass

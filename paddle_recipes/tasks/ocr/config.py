@@ -37,6 +37,7 @@ class RecGlobal(GlobalConfig):
     def __post_init__(self):
         super().__post_init__()
         check_number("Global.cal_metric_during_train", int(self.cal_metric_during_train), low=0)
+        check_number("Global.max_text_length", self.max_text_length, low=1)
 
     @property
     def metric_every(self) -> int:

@@ -25,7 +25,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from paddle_recipes.config import check_image_shape
-from paddle_recipes.data import MAX_IMAGE_PIXELS, LabelFileDataset, LmdbDataset, LmdbLabelError, image_pixels, read_label_file
+from paddle_recipes.data import MAX_IMAGE_PIXELS, DataError, LabelFileDataset, LmdbDataset, LmdbLabelError, image_pixels, read_label_file
 
 from .charset import WIDTH_MODES, CharDict, normalize_width
 from .transforms import decode_image, resize_norm_pad
@@ -214,8 +214,10 @@ class RecDataset:
         else:
             self._init_lmdb(key)
         if not self.items:
-            raise ValueError(f"{key}: no usable samples ({self.stats.summary()}); check data_dir / label files "
-                             f"and the character dict")
+            where = (", ".join(cfg.label_file_list) or "no label_file_list") if cfg.format == "label_file" \
+                else (cfg.data_dir or "no data_dir")
+            raise DataError(f"{key}: no usable samples in {where} ({self.stats.summary()}); check data_dir / "
+                            f"label files and the character dict")
         logger.info("%s: %d samples (%s)", key, len(self.items), self.stats.summary())
 
     # ------------------------------------------------------------------ init

@@ -9,7 +9,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from ...data import list_images
+from ...data import MAX_IMAGE_PIXELS, image_pixels, list_images
 from ...ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
@@ -57,13 +57,14 @@ def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = Non
 
 @paddle.no_grad()
 def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape: Sequence[int] = (3, 48, 320),
-                    batch_size: int = 16, max_width: int = INFER_MAX_WIDTH,
+                    batch_size: int = 16, max_width: int = INFER_MAX_WIDTH, max_image_pixels: int = MAX_IMAGE_PIXELS,
                     ) -> Tuple[List[Tuple[str, str, float]], List[Tuple[str, str]]]:
     """Recognize image files the way paddleocr 3.x ``TextRecognition`` does, so texts and scores agree
     with our export run there: BGR decode, keep-ratio resize to height H on a canvas at least W wide
     (wider lines keep their ratio, up to ``max_width`` px), batches of ``batch_size`` consecutive
     readable files zero-padded to their widest image, confidence = mean max-probability of the kept
-    CTC steps. Returns ([(file, text, confidence)], [(file, reason)] of unreadable files)."""
+    CTC steps. Files whose header says more than ``max_image_pixels`` (0 = no limit) are never decoded.
+    Returns ([(file, text, confidence)], [(file, reason)] of unreadable or too large files)."""
     model.eval()
     probs = bool(getattr(model, "outputs_probabilities", False))  # PaddleOCR-faithful models: softmax in eval
     results, bad = [], []
@@ -83,6 +84,10 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
             data = Path(f).read_bytes()
         except OSError as exc:
             bad.append((f, f"unreadable: {exc.strerror or exc}"))
+            continue
+        pixels = image_pixels(data)  # from the header: a 20000 x 20000 file is not decoded
+        if max_image_pixels and pixels is not None and pixels > max_image_pixels:
+            bad.append((f, f"too large: {pixels} pixels > max_image_pixels {max_image_pixels}"))
             continue
         img = decode_image(data)
         if img is None:

@@ -10,6 +10,23 @@ from .losses import CTCLoss
 from .postprocess import ctc_greedy_decode
 
 
+def zero_loss(model, image_shape) -> paddle.Tensor:
+    """A zero loss for a batch with no readable sample that still runs `model`'s forward (a DataParallel
+    wrapper prepares its gradient all-reduce there) and a backward over every parameter, as a real batch
+    does: every rank then joins the same collectives. The forward sees one zero image of ``image_shape``
+    [C, H, W] in eval mode, so BatchNorm statistics are untouched."""
+    was_training = model.training
+    model.eval()
+    try:
+        out = model(paddle.zeros([1, *image_shape], dtype="float32"))
+    finally:
+        if was_training:
+            model.train()
+    outs = out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else [out]
+    terms = [t.astype("float32").sum() * 0.0 for t in outs if isinstance(t, paddle.Tensor) and paddle.is_floating_point(t)]
+    return paddle.add_n(terms + [p.astype("float32").sum() * 0.0 for p in model.parameters()])
+
+
 def batch_accuracy(logits: paddle.Tensor, texts, charset: CharDict) -> float:
     """Exact-match line accuracy of greedy CTC decoding of ``logits`` [B, T, C] against ``texts`` (host side)."""
     preds = ctc_greedy_decode(logits.detach().astype("float32").numpy(), charset, with_confidence=False)
@@ -19,19 +36,21 @@ def batch_accuracy(logits: paddle.Tensor, texts, charset: CharDict) -> float:
 class CtcTrainStep:
     """`step(model, batch) -> {"loss", ["acc"]}` for the Trainer. Skip records of the batch (unreadable samples
     found in loader workers) are counted in `stats`; a batch with no good sample gives a zero loss that still
-    touches every parameter, so DDP ranks stay in step.
+    runs the model's forward (zero_loss), so DDP ranks stay in step.
 
     acc: exact-match line accuracy of greedy decoding. The decode copies the logits to the host (a sync on a GPU)
     and loops in Python, so it runs on every ``metric_every``-th call only (Global.cal_metric_during_train as a
     period: 1 = every step, PaddleOCR's true; 0 = never). ``calls`` counts calls with data, ``decodes`` the decodes.
     """
 
-    def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1):
+    def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1,
+                 image_shape=(3, 32, 128)):
         if isinstance(metric_every, bool) or metric_every < 0:
             raise ValueError(f"metric_every must be an integer >= 0, got {metric_every!r}")
         self.charset, self.stats, self.loss_fn = charset, stats, CTCLoss(zero_infinity=zero_infinity)
         self.metric_every = int(metric_every)
         self.calls = self.decodes = 0
+        self.image_shape = list(image_shape)  # of the zero_loss forward (updated from every real batch)
 
     def _metric_due(self) -> bool:
         self.calls += 1
@@ -42,7 +61,8 @@ class CtcTrainStep:
     def __call__(self, model, batch: dict) -> dict:
         self.stats.add_batch(unpack_skipped(batch))
         if "image" not in batch:
-            return {"loss": paddle.add_n([p.sum() * 0.0 for p in model.parameters()])}
+            return {"loss": zero_loss(model, self.image_shape)}
+        self.image_shape = list(batch["image"].shape[1:])
         logits = model(batch["image"])
         out = {"loss": self.loss_fn(logits, batch["label"], batch["length"])}
         if self._metric_due():
@@ -55,16 +75,18 @@ class MultiLossTrainStep(CtcTrainStep):
     [label_ctc, label_gtc, length] (NRTR teacher forcing), the loss is CTC on "ctc" + NRTR on "gtc";
     acc decodes the CTC branch. The batch needs ``label_gtc`` (dataset.collate_gtc)."""
 
-    def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1):
+    def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1,
+                 image_shape=(3, 48, 320)):
         from .ppocr_losses import MultiLoss
 
-        super().__init__(charset, stats, zero_infinity, metric_every)
+        super().__init__(charset, stats, zero_infinity, metric_every, image_shape)
         self.multi = MultiLoss(zero_infinity=zero_infinity)
 
     def __call__(self, model, batch: dict) -> dict:
         self.stats.add_batch(unpack_skipped(batch))
         if "image" not in batch:
-            return {"loss": paddle.add_n([p.sum() * 0.0 for p in model.parameters()])}
+            return {"loss": zero_loss(model, self.image_shape)}
+        self.image_shape = list(batch["image"].shape[1:])
         targets = [batch["label"], batch["label_gtc"], batch["length"]]
         out = model(batch["image"], targets)
         losses = self.multi(out, batch["label"], batch["length"], batch["label_gtc"])
