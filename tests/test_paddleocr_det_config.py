@@ -220,3 +220,19 @@ def test_as_written_pretrained_url_and_predict_result_file(tmp_path, capsys):
                  f"Global.infer_img={data / 'img'}", f"Global.save_res_path={res}"])
     rows = res.read_text(encoding="utf-8").splitlines()
     assert sorted(Path(r.split("\t")[0]).name for r in rows) == [f"{i}.jpg" for i in range(4)]
+
+
+def test_det_resize_for_test_image_shape_and_resize_long():
+    """The two DetResizeForTest forms the ResNet / seal files use: fixed [H, W]; long side = resize_long, then
+    each side rounded up to a multiple of 128 (PaddleOCR's resize_image_type2)."""
+    from paddle_recipes.tasks.ocr_det.transforms import DBEvalTransform
+
+    img = np.zeros((100, 300, 3), np.uint8)
+    s = {"image": img, "polys": [], "ignore_tags": []}
+    out = DBEvalTransform(resize_long=736)(s)  # 300 -> 736, 100 -> int(245.33) = 245 -> 256; 736 -> 768
+    assert out["image"].shape == (3, 256, 768)
+    np.testing.assert_allclose(out["shape"], [100, 300, 256 / 100, 768 / 300], rtol=1e-6)
+    out = DBEvalTransform(image_shape=[736, 1280])(s)
+    assert out["image"].shape == (3, 736, 1280)
+    out = DBEvalTransform(image_shape=[64, 64], keep_ratio=True)(s)  # W = ceil(300 * 64 / 100 / 32) * 32 = 192
+    assert out["image"].shape == (3, 64, 192)

@@ -27,8 +27,7 @@ from typing import Any, Tuple
 
 from paddle_recipes.config import ConfigError, _suggest
 
-from .paddleocr import (OUR_SECTIONS, PADDLEOCR_SECTIONS, TranslationReport, _canon, _schema_has, _Translator,
-                        paddleocr_rec_translator)
+from .paddleocr import TranslationReport, _canon, _schema_has, _Translator, paddleocr_rec_translator
 
 IGNORED_TOP = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
 REC_ONLY_GLOBAL = ("character_dict_path", "character_type", "max_text_length", "infer_mode", "use_space_char")
@@ -69,31 +68,27 @@ class _DetTranslator(_Translator):
         self.schema = schema
 
     def run(self) -> Tuple[dict, TranslationReport]:
+        """compat.paddleocr's run (the section order), after preflight and the top-level keys PaddleOCR ignores."""
         self.preflight()
-        allowed = PADDLEOCR_SECTIONS + OUR_SECTIONS + tuple(IGNORED_TOP)
-        for key in self.src:
-            if key not in allowed:
-                raise self.error(str(key), f"unknown top-level section{_suggest(str(key), list(allowed))}")
-            if key in IGNORED_TOP:
-                self.none(str(key), IGNORED_TOP[key])
-        g = self.check_keys(self.src.get("Global"), [k for k in self._global_keys() if k not in REC_ONLY_GLOBAL],
-                            "Global")
-        own = ("cal_metric_during_train", "model_name", "save_res_path")
-        self.g = {k: v for k, v in g.items() if k not in own}
-        self.global_()  # the shared keys (compat.paddleocr)
+        for key, why in IGNORED_TOP.items():
+            if key in self.src:
+                self.none(key, why)
+                del self.src[key]
+        return super().run()
+
+    def _global_keys(self):
+        return [k for k in super()._global_keys() if k not in REC_ONLY_GLOBAL]
+
+    def global_(self) -> None:
+        """The shared Global keys (compat.paddleocr), then det's own meaning of three of them."""
+        g = self.g
+        self.g = {k: v for k, v in g.items() if k not in ("cal_metric_during_train", "model_name", "save_res_path")}
+        super().global_()
         self.g = g
         self.det_global()
-        self.architecture()
-        self.loss()
-        self.postprocess()
-        self.metric()
-        self.optimizer()
-        for split in ("Train", "Eval"):
-            self.split(split)
-        for sec in OUR_SECTIONS:
-            for k, v in (self.src.get(sec) or {}).items():
-                self.map(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
-        return self.ours, self.report
+
+    def consistency(self) -> None:
+        """Nothing to cross-check: the det pipeline is one (transforms checks the order and keep_keys)."""
 
     def preflight(self) -> None:
         """The model first: a distillation model, another algorithm or a network not built here is named in
