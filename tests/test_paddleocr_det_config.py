@@ -26,14 +26,14 @@ FIXTURES = REPO / "tests" / "fixtures" / "paddleocr_det_configs"
 MANIFESTS = REPO / "tests" / "fixtures" / "ppocr_det"
 SLOW = pytest.mark.slow
 
-# file -> the preset whose PaddleOCR manifest its network must equal (None: built, no manifest recorded)
+# file -> the preset whose PaddleOCR manifest (tests/fixtures/ppocr_det) its network must equal
 TRAINS = {"PP-OCRv5/PP-OCRv5_mobile_det.yml": "PP-OCRv5_mobile_det",
           "PP-OCRv4/PP-OCRv4_mobile_det.yml": "PP-OCRv4_mobile_det",
           "PP-OCRv4/PP-OCRv4_mobile_seal_det.yml": "PP-OCRv4_mobile_det",
           "PP-OCRv5/PP-OCRv5_server_det.yml": "PP-OCRv5_server_det",
           "det_r50_vd_db.yml": "det_r50_vd_db",
           "ch_ppocr_v2.0/ch_det_res18_db_v2.0.yml": "ch_det_res18_db_v2.0",
-          "PP-OCRv3/PP-OCRv3_server_det.yml": None}
+          "PP-OCRv3/PP-OCRv3_server_det.yml": "PP-OCRv3_server_det"}
 # file -> (the key the one-line error names, a fragment of its message)
 EXITS = {"PP-OCRv3/PP-OCRv3_det_cml.yml": ("Architecture.name", "distillation models"),
          "PP-OCRv3/PP-OCRv3_det_dml.yml": ("Architecture.name", "distillation models"),
