@@ -858,16 +858,18 @@ def _schema_has(schema: type, path: str) -> bool:
     return True
 
 
-def paddleocr_rec_translator(schema: type) -> Callable[[dict, Path], Optional[Tuple[dict, List[str]]]]:
+def paddleocr_rec_translator(schema: type, translate_fn: Optional[Callable] = None
+                             ) -> Callable[[dict, Path], Optional[Tuple[dict, List[str]]]]:
     """A ``Recipe.config_translators`` entry for `schema` (the OCR recipe's RecConfig): a PaddleOCR rec YAML
     (is_paddleocr_config) -> (our config dict, notes: the "no effect here" line and, when any, the
     "not exactly as PaddleOCR" line). ``-o`` overrides are given in PaddleOCR's keys (the function's
-    ``recognise`` attribute tells config.load_config so). A key the translator maps to a schema key this
+    ``recognise`` attribute tells config.load_config so); translate_fn: another ``(raw, source) -> (ours,
+    report)`` of the same shape (compat.paddleocr_det's). A key the translator maps to a schema key this
     version lacks (PROPOSED_KEYS) is a ConfigError naming the PaddleOCR key; None for other files."""
     def translate(raw: dict, path: Path):
         if not is_paddleocr_config(raw):
             return None
-        ours, report = translate_rec_config(raw, f"{path} (PaddleOCR config)")
+        ours, report = (translate_fn or translate_rec_config)(raw, f"{path} (PaddleOCR config)")
         for key in report.proposed:
             target = key.split("=")[0]
             if "=" in key or not _schema_has(schema, target):

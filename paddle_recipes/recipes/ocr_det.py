@@ -7,6 +7,7 @@
 Your own data (PaddleOCR det label files, ``path<TAB>[{"transcription": ..., "points": ...}]``):
 ``-o Train.dataset.data_dir=D Train.dataset.label_file_list=[D/train.txt] Eval.dataset.data_dir=D ...``.
 Empty ``data_dir``: synthetic pages (``Synthetic``: train/val in the train fonts, heldout in the eval fonts).
+PaddleOCR det YAMLs work as ``-c`` with ``-o`` in their own keys (compat.paddleocr_det).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import paddle
 
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
+from paddle_recipes.compat.paddleocr_det import paddleocr_det_translator
 from paddle_recipes.data import LabelFileError, list_images
 from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.dataset import DataPathError
@@ -40,6 +42,7 @@ class OcrDet(Recipe):
     name, Config, default_config = "ocr_det", DetConfig, "recipes/configs/ocr_det.yml"
     user_errors, output_names = (DataPathError, LabelFileError, DetLabelError), ("maps",)
     parity_after_deploy = True  # the export returns the map tensor, the model a dict
+    config_translators = (paddleocr_det_translator(DetConfig),)  # -c takes PaddleOCR det YAMLs, -o their keys
 
     @property
     def main_metric(self) -> str:
@@ -115,14 +118,14 @@ class OcrDet(Recipe):
     def predict_model(self, model) -> list:
         if not self.cfg.Predict.images:
             raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
-        out_dir = Path(self.cfg.Global.output_dir) / "predict"
+        out_dir, res = Path(self.cfg.Global.output_dir) / "predict", self.cfg.Predict.save_res_path
         results, bad = predict_files(model, list_images(self.cfg.Predict.images),
-                                     DBEvalTransform(**asdict(self.cfg.Eval.transform)), self.post, out_dir)
+                                     DBEvalTransform(**asdict(self.cfg.Eval.transform)), self.post, out_dir, res)
         if self.info.is_main:
             for f, why in bad:
                 self.log.warning("skipped %s: %s", f, why)
             print(json.dumps({"images": len(results), "skipped": len(bad), "boxes": sum(len(r[1]) for r in results),
-                              "results": str(out_dir / "det_results.txt")}))
+                              "results": res or str(out_dir / "det_results.txt")}))
         return results
 
     def input_spec(self):

@@ -1,6 +1,6 @@
 """Record the PaddleOCR det fixtures in tests/fixtures/ppocr_det/ by running PaddleOCR's OWN code.
 
-    python tests/scripts/make_ppocr_det_fixtures.py --ppocr-src /tmp/PaddleOCR [--only models|pieces]
+    python tests/scripts/make_ppocr_det_fixtures.py --ppocr-src /tmp/PaddleOCR [--only models|pieces] [--preset NAME]
 
 Not run by the tests (they only read the JSON it writes). ``--ppocr-src`` is a PaddleOCR checkout
 (release ~Dec 2025); use a scratch copy, PaddleOCR's import adds files next to its modules.
@@ -30,6 +30,7 @@ PRESET_YAMLS = {
     "PP-OCRv5_server_det": "configs/det/PP-OCRv5/PP-OCRv5_server_det.yml",
     "ch_det_res18_db_v2.0": "configs/det/ch_ppocr_v2.0/ch_det_res18_db_v2.0.yml",
     "det_r50_vd_db": "configs/det/det_r50_vd_db.yml",
+    "PP-OCRv3_server_det": "configs/det/PP-OCRv3/PP-OCRv3_server_det.yml",
 }
 EVAL_SHAPE = [1, 3, 64, 64]
 TRAIN_SHAPE = [2, 3, 64, 64]
@@ -80,13 +81,16 @@ def output_fixture(model):
     return rec
 
 
-def models(src: Path):
+def models(src: Path, only: str = ""):
     import paddle
     import yaml
     paddle.set_default_dtype("float64")
     from ppocr.modeling.architectures import build_model
     for preset, rel in PRESET_YAMLS.items():
+        if only and preset != only:
+            continue
         arch = yaml.safe_load((src / rel).read_text(encoding="utf-8"))["Architecture"]
+        arch["Backbone"].pop("in_channels", None)  # PaddleOCR's BaseModel overwrites it (3) anyway
         model = build_model(dict(arch, Backbone=dict(arch["Backbone"]), Neck=dict(arch["Neck"]),
                                  Head=dict(arch["Head"])))
         model.to(dtype="float64")  # PaddleOCR's nn.BatchNorm layers ignore the default dtype
@@ -285,12 +289,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ppocr-src", required=True, type=Path, help="PaddleOCR checkout (scratch copy)")
     ap.add_argument("--only", choices=["models", "pieces"], default=None)
+    ap.add_argument("--preset", default="", help="with models: only this preset (default: all)")
     args = ap.parse_args()
     src = args.ppocr_src.resolve()
     sys.path.insert(0, str(src))
     OUT.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "models"):
-        models(src)
+        models(src, args.preset)
     if args.only in (None, "pieces"):
         pieces(src)
 

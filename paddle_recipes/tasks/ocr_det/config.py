@@ -116,12 +116,19 @@ class DetTrainTransformConfig:
 
 @dataclass
 class DetEvalTransformConfig:
-    """transforms.DBEvalTransform (DetResizeForTest): limit_side_len px, limit_type min | max | resize_long."""
+    """transforms.DBEvalTransform (DetResizeForTest): limit_side_len px, limit_type min | max | resize_long;
+    or image_shape [H, W] px (a fixed size; keep_ratio: W from the aspect ratio, ceil to 32); or resize_long px
+    (long side = it, both sides ceil to 128, PaddleOCR's resize_long key). image_shape wins, then resize_long > 0."""
     limit_side_len: int = 736
     limit_type: str = "min"
+    image_shape: Optional[List[int]] = None
+    keep_ratio: bool = False
+    resize_long: int = 0
 
     def __post_init__(self):
         _check_choice("Eval.transform.limit_type", self.limit_type, ("min", "max", "resize_long"))
+        if self.image_shape is not None and (len(self.image_shape) != 2 or min(self.image_shape) < 1):
+            raise ConfigError(f"Eval.transform.image_shape must be [H, W], got {self.image_shape}")
 
 
 @dataclass
@@ -150,6 +157,12 @@ class DetSynthetic(PageSynthConfig):
 
 
 @dataclass
+class DetPredictConfig(PredictConfig):
+    """PredictConfig + save_res_path: the infer_det.py result file ("" = output_dir/predict/det_results.txt)."""
+    save_res_path: str = ""
+
+
+@dataclass
 class DetConfig(TrainingConfig):
     Global: DetGlobal = field(default_factory=DetGlobal)
     Architecture: DetArchitecture = field(default_factory=DetArchitecture)
@@ -161,5 +174,5 @@ class DetConfig(TrainingConfig):
     Synthetic: DetSynthetic = field(default_factory=DetSynthetic)
     Train: DetTrain = field(default_factory=DetTrain)
     Eval: DetEval = field(default_factory=DetEval)
-    Predict: PredictConfig = field(default_factory=PredictConfig)
+    Predict: DetPredictConfig = field(default_factory=DetPredictConfig)
     Export: ExportConfig = field(default_factory=ExportConfig)

@@ -101,10 +101,17 @@ PPOCR_R18_DB_ARCH = {
     "Head": {"name": "DBHead", "k": 50},
 }
 PPOCR_R50_DB_ARCH = {**PPOCR_R18_DB_ARCH, "Backbone": {"name": "ResNet_vd", "layers": 50}}
+PPOCR_V3_SERVER_DET_ARCH = {  # PP-OCRv3_server_det.yml (its Backbone in_channels: 3 is PaddleOCR's default)
+    "model_type": "det", "algorithm": "DB",
+    "Backbone": {"name": "ResNet_vd", "layers": 50},
+    "Neck": {"name": "LKPAN", "out_channels": 256},
+    "Head": {"name": "DBHead", "kernel_list": [7, 2, 2], "k": 50},
+}
 PPOCR_DET_PRESETS = {
     "PP-OCRv5_mobile_det": PPOCR_MOBILE_DET_ARCH,
     "PP-OCRv4_mobile_det": PPOCR_MOBILE_DET_ARCH,
     "PP-OCRv5_server_det": PPOCR_SERVER_DET_ARCH,
     "ch_det_res18_db_v2.0": PPOCR_R18_DB_ARCH,
     "det_r50_vd_db": PPOCR_R50_DB_ARCH,
+    "PP-OCRv3_server_det": PPOCR_V3_SERVER_DET_ARCH,
 }

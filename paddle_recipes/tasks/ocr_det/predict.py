@@ -1,6 +1,7 @@
 """Predict mode of the det recipe: boxes of image files, PaddleOCR's infer_det.py result file and pictures.
 
-``predict_files(model, files, eval_tf, post, out_dir)`` writes ``out_dir/det_results.txt`` (one
+``predict_files(model, files, eval_tf, post, out_dir, result_file)`` writes ``result_file`` ("" =
+``out_dir/det_results.txt``; PaddleOCR's Global.save_res_path) (one
 ``path<TAB>[{"points": [[x, y], ...]}, ...]`` line per image, as PaddleOCR's tools/infer_det.py) and
 ``out_dir/<name>`` (the image with the boxes drawn); unreadable images are skipped and listed.
 Returns [(path, boxes, scores)], the bad files as [(path, reason)].
@@ -20,8 +21,8 @@ from .step import predict_maps
 from .transforms import DBEvalTransform
 
 
-def predict_files(model, files: Sequence[str], eval_tf: DBEvalTransform, post: DBPostProcess, out_dir: str | Path
-                  ) -> Tuple[List[tuple], List[Tuple[str, str]]]:
+def predict_files(model, files: Sequence[str], eval_tf: DBEvalTransform, post: DBPostProcess, out_dir: str | Path,
+                  result_file: str | Path = "") -> Tuple[List[tuple], List[Tuple[str, str]]]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results, bad, lines = [], [], []
@@ -44,5 +45,7 @@ def predict_files(model, files: Sequence[str], eval_tf: DBEvalTransform, post: D
         for b in boxes:
             cv2.polylines(img, [np.asarray(b, np.int32)], True, (0, 0, 255), 2)
         cv2.imwrite(str(out_dir / Path(f).name), img)
-    (out_dir / "det_results.txt").write_text("".join(lines), encoding="utf-8")
+    result_file = Path(result_file or out_dir / "det_results.txt")
+    result_file.parent.mkdir(parents=True, exist_ok=True)
+    result_file.write_text("".join(lines), encoding="utf-8")
     return results, bad

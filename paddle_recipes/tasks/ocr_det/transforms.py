@@ -12,7 +12,8 @@
   'max' (scale down so the long side <= it) or 'resize_long' (long side = it); each side is then
   rounded to a multiple of 32 (at least 32). Images with H + W < 64 are first zero-padded to 32 x 32.
   ``image_shape`` (H, W) resizes to a fixed shape instead (``keep_ratio``: W from the ratio, ceil to
-  32). Returns (image, [src_h, src_w, ratio_h, ratio_w]).
+  32). ``resize_long`` (PaddleOCR's resize type 2): the long side becomes it, then each side is rounded up to
+  a multiple of 128. Returns (image, [src_h, src_w, ratio_h, ratio_w]).
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def east_random_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: 
 
 
 def det_resize_for_test(img: np.ndarray, limit_side_len: int = 736, limit_type: str = "min",
-                        image_shape: Sequence[int] | None = None, keep_ratio: bool = False
+                        image_shape: Sequence[int] | None = None, keep_ratio: bool = False, resize_long: int = 0
                         ) -> Tuple[np.ndarray, np.ndarray]:
     src_h, src_w = img.shape[:2]
     if src_h + src_w < 64:
@@ -99,6 +100,9 @@ def det_resize_for_test(img: np.ndarray, limit_side_len: int = 736, limit_type: 
         rh, rw = image_shape
         if keep_ratio:
             rw = math.ceil(w * rh / h / 32) * 32
+    elif resize_long:
+        ratio = resize_long / max(h, w)
+        rh, rw = (math.ceil(int(side * ratio) / 128) * 128 for side in (h, w))
     else:
         if limit_type == "max":
             ratio = limit_side_len / max(h, w) if max(h, w) > limit_side_len else 1.0
@@ -185,13 +189,17 @@ class DBTrainTransform:
 
 class DBEvalTransform:
     """Raw sample -> {"image" CHW float32, "shape" [src_h, src_w, ratio_h, ratio_w], "polys", "ignore_tags"}
-    with det_resize_for_test(``limit_side_len``, ``limit_type``) (PaddleOCR's eval pipeline)."""
+    with det_resize_for_test(``limit_side_len``, ``limit_type``, ``image_shape``, ``keep_ratio``,
+    ``resize_long``) (PaddleOCR's eval pipeline)."""
 
-    def __init__(self, limit_side_len: int = 736, limit_type: str = "min"):
+    def __init__(self, limit_side_len: int = 736, limit_type: str = "min", image_shape: Sequence[int] | None = None,
+                 keep_ratio: bool = False, resize_long: int = 0):
         self.limit_side_len, self.limit_type = limit_side_len, limit_type
+        self.image_shape, self.keep_ratio, self.resize_long = image_shape, keep_ratio, resize_long
 
     def __call__(self, sample: dict) -> dict:
-        img, shape = det_resize_for_test(sample["image"], self.limit_side_len, self.limit_type)
+        img, shape = det_resize_for_test(sample["image"], self.limit_side_len, self.limit_type, self.image_shape,
+                                         self.keep_ratio, self.resize_long)
         return {"image": normalize_chw(img), "shape": shape.astype(np.float32),
                 "polys": [np.asarray(p, np.float32) for p in sample["polys"]],
                 "ignore_tags": list(sample["ignore_tags"])}
