@@ -53,7 +53,9 @@ def test_export_parity_with_paddle_inference(smoke):
     proc = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"], "--mode", "export"])
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["repeat_upsample_layers"] == 1 and report["max_abs_diff"] < 5e-3  # probabilities, oneDNN fp32
-    assert (smoke["out"] / "inference" / "model.pdiparams").is_file()
+    assert report["same_boxes"] and report["model_name"] == "PP-OCRv5_mobile_det"
+    for f in ("inference.json", "inference.pdiparams", "inference.yml"):  # PaddleOCR's det inference folder
+        assert (smoke["out"] / "inference" / f).is_file()
 
 
 def test_own_label_files_with_bad_lines_are_counted(smoke):

@@ -3,6 +3,7 @@
     python recipes/ocr_det.py                                  # = -c recipes/configs/ocr_det.yml (synthetic pages)
     python -m paddle.distributed.launch --nproc_per_node 2 recipes/ocr_det.py -c recipes/configs/ocr_det_smoke.yml
     paddle-recipes-ocr-det -c CFG --mode train|eval|predict|export -o Predict.images=page.jpg
+    # export: output_dir/inference/ = PaddleOCR's det inference folder (paddleocr 3.x TextDetection; Export.legacy: 2.x)
 
 Your own data (PaddleOCR det label files, ``path<TAB>[{"transcription": ..., "points": ...}]``):
 ``-o Train.dataset.data_dir=D Train.dataset.label_file_list=[D/train.txt] Eval.dataset.data_dir=D ...``.
@@ -16,8 +17,6 @@ from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
 
-import paddle
-
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr_det import paddleocr_det_translator
@@ -29,7 +28,8 @@ from paddle_recipes.tasks.ocr_det.config import DetConfig, DetSynthetic
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset
 from paddle_recipes.tasks.ocr_det.labels import DetLabelError
 from paddle_recipes.tasks.ocr_det.losses import DBLoss
-from paddle_recipes.tasks.ocr_det.models import DetInferenceModel, build_ppocr_det_model
+from paddle_recipes.tasks.ocr_det.export_paddleocr import DetPaddleOCRExport
+from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
 from paddle_recipes.tasks.ocr_det.postprocess import DBPostProcess
 from paddle_recipes.tasks.ocr_det.predict import predict_files
 from paddle_recipes.tasks.ocr_det.step import DBTrainStep, evaluate_det
@@ -37,11 +37,10 @@ from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, ensure_pag
 from paddle_recipes.tasks.ocr_det.transforms import DBEvalTransform, DBTrainTransform
 
 
-class OcrDet(Recipe):
+class OcrDet(DetPaddleOCRExport, Recipe):
     """DB text detection recipe"""
     name, Config, default_config = "ocr_det", DetConfig, "recipes/configs/ocr_det.yml"
-    user_errors, output_names = (DataPathError, LabelFileError, DetLabelError), ("maps",)
-    parity_after_deploy = True  # the export returns the map tensor, the model a dict
+    user_errors = (DataPathError, LabelFileError, DetLabelError)
     config_translators = (paddleocr_det_translator(DetConfig),)  # -c takes PaddleOCR det YAMLs, -o their keys
 
     @property
@@ -127,13 +126,6 @@ class OcrDet(Recipe):
             print(json.dumps({"images": len(results), "skipped": len(bad), "boxes": sum(len(r[1]) for r in results),
                               "results": res or str(out_dir / "det_results.txt")}))
         return results
-
-    def input_spec(self):
-        return [paddle.static.InputSpec([None, 3, None, None], "float32", "x")]
-
-    def deploy_model(self, model):  # image -> probability map, upsampling the oneDNN CPU executor runs
-        deploy = DetInferenceModel(model)
-        return deploy, {"repeat_upsample_layers": deploy.switched}
 
     def parity_inputs(self, model) -> dict:
         batch = next(iter(self.eval_loader(self.build_dataset("eval"))))

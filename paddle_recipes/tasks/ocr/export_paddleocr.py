@@ -31,7 +31,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle import nn
 
-from ...export import create_predictor, export_model, predict
+from ...export import create_predictor, predict
 
 __all__ = ["PADDLEX_REC_MODEL_NAMES", "DEFAULT_MODEL_NAME", "SoftmaxOutput", "resolve_model_name",
            "paddlex_rec_config", "export_rec_for_paddleocr"]
@@ -126,29 +126,20 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
     """
     from paddle.static import InputSpec
 
-    import yaml
-
+    from ...ppocr_inference import folder_files, write_inference_dir
     from .charset import CharDict
 
     c, h, w = (int(v) for v in image_shape)
     model_name = resolve_model_name(model_name)
     config = paddlex_rec_config(chars, [c, h, w], model_name)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in ("inference.json", "inference.pdmodel", "inference.pdiparams", "inference.pdiparams.info"):
-        if (out / stale).exists():
-            (out / stale).unlink()
     was_training = model.training
     if outputs_probabilities is None:
         outputs_probabilities = bool(getattr(model, "outputs_probabilities", False))
     net = model if outputs_probabilities else SoftmaxOutput(model)
     net.eval()  # a fresh wrapper is in train mode; export_model would restore that onto ``model``
     try:
-        to_save = _with_initialized_buffers(net) if legacy else net
-        exp = export_model(to_save, [InputSpec([None, c, h, None], "float32", "x")], out / "inference",
-                           legacy_ir=legacy)
-        (out / "inference.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
-                                           encoding="utf-8")
+        exp = write_inference_dir(net, [InputSpec([None, c, h, None], "float32", "x")], out, config, legacy=legacy)
         CharDict(list(chars), source="<export>").save(out / "character_dict.txt")
         checks = _check_inference(net, exp.prefix, CharDict(list(chars)), [c, h, w], check_widths, check_batch, seed)
     finally:
@@ -156,30 +147,11 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
             model.train()
         else:
             model.eval()
-    files = {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
+    files = folder_files(out)
     return {"out_dir": str(out), "format": exp.format, "model_name": model_name, "files": files,
             "input": {"name": "x", "shape": [None, c, h, None], "layout": "BGR, (x/255 - 0.5)/0.5"},
             "output": f"softmax probabilities [N, T, {len(chars) + 1}] (class 0 = CTC blank)",
             "checks": checks}
-
-
-def _with_initialized_buffers(net: nn.Layer) -> nn.Layer:
-    """The legacy exporter of paddle 3.3 fails ("Unknown place type: Place(undefined:0)") on buffers never
-    allocated, such as ``nn.LSTM``'s ``_dropout_state`` (used only by cuDNN dropout). Returns ``net`` itself when
-    it has none, else a deep copy where each is a 1-element uint8 zero tensor (the model is not modified)."""
-    import copy
-
-    def uninitialized(layer):
-        return [k for k, b in layer._buffers.items() if b is not None and not b._is_initialized()]
-
-    if not any(uninitialized(layer) for layer in net.sublayers(include_self=True)):
-        return net
-    clone = copy.deepcopy(net)
-    for layer in clone.sublayers(include_self=True):
-        for k in uninitialized(layer):
-            layer._buffers[k] = paddle.zeros([1], dtype="uint8")
-    clone.eval()
-    return clone
 
 
 def _check_inference(net: nn.Layer, prefix: str, charset, image_shape: Sequence[int], widths: Sequence[int],

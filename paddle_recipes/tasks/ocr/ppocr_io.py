@@ -15,32 +15,18 @@ import numpy as np
 from ...config import ConfigError
 from ...export import ExportedModel, inference_files
 from ...ppocr_logs import rec_cur_metric
-from ...recipe import ExportConfig, PredictConfig
+from ...ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig
+from ...recipe import PredictConfig
 from .export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, resolve_model_name
 from .postprocess import ctc_greedy_decode
 
-PPOCR_FILE_STEM = "inference"  # PaddleX / paddleocr load <model_dir>/inference.*
-
 
 @dataclass
-class RecExportConfig(ExportConfig):
-    """ExportConfig in PaddleOCR's inference layout: out_prefix "" = output_dir/inference/inference, i.e. the
-    folder output_dir/inference holding inference.json (or .pdmodel) + inference.pdiparams + inference.yml +
-    character_dict.txt; a given prefix must end in /inference (the file names paddleocr looks for).
-    model_name: Global.model_name written to inference.yml, one paddlex accepts ("" = PP-OCRv5_server_rec;
-    paddleocr's TextRecognition(model_name=...) must equal it). legacy: write inference.pdmodel (the old
-    program format; paddleocr 2.x predict_rec reads only that) instead of inference.json."""
-    model_name: str = ""
-    legacy: bool = False
-
-    def __post_init__(self):
-        try:
-            resolve_model_name(self.model_name)
-        except ValueError as exc:
-            raise ConfigError(f"Export.model_name: {exc}") from None
-        if self.out_prefix and Path(self.out_prefix).name != PPOCR_FILE_STEM:
-            raise ConfigError(f"Export.out_prefix {self.out_prefix!r}: PaddleOCR's inference reads "
-                              f"<folder>/{PPOCR_FILE_STEM}.*, so the prefix must end in /{PPOCR_FILE_STEM}")
+class RecExportConfig(PPOCRExportConfig):
+    """PPOCRExportConfig of the recognizer: the folder also holds character_dict.txt; model_name "" =
+    PP-OCRv5_server_rec (one of export_paddleocr.PADDLEX_REC_MODEL_NAMES; paddleocr's TextRecognition(model_name=...)
+    must equal it); legacy: inference.pdmodel for paddleocr 2.x predict_rec."""
+    resolve_model_name = staticmethod(resolve_model_name)
 
 
 @dataclass

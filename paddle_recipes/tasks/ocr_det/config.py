@@ -12,9 +12,10 @@ from typing import Any, Dict, List, Optional
 from paddle_recipes.config import ConfigError
 from paddle_recipes.data import MAX_IMAGE_PIXELS
 from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.recipe import ExportConfig, PredictConfig
+from paddle_recipes.recipe import PredictConfig
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
+from .export_paddleocr import DetExportConfig
 from .models import PPOCR_MOBILE_DET_ARCH
 from .postprocess import DBPostProcess
 from .synth_pages import PageSynthConfig
@@ -175,4 +176,4 @@ class DetConfig(TrainingConfig):
     Train: DetTrain = field(default_factory=DetTrain)
     Eval: DetEval = field(default_factory=DetEval)
     Predict: DetPredictConfig = field(default_factory=DetPredictConfig)
-    Export: ExportConfig = field(default_factory=ExportConfig)
+    Export: DetExportConfig = field(default_factory=DetExportConfig)
