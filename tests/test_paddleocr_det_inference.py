@@ -20,16 +20,18 @@ import pytest
 import yaml
 
 from conftest import run_python
+from test_paddleocr_inference import CHARS, IMAGE_SHAPE, _lines, _model, _run_json, paddleocr_python  # noqa: F401
 from paddle_recipes.export import create_predictor, predict
+from paddle_recipes.tasks.ocr.export_paddleocr import export_rec_for_paddleocr
 from paddle_recipes.tasks.ocr_det.config import DetConfig
-from paddle_recipes.tasks.ocr_det.export_paddleocr import paddlex_det_config, resolve_det_model_name
+from paddle_recipes.tasks.ocr_det.export_paddleocr import (PADDLEX_DET_MODEL_NAMES, paddlex_det_config,
+                                                             paddlex_limit_type, resolve_det_model_name)
 from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
 from paddle_recipes.tasks.ocr_det.postprocess import DBPostProcess
 from paddle_recipes.tasks.ocr_det.transforms import det_resize_for_test, normalize_chw
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE, SMOKE = "recipes/ocr_det.py", "recipes/configs/ocr_det_smoke.yml"
-VENV_PY = Path(os.environ.get("PADDLEOCR_VENV", REPO / ".venv-paddleocr")) / "bin" / "python"
 VENV2_PY = Path(os.environ.get("PADDLEOCR2_VENV", REPO / ".venv-paddleocr2")) / "bin" / "python"
 # (height, width) of the test pages: square, landscape, portrait, one smaller than the limit (no resize).
 PAGES = [(128, 128), (160, 240), (240, 150), (96, 120)]
@@ -171,25 +173,19 @@ def test_legacy_layout_matches_dygraph(det):
         assert _matched(ours, boxes) == len(ours) == len(boxes)
 
 
-@pytest.fixture
-def paddleocr_python():
-    """The side venv's python; skip without it (local dev), fail without it under CI=true."""
-    if not VENV_PY.is_file():
-        msg = (f"no paddleocr venv at {VENV_PY.parent.parent}: run .ci/setup_paddleocr_venv.sh "
-               "(paddleocr==3.7.0 paddlex==3.7.2 paddlepaddle==3.3.1) to enable this test")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return VENV_PY
-
-
-def _run_json(python: Path, script: str, args: list, cwd: Path) -> list:
+def test_model_names_and_resize_type_are_paddlex_facts(paddleocr_python):
+    """PADDLEX_DET_MODEL_NAMES = paddlex's text-detection model list; paddlex_limit_type = the type its predictor
+    uses for each name (read from the installed paddlex, not from our notes)."""
+    code = ("import json; from paddlex.modules.text_detection.model_list import MODELS; "
+            "from paddlex.inference.models.text_detection.predictor import _TEXT_DET_MAX_LIMIT_MODELS as M; "
+            "print(json.dumps({'models': MODELS, 'max': sorted(M)}))")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(OMP_NUM_THREADS="1", PADDLE_PDX_DISABLE_MODEL_SOURCE_CHECK="True")
-    proc = subprocess.run([str(python), str(REPO / "tests" / "scripts" / script), *map(str, args)],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])["results"]
+    proc = subprocess.run([str(paddleocr_python), "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted(PADDLEX_DET_MODEL_NAMES) == sorted(facts["models"])
+    assert {n: paddlex_limit_type(n) for n in facts["models"]} == {
+        n: "max" if n in facts["max"] else "min" for n in facts["models"]}
 
 
 def test_paddleocr3_text_detection_gives_our_boxes(paddleocr_python, det):
@@ -212,9 +208,6 @@ def test_paddleocr3_pipeline_runs_our_det_and_rec(paddleocr_python, det):
     """PaddleOCR(text_detection_model_dir=<our det export>, text_recognition_model_dir=<our rec export>, no doc
     preprocessing / textline orientation, + the report's paddleocr_pipeline_kwargs): its dt_polys are our boxes
     and it returns one text per box from our recognizer (untrained: the texts are arbitrary, checked non-empty)."""
-    from test_paddleocr_inference import CHARS, IMAGE_SHAPE, _lines, _model
-    from paddle_recipes.tasks.ocr.export_paddleocr import export_rec_for_paddleocr
-
     tmp = det["tmp"]
     (tmp / "lines").mkdir(exist_ok=True)
     rec = export_rec_for_paddleocr(_model(_lines(tmp / "lines")), CHARS, IMAGE_SHAPE, tmp / "rec",
@@ -231,6 +224,11 @@ def test_paddleocr3_pipeline_runs_our_det_and_rec(paddleocr_python, det):
     assert sum(1 for t in texts if t) >= len(texts) // 2
 
 
+def _kept_by_2x(boxes: list) -> list:
+    """The boxes paddleocr 2.x's filter_tag_det_res keeps: both sides (corner 0 to 1 and 0 to 3) longer than 3 px."""
+    return [b for b in boxes if min(int(np.linalg.norm(np.subtract(b[0], b[i]))) for i in (1, 3)) > 3]
+
+
 def test_paddleocr2_predict_det_reads_legacy_export(det):
     """paddleocr 2.x TextDetector (tools/infer/predict_det.py, the report's paddleocr2_predict_det_args) on our
     Export.legacy folder gives our boxes. 2.x drops boxes of side <= 3 px and reorders corners (its
@@ -244,5 +242,27 @@ def test_paddleocr2_predict_det_reads_legacy_export(det):
                        [det["tmp"] / "legacy", json.dumps(rep["paddleocr2_predict_det_args"]), *det["files"]],
                        det["tmp"])
     for ours, boxes in zip(det["ours"], theirs):
-        kept = [b for b in ours if min(int(np.linalg.norm(np.subtract(b[0], b[i]))) for i in (1, 3)) > 3]
+        kept = _kept_by_2x(ours)
         assert len(boxes) == len(kept) and _matched(kept, boxes, same=_corners_among) == len(kept), (ours, boxes)
+
+
+def test_paddleocr2_predict_system_runs_our_legacy_det_and_rec(det):
+    """paddleocr 2.x TextSystem (tools/infer/predict_system.py, no angle classifier, drop_score 0) on our legacy det
+    and legacy rec folders: the boxes of predict_det above, one text per box from our recognizer."""
+    if not VENV2_PY.is_file():
+        pytest.skip(f"no paddleocr 2.x venv at {VENV2_PY.parent.parent} (optional)")
+    tmp = det["tmp"]
+    (tmp / "lines2").mkdir(exist_ok=True)
+    rec = export_rec_for_paddleocr(_model(_lines(tmp / "lines2")), CHARS, IMAGE_SHAPE, tmp / "rec2", legacy=True)
+    rec_args = [f"--rec_model_dir={rec['out_dir']}", f"--rec_char_dict_path={Path(rec['out_dir']) / 'character_dict.txt'}",
+                f"--rec_image_shape={','.join(map(str, IMAGE_SHAPE))}"]
+    rep = det["reports"]["legacy"]
+    theirs = _run_json(VENV2_PY, "paddleocr2_det_predict.py", [tmp / "legacy", json.dumps(rep["paddleocr2_predict_det_args"]),
+                                                               "--system", json.dumps(rec_args), *det["files"]], tmp)
+    for ours, res in zip(det["ours"], theirs):
+        kept = _kept_by_2x(ours)
+        assert len(res["boxes"]) == len(kept) and _matched(kept, res["boxes"], same=_corners_among) == len(kept)
+        assert len(res["texts"]) == len(kept)
+    texts = [t for r in theirs for t in r["texts"]]
+    print(f"paddleocr 2.x predict_system: {len(texts)} boxes read, {sum(1 for t in texts if t)} non-empty texts")
+    assert sum(1 for t in texts if t) >= len(texts) // 2

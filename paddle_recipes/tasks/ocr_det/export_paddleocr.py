@@ -14,7 +14,8 @@ the recipe's ``Eval.transform`` and its ``PostProcess`` values.
 
 Facts from paddlex 3.7.2 (inference/models/text_detection/predictor.py) the layout follows:
 * DetResizeForTest's ``limit_side_len`` / ``limit_type`` keys of the yml are not read; the side length is the
-  yml's ``resize_long`` (default 960 for the PP-OCRv3..v6 det names) and the type is ``max`` for those names.
+  yml's ``resize_long`` (default 960 for the PP-OCRv3..v6 det names, 736 for the seal ones) and the type is ``max``
+  (``min`` for the seal names).
   So the yml carries ``resize_long`` = Eval.transform.limit_side_len too; an ``Eval.transform.limit_type`` other
   than max must be passed to ``TextDetection(limit_type=...)`` (the report's ``paddlex_predict_kwargs``).
 * PostProcess ``thresh`` / ``box_thresh`` / ``unclip_ratio`` / ``max_candidates`` / ``use_dilation`` /
@@ -37,17 +38,22 @@ from .postprocess import DBPostProcess
 from .transforms import IMAGENET_MEAN, IMAGENET_STD
 
 __all__ = ["PADDLEX_DET_MODEL_NAMES", "BACKBONE_MODEL_NAMES", "DEFAULT_MODEL_NAME", "resolve_det_model_name",
-           "paddlex_det_config", "DetExportConfig", "DetPaddleOCRExport"]
+           "paddlex_limit_type", "paddlex_det_config", "DetExportConfig", "DetPaddleOCRExport"]
 
-# Global.model_name values paddlex 3.7.2 accepts for a general text-detection model_dir (its
-# modules/text_detection/model_list.py without the seal (curved) models). The name picks no weights here.
+# Global.model_name values paddlex 3.7.2 accepts for a text-detection model_dir (its
+# modules/text_detection/model_list.py). The name picks no weights here; it sets paddlex's resize type (below).
 PADDLEX_DET_MODEL_NAMES = ("PP-OCRv6_medium_det", "PP-OCRv6_small_det", "PP-OCRv6_tiny_det", "PP-OCRv5_mobile_det",
                            "PP-OCRv5_server_det", "PP-OCRv4_mobile_det", "PP-OCRv4_server_det", "PP-OCRv3_mobile_det",
-                           "PP-OCRv3_server_det")
+                           "PP-OCRv3_server_det", "PP-OCRv4_mobile_seal_det", "PP-OCRv4_server_seal_det")
 # Export.model_name "" follows the exported architecture's backbone (PaddleOCR's published det models).
 BACKBONE_MODEL_NAMES = {"pplcnetv3": "PP-OCRv5_mobile_det", "pphgnetv2_b4": "PP-OCRv5_server_det"}
 DEFAULT_MODEL_NAME = "PP-OCRv5_server_det"  # architectures without a paddlex name (ResNet_vd DB)
-PADDLEX_LIMIT_TYPE = "max"  # what paddlex 3.7.2 uses for every name above (the yml's limit_type is not read)
+
+
+def paddlex_limit_type(model_name: str) -> str:
+    """The DetResizeForTest limit_type paddlex 3.7.2 uses for ``model_name`` (the yml's is not read): min for the
+    seal models, max for the others."""
+    return "min" if "_seal_" in model_name else "max"
 
 
 def resolve_det_model_name(name: str | None, backbone: str = "") -> str:
@@ -120,7 +126,7 @@ class DetPaddleOCRExport:
         write_inference_dir(deploy, self.input_spec(), out_dir, infer_cfg, legacy=cfg.Export.legacy)
         post = infer_cfg["PostProcess"]
         entries = {"layout": "paddleocr", "model_name": name, "files": folder_files(out_dir),
-                   "paddlex_predict_kwargs": {} if t.limit_type == PADDLEX_LIMIT_TYPE else {"limit_type": t.limit_type},
+                   "paddlex_predict_kwargs": {} if t.limit_type == paddlex_limit_type(name) else {"limit_type": t.limit_type},
                    "paddleocr_pipeline_kwargs": {
                        "text_det_limit_side_len": t.limit_side_len, "text_det_limit_type": t.limit_type,
                        **{f"text_det_{k}": post[k] for k in ("thresh", "box_thresh", "unclip_ratio")}},
