@@ -285,3 +285,46 @@ def test_nrtr_labels_that_do_not_fit_are_counted_skips_and_decoding_follows_the_
     ppocr = build_rec_model(from_dict(ArchitectureConfig, PPOCR_MOBILE_REC_ARCH, "Architecture"), 10)
     ours = build_rec_model({"Backbone": {"name": "LCNetRec", "scale": 0.25}, "Head": {"name": "CTCHead"}}, 10)
     assert outputs_logits(ppocr) is False and outputs_logits(ours) is True
+
+
+def test_eval_weights_the_paddleocr_way(tmp_path, capsys):
+    """tools/eval.py's `-o Global.checkpoints=DIR/best_accuracy` (and Global.pretrained_model, our Global.weights)
+    evaluate exactly that prefix or .pdparams file, not output_dir's checkpoints. Two weight files made from a trained
+    tiny checkpoint: CTC bias on 'a' (reads every line as "a": acc 1.0 on lines labelled "a") and on the blank
+    (reads "": acc 0.0), the CTC weights zeroed; checkpoints wins over pretrained_model as in PaddleOCR; in train mode a prefix cannot resume."""
+    import paddle
+
+    data = write_label_set(tmp_path / "data", DICT_A, n=4)
+    (data / "a.txt").write_text("".join(f"img/{i}.png\ta\n" for i in range(4)), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["-c", str(FIXTURES / V5M), "-o", *paddleocr_opts(data, out, V5M)]
+    run(argv)
+    trained = paddle.load(str(out / "checkpoints" / "best" / "model.pdparams"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name, cls in (("best_accuracy", 1 + DICT_A.index("a")), ("blank", 0)):
+        w = dict(trained)  # the CTC logits are the bias alone: one class at every time step
+        w["head.ctc_head.fc.weight"] = paddle.zeros_like(w["head.ctc_head.fc.weight"])
+        bias = np.full(w["head.ctc_head.fc.bias"].shape, -10.0, np.float32)
+        bias[cls] = 10.0
+        w["head.ctc_head.fc.bias"] = paddle.to_tensor(bias)
+        paddle.save(w, str(mine / f"{name}.pdparams"))
+    ev = argv + [f"Eval.dataset.label_file_list=[{data / 'a.txt'}]"]
+    for opts, acc, file in (
+            ([f"Global.checkpoints={mine / 'best_accuracy'}"], 1.0, "best_accuracy"),
+            ([f"Global.pretrained_model={mine / 'best_accuracy'}"], 1.0, "best_accuracy"),
+            ([f"Global.weights={mine / 'best_accuracy'}"], 1.0, "best_accuracy"),
+            ([f"Global.weights={mine / 'best_accuracy.pdparams'}"], 1.0, "best_accuracy"),
+            ([f"Global.checkpoints={mine / 'blank.pdparams'}"], 0.0, "blank"),
+            ([f"Global.checkpoints={mine / 'best_accuracy'}", f"Global.pretrained_model={mine / 'blank'}"], 1.0,
+             "best_accuracy")):
+        metrics = run(["--mode", "eval", *ev, *opts])
+        assert (metrics["acc"], metrics["num_samples"]) == (acc, 4), (opts, metrics)
+        assert metrics["weights"] == str(mine / f"{file}.pdparams"), opts
+    assert run(["--mode", "eval", *ev])["weights"] == str(out / "checkpoints" / "best" / "model.pdparams")
+    fresh_logging()
+    with pytest.raises(SystemExit) as exc:
+        OcrRec.cli([*argv, f"Global.checkpoints={mine / 'best_accuracy'}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1, err
+    assert f"Global.pretrained_model={mine / 'best_accuracy'}" in err[0] and "no optimizer or epoch state" in err[0]
