@@ -16,7 +16,7 @@ from ...config import ConfigError
 from ...export import ExportedModel, inference_files
 from ...ppocr_logs import rec_cur_metric
 from ...recipe import ExportConfig, PredictConfig
-from .export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, resolve_model_name
+from .export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, model_name_for, resolve_model_name
 from .postprocess import ctc_greedy_decode
 
 PPOCR_FILE_STEM = "inference"  # PaddleX / paddleocr load <model_dir>/inference.*
@@ -27,8 +27,10 @@ class RecExportConfig(ExportConfig):
     """ExportConfig in PaddleOCR's inference layout: out_prefix "" = output_dir/inference/inference, i.e. the
     folder output_dir/inference holding inference.json (or .pdmodel) + inference.pdiparams + inference.yml +
     character_dict.txt; a given prefix must end in /inference (the file names paddleocr looks for).
-    model_name: Global.model_name written to inference.yml, one paddlex accepts ("" = PP-OCRv5_server_rec;
-    paddleocr's TextRecognition(model_name=...) must equal it). legacy: write inference.pdmodel (the old
+    model_name: Global.model_name written to inference.yml, one paddlex accepts and, for PaddleOCR's networks, a
+    name of the exported one ("" = PaddleOCR's model of that network: PP-OCRv5_mobile_rec for PPLCNetV3,
+    PP-OCRv5_server_rec for PPHGNetV2_B4 and for networks paddlex has no name for; export_paddleocr.model_name_for);
+    paddleocr's TextRecognition(model_name=...) must equal it. legacy: write inference.pdmodel (the old
     program format; paddleocr 2.x predict_rec reads only that) instead of inference.json."""
     model_name: str = ""
     legacy: bool = False
@@ -77,7 +79,8 @@ class PaddleOCRExport:
         return probabilities_model(model), {}
 
     def export_files(self, deploy, prefix: str):
-        return export_paddleocr_layout(deploy, self.charset.chars, self.cfg.Global.image_shape, prefix, self.cfg.Export)
+        return export_paddleocr_layout(deploy, self.charset.chars, self.cfg.Global.image_shape, prefix, self.cfg.Export,
+                                       self.cfg.Architecture.Backbone.name)
 
     def parity_inputs(self, model) -> dict:
         n = max(1, self.cfg.Export.parity_batch)
@@ -89,11 +92,13 @@ class PaddleOCRExport:
 
 
 def export_paddleocr_layout(model, chars: Sequence[str], image_shape: Sequence[int], prefix: str,
-                            export_cfg: RecExportConfig) -> Tuple[ExportedModel, dict]:
-    """Write the PaddleOCR inference folder (parent of `prefix`) for `model`; returns (ExportedModel of
-    <folder>/inference, report entries: format, model_name, files, free-width checks)."""
+                            export_cfg: RecExportConfig, backbone: str = "") -> Tuple[ExportedModel, dict]:
+    """Write the PaddleOCR inference folder (parent of `prefix`) for `model`, whose Architecture.Backbone.name
+    `backbone` picks the yml's model_name (model_name_for); returns (ExportedModel of <folder>/inference, report
+    entries: format, model_name, files, free-width checks)."""
     out_dir = Path(prefix).parent
-    rep = export_rec_for_paddleocr(model, chars, image_shape, out_dir, model_name=export_cfg.model_name,
+    rep = export_rec_for_paddleocr(model, chars, image_shape, out_dir,
+                                   model_name=model_name_for(backbone, export_cfg.model_name),
                                    legacy=export_cfg.legacy, outputs_probabilities=outputs_probabilities(model))
     entries = {"layout": "paddleocr", "model_name": rep["model_name"], "files": rep["files"],
                "input": rep["input"], "output": rep["output"], "free_width_checks": rep["checks"]}
