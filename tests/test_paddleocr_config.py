@@ -266,6 +266,17 @@ def test_what_this_version_does_not_build_is_one_line_naming_it(name):
     assert re.search(EXPECTED[name]["error"], str(exc.value)) and "\n" not in str(exc.value)
 
 
+def test_other_paddleocr_algorithm_is_named_before_its_keys():
+    """PaddleOCR's NRTR / SAR / ... configs carry keys of their own (Architecture.in_channels, Global.num_heads): the
+    one line names the algorithm, not a key."""
+    data = with_change(V2, "Architecture.algorithm", "NRTR")
+    data["Architecture"]["in_channels"] = 1
+    data["Global"]["num_heads"] = 8
+    with pytest.raises(ConfigError, match=r"^Architecture\.algorithm: 'NRTR' is PaddleOCR's, but this version does not "
+                                          r"build it; built here: CRNN, SVTR_LCNet, SVTR_HGNet, SVTR \(in test\.yml\)$"):
+        translate(data)
+
+
 def test_distillation_is_named_before_its_other_keys():
     """A distillation YAML's CombinedLoss / DistillationCTCLabelDecode / DistillationMetric are not reported as
     unknown: the one line names the DistillationModel and its Teacher/Student backbones."""

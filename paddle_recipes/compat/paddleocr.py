@@ -97,6 +97,11 @@ ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
 MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
 ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")
+# Architecture.algorithm values of PaddleOCR's other rec configs (configs/rec/*.yml): recognised, not built here.
+PPOCR_OTHER_ALGORITHMS = ("ABINet", "CAN", "CPPD", "LaTeXOCR", "NRTR", "PP-FormulaNet-L", "PP-FormulaNet-S",
+                          "PP-FormulaNet_plus-L", "PP-FormulaNet_plus-M", "PP-FormulaNet_plus-S", "PREN", "ParseQ",
+                          "RARE", "RFL", "RobustScanner", "Rosetta", "SAR", "SATRN", "SEED", "SPIN", "SRN", "STARNet",
+                          "UniMERNet", "ViTSTR", "VisionLAN")
 LOSSES = ("CTCLoss", "MultiLoss")
 MULTILOSS_PARTS = ("CTCLoss", "NRTRLoss", "SARLoss")
 OPTIMIZERS = {"Adam": "adam", "AdamW": "adamw", "Momentum": "momentum", "SGD": "sgd"}
@@ -280,6 +285,9 @@ class _Translator:
             raise self.error("Architecture.name", f"{a.get('name', 'Models')!r}: PaddleOCR distillation models "
                              f"(Models {models}) are not built here; train one model alone (its section under "
                              "Architecture.Models as Architecture, Loss CTCLoss/MultiLoss, PostProcess CTCLabelDecode)")
+        if a.get("algorithm") in PPOCR_OTHER_ALGORITHMS:  # before its own keys (in_channels, ...) read as unknown
+            raise self.error("Architecture.algorithm", f"{a['algorithm']!r} is PaddleOCR's, but this version does not "
+                             f"build it; built here: {', '.join(ALGORITHMS)}")
         b = a.get("Backbone")
         name = b.get("name") if isinstance(b, dict) else None
         if name in BACKBONES and name not in _built_backbones():
