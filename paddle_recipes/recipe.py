@@ -242,7 +242,7 @@ class Recipe:
         return model, src
 
     def load_inference_weights(self, model, source: str) -> str:
-        """Strictly load the weights of eval/predict/export: a .pdparams file, a path prefix without extension
+        """Strictly load the weights of eval/predict/export: a .pdparams / .safetensors file, a prefix without extension
         (PaddleOCR's ``.../best_accuracy``) or one of our checkpoint folders/roots (EMA weights when
         Global.use_ema_weights); returns the file loaded. Override to accept a foreign checkpoint format."""
         from .pretrained import resolve_weights_file
