@@ -25,7 +25,12 @@ Facts of PaddleOCR that the mapping follows (its code, read, not copied):
   ``eval_batch_step: [start, every]``; never per epoch;
 - ``latest`` is saved every epoch, ``iter_epoch_N`` every ``save_epoch_step`` epochs;
 - ``RecMetric`` ignores spaces by default (``ignore_space: true``);
-- an empty ``character_dict_path`` means the built-in 36-char lowercase dict (labels lowercased).
+- an empty ``character_dict_path`` means the built-in 36-char lowercase dict (labels lowercased);
+- the top-level ``profiler_options`` is overwritten by tools/program.py's ``-p`` flag, ``Global.character_type`` is
+  read by no current code, and without ``Global.max_text_length`` each data op keeps its own value.
+
+A network this version does not build (a DistillationModel, another algorithm, a backbone without an implementation)
+is named in one ConfigError before any of the file's keys is read (``_Translator.preflight``).
 
 Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS; ``report.proposed``
 names the ones a given file uses, and the recipe's translator (``paddleocr_rec_translator``, the OCR recipe's
