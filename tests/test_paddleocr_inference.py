@@ -137,6 +137,8 @@ def test_model_name_follows_the_exported_network():
     name that network; networks PaddleX has no name for (our presets, the ResNet CRNN) take any accepted name."""
     assert model_name_for("PPLCNetV3") == "PP-OCRv5_mobile_rec"
     assert model_name_for("PPHGNetV2_B4") == "PP-OCRv5_server_rec"
+    assert model_name_for("PPLCNetV4") == "PP-OCRv6_medium_rec"  # PP-OCRv6_base_rec is no PaddleX name
+    assert model_name_for("PPLCNetV4", "PP-OCRv6_tiny_rec") == "PP-OCRv6_tiny_rec"
     assert model_name_for("LCNetRec") == model_name_for("ResNet") == "PP-OCRv5_server_rec"
     for name in ("PP-OCRv4_mobile_rec", "en_PP-OCRv4_mobile_rec", "latin_PP-OCRv5_mobile_rec"):
         assert model_name_for("PPLCNetV3", name) == name

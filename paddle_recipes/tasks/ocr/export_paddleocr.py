@@ -76,7 +76,8 @@ NAME_BACKBONES = ((r"PP-OCRv[45]_mobile_rec$", "PPLCNetV3"), (r"PP-OCRv5_server_
                   (r"PP-OCRv4_server_rec(_doc)?$", "PPHGNet_small"), (r"PP-OCRv3_mobile_rec$", "MobileNetV1Enhance"),
                   (r"PP-OCRv6_\w+_rec$", "PPLCNetV4"), (r"SVTRv2_rec$", "SVTRv2"), (r"RepSVTR_rec$", "RepSVTR"))
 # The name an export gets when Export.model_name is "": PaddleOCR's own model of that network.
-DEFAULT_NAME_BY_BACKBONE = {"PPLCNetV3": "PP-OCRv5_mobile_rec", "PPHGNetV2_B4": "PP-OCRv5_server_rec"}
+DEFAULT_NAME_BY_BACKBONE = {"PPLCNetV3": "PP-OCRv5_mobile_rec", "PPHGNetV2_B4": "PP-OCRv5_server_rec",
+                            "PPLCNetV4": "PP-OCRv6_medium_rec"}  # v6 base has no PaddleX name of its own
 
 
 def name_backbone(name: str) -> str | None:

@@ -29,7 +29,7 @@ class RecExportConfig(ExportConfig):
     character_dict.txt; a given prefix must end in /inference (the file names paddleocr looks for).
     model_name: Global.model_name written to inference.yml, one paddlex accepts and, for PaddleOCR's networks, a
     name of the exported one ("" = PaddleOCR's model of that network: PP-OCRv5_mobile_rec for PPLCNetV3,
-    PP-OCRv5_server_rec for PPHGNetV2_B4 and for networks paddlex has no name for; export_paddleocr.model_name_for);
+    PP-OCRv6_medium_rec for PPLCNetV4, PP-OCRv5_server_rec for PPHGNetV2_B4 and for networks paddlex has no name for; export_paddleocr.model_name_for);
     paddleocr's TextRecognition(model_name=...) must equal it. legacy: write inference.pdmodel (the old
     program format; paddleocr 2.x predict_rec reads only that) instead of inference.json."""
     model_name: str = ""
