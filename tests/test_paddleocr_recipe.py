@@ -240,13 +240,15 @@ CHEAP = {"PP-OCRv4/en_PP-OCRv4_mobile_rec.yml", "PP-OCRv5/multi_language/latin_P
 @pytest.mark.parametrize("name", [n if n in CHEAP else pytest.param(n, marks=SLOW) for n in TRAINS])
 def test_real_yaml_trains_as_written(tmp_path, name):
     """The file as written, only data / dict / weights / output paths and the run length overridden: 2 steps of
-    4 lines at the file's own input shape, one eval of 8 lines; the keys PaddleOCR does not read (profiler_options,
+    4 lines at the file's own input shape (8 lines per epoch, ratio_list included), one eval; the keys PaddleOCR does not read (profiler_options,
     character_type, d2s_train_image_shape) are each reported in the one no-effect line."""
-    data = write_label_set(tmp_path / "data", DICT_A, n=8)
+    ratio = yaml.safe_load((FIXTURES / name).read_text(encoding="utf-8"))["Train"]["dataset"].get("ratio_list")
+    n = int(np.ceil(8 / min(ratio if isinstance(ratio, list) else [ratio or 1.0])))  # 8 lines per epoch
+    data = write_label_set(tmp_path / "data", DICT_A, n=n)
     out = tmp_path / "out"
     summary = run(["-c", str(FIXTURES / name), "-o", *data_opts(data, out, name)])
     assert summary["global_step"] == 2 and all(np.isfinite(h["loss"]) for h in summary["history"])
-    assert summary["final_eval"]["num_samples"] == 8
+    assert summary["final_eval"]["num_samples"] == n
     log = (out / "train.log").read_text(encoding="utf-8")
     no_effect = [ln for ln in log.splitlines() if "no effect here: " in ln]
     assert len(no_effect) == 1
