@@ -278,18 +278,23 @@ class _Translator:
                     self.map(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
         return self.ours, self.report
 
+    def no_distillation(self, a: dict, alone: str) -> None:
+        """A PaddleOCR DistillationModel (Architecture.Models: Teacher/Student, ...) is one ConfigError naming its
+        models' backbones; `alone` says how to train one of them instead."""
+        if a.get("name") == "DistillationModel" or "Models" in a:
+            models = ", ".join(f"{k}: {(v or {}).get('Backbone', {}).get('name', '?')}"
+                               for k, v in (a.get("Models") or {}).items() if isinstance(v, dict))
+            raise self.error("Architecture.name", f"{a.get('name', 'Models')!r}: PaddleOCR distillation models "
+                             f"(Models {models}) are not built here; train one model alone ({alone})")
+
     def preflight(self) -> None:
         """The model itself first: a PaddleOCR network this version does not build is named before any key of
         the file could be reported (a distillation model's Loss/PostProcess/Metric names, a backbone's args)."""
         a = self.src.get("Architecture")
         if not isinstance(a, dict):
             return
-        if a.get("name") == "DistillationModel" or "Models" in a:
-            models = ", ".join(f"{k}: {(v or {}).get('Backbone', {}).get('name', '?')}"
-                               for k, v in (a.get("Models") or {}).items() if isinstance(v, dict))
-            raise self.error("Architecture.name", f"{a.get('name', 'Models')!r}: PaddleOCR distillation models "
-                             f"(Models {models}) are not built here; train one model alone (its section under "
-                             "Architecture.Models as Architecture, Loss CTCLoss/MultiLoss, PostProcess CTCLabelDecode)")
+        self.no_distillation(a, "its section under Architecture.Models as Architecture, Loss CTCLoss/MultiLoss, "
+                                "PostProcess CTCLabelDecode")
         if a.get("algorithm") in PPOCR_OTHER_ALGORITHMS:  # before its own keys (in_channels, ...) read as unknown
             raise self.error("Architecture.algorithm", f"{a['algorithm']!r} is PaddleOCR's, but this version does not "
                              f"build it; built here: {', '.join(ALGORITHMS)}")

@@ -30,21 +30,30 @@ def rec_yamls(rec_dir: Path) -> list:
     return found + [rec_dir / n for n in LEGACY]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ppocr-src", required=True, help="PaddleOCR checkout (has configs/rec)")
-    ap.add_argument("--out", default=str(OUT))
+def redump(src: Path, rel: Path, out_root: Path, kind: str, script: str) -> Path:
+    """Write out_root/rel: PaddleOCR's configs/<kind>/<rel> (src) as keys and values, anchors resolved, no comments."""
+    data = yaml.safe_load(src.read_text(encoding="utf-8"))
+    dst = out_root / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    head = f"# keys and values of PaddleOCR's configs/{kind}/{rel} (tests/scripts/{script})\n"
+    dst.write_text(head + yaml.dump(data, Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
+                                    default_flow_style=None, width=120), encoding="utf-8")
+    return dst
+
+
+def run_cli(kind: str, pick, out: Path, doc: str, script: str) -> None:
+    """--ppocr-src DIR [--out OUT]: redump every file pick(DIR/configs/<kind>) returns."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--ppocr-src", required=True, help=f"PaddleOCR checkout (has configs/{kind})")
+    ap.add_argument("--out", default=str(out))
     args = ap.parse_args()
-    rec_dir = Path(args.ppocr_src) / "configs" / "rec"
-    for src in rec_yamls(rec_dir):
-        rel = src.relative_to(rec_dir)
-        data = yaml.safe_load(src.read_text(encoding="utf-8"))
-        dst = Path(args.out) / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        head = f"# keys and values of PaddleOCR's configs/rec/{rel} (tests/scripts/make_paddleocr_rec_fixtures.py)\n"
-        dst.write_text(head + yaml.dump(data, Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
-                                        default_flow_style=None, width=120), encoding="utf-8")
-        print(dst)
+    root = Path(args.ppocr_src) / "configs" / kind
+    for src in pick(root):
+        print(redump(src, src.relative_to(root), Path(args.out), kind, script))
+
+
+def main() -> None:
+    run_cli("rec", rec_yamls, OUT, __doc__, Path(__file__).name)
 
 
 if __name__ == "__main__":
