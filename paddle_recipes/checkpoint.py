@@ -523,6 +523,11 @@ def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:
 def resolve_checkpoint(path: str | os.PathLike) -> Path:
     """A checkpoint folder, or a root holding `latest`, -> the checkpoint folder."""
     path = Path(path)
+    weights = path if path.suffix == ".pdparams" else Path(f"{path}.pdparams")
+    if weights.is_file():  # PaddleOCR's best_accuracy(.pdparams): weights only
+        raise CheckpointError(f"{path} is a weights file ({weights.name}), not a checkpoint folder: it holds no "
+                              f"optimizer or epoch state to resume; start from its weights with "
+                              f"Global.pretrained_model={path}")
     if not path.exists():
         raise CheckpointError(f"checkpoint not found: {path}")
     if (path / STATE_FILE).exists():

@@ -113,7 +113,9 @@ def exit_on_user_error(main: Callable[[], Any], name: str, extra_errors: tuple =
         line = peers.collective_timeout_line(exc)  # gloo's own timeout, when the lost-node monitor did not come first
         if line is not None:
             print(line, file=sys.stderr)
-            dist_utils.exit_now(peers.PEER_LOST_EXIT)
+            if distributed:
+                dist_utils.exit_now(peers.PEER_LOST_EXIT)
+            sys.exit(peers.PEER_LOST_EXIT)
         if not dist_utils.is_peer_loss(exc):  # a collective whose peer rank is gone: that rank printed the reason
             raise
         first = str(exc).strip().splitlines()[0][:200]

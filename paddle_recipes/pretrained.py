@@ -55,9 +55,9 @@ class LoadReport:
                 f"missing {len(self.missing)}, unexpected {len(self.unexpected)}")
 
 
-def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True) -> Path:
+def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what: str = "pretrained weights") -> Path:
     """``x.pdparams`` / ``x.safetensors`` | prefix ``x`` (-> ``x.pdparams``, else ``x.safetensors``) | checkpoint
-    folder/root -> the weights file."""
+    folder/root -> the weights file. `what` names the weights in the not-found error."""
     p = Path(path)
     if p.is_file():
         return p
@@ -69,7 +69,7 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True) -> Pa
         folder = resolve_checkpoint(p)
         ema = folder / "ema.pdparams"
         return ema if prefer_ema and ema.exists() else folder / "model.pdparams"
-    raise CheckpointError(f"pretrained weights not found: {p} (tried {p} and {with_suffix})")
+    raise CheckpointError(f"{what} not found: {p} (tried {p} and {with_suffix})")
 
 
 def _names(items: Sequence[str], k: int = 5) -> str:

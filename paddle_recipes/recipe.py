@@ -16,7 +16,8 @@ and input spec::
     if __name__ == "__main__":
         OcrRec.cli()                                 # -c / -o / --mode; user errors -> one line, exit 2
 
-Provided here: the weights source (Global.weights, else output_dir/checkpoints `best`, else `latest`),
+Provided here: the weights source (the first set of Global.<eval_weights_keys>, default `weights`, else
+output_dir/checkpoints `best`, else `latest`; a .pdparams file, a prefix or a checkpoint folder),
 init weights for training (Global.pretrained_model / Global.weights, loaded strictly), the eval loader
 (each rank scores the shard rank::world_size), cross-rank skip merging, rank-0 data generation (one
 strategy: rank 0 builds, then writes a fingerprint file that the other ranks poll; no collective, so a
@@ -145,6 +146,7 @@ class Recipe:
     output_names: tuple = ()
     parity_after_deploy: bool = False  # export parity against deploy_model's outputs (it changes them, e.g. softmax)
     config_translators: tuple = ()  # foreign -c files: f(raw dict, path) -> (config dict, notes) | None
+    eval_weights_keys: tuple = ("weights",)  # Global keys naming the eval/predict/export weights; the first set wins
 
     def __init__(self, cfg, info):
         self.cfg, self.info = cfg, info
@@ -221,10 +223,14 @@ class Recipe:
 
     # ------------------------------------------------------------------ shared parts
     def weights_source(self) -> str:
-        """Global.weights, else output_dir/checkpoints/best when present, else the latest checkpoint."""
+        """The first of Global.<eval_weights_keys> that is set ("auto" counts as unset), else
+        output_dir/checkpoints/best when present, else the latest checkpoint there."""
         g = self.cfg.Global
-        if g.weights:
-            return g.weights
+        for key in self.eval_weights_keys:
+            value = getattr(g, key, "") or ""
+            if value and value != "auto":
+                self.log.info("weights: Global.%s = %s", key, value)
+                return value
         root = Path(g.output_dir) / "checkpoints"
         return str(root / "best") if (root / "best").exists() else str(root)
 
@@ -236,9 +242,13 @@ class Recipe:
         return model, src
 
     def load_inference_weights(self, model, source: str) -> str:
-        """Strictly load the weights of eval/predict/export (checkpoint.load_weights; EMA weights when
+        """Strictly load the weights of eval/predict/export: a .pdparams / .safetensors file, a prefix without extension
+        (PaddleOCR's ``.../best_accuracy``) or one of our checkpoint folders/roots (EMA weights when
         Global.use_ema_weights); returns the file loaded. Override to accept a foreign checkpoint format."""
-        return load_weights(model, source, prefer_ema=self.cfg.Global.use_ema_weights)
+        from .pretrained import resolve_weights_file
+
+        prefer_ema = self.cfg.Global.use_ema_weights
+        return load_weights(model, resolve_weights_file(source, prefer_ema, what="weights"), prefer_ema=prefer_ema)
 
     def load_pretrained(self, model, path: str) -> None:
         """Init weights (PaddleOCR's Global.pretrained_model): a .pdparams file, a path prefix without

@@ -1,11 +1,14 @@
 """PaddleOCR recognition YAMLs -> the OCR recipe's config (paddle_recipes/compat/paddleocr.py).
 
-The fixtures under tests/fixtures/paddleocr_configs/ follow PaddleOCR's files key for key (values are ours).
+The fixtures under tests/fixtures/paddleocr_configs/ are PaddleOCR's rec YAMLs, keys and values (re-dumped without
+their comments by tests/scripts/make_paddleocr_rec_fixtures.py); tests/fixtures/paddleocr_rec_expected.yml says
+which ones train and which stop with one line naming what this version does not build.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +32,11 @@ def load_any_config(path, overrides, schema, notes=None):
 from paddle_recipes.optim import OptimizerConfig  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "paddleocr_configs"
-NAMES = ["rec_chinese_common_train_v2.0.yml", "rec_r34_vd_none_bilstm_ctc.yml", "ch_PP-OCRv4_rec.yml",
-         "PP-OCRv5_mobile_rec.yml", "PP-OCRv5_server_rec.yml"]
+V2, R34, V4, V5M, V5S = ("ch_ppocr_v2.0/rec_chinese_common_train_v2.0.yml", "rec_r34_vd_none_bilstm_ctc.yml",
+                         "PP-OCRv4/PP-OCRv4_mobile_rec.yml", "PP-OCRv5/PP-OCRv5_mobile_rec.yml",
+                         "PP-OCRv5/PP-OCRv5_server_rec.yml")
+EXPECTED = yaml.safe_load((REPO / "tests" / "fixtures" / "paddleocr_rec_expected.yml").read_text(encoding="utf-8"))
+NAMES = [n for n, v in EXPECTED.items() if v == "trains"] + [R34]  # every file that translates (R34 with a dict)
 
 
 from paddle_recipes.tasks.ocr import config as REC  # noqa: E402  (the OCR recipe's schema)
@@ -65,13 +71,13 @@ def load(name: str, raw: bool = False) -> dict:
     test_empty_dict_path_is_an_error) is replaced by a dict file unless `raw`."""
     data = yaml.safe_load((FIXTURES / name).read_text(encoding="utf-8"))
     if not raw and not data["Global"].get("character_dict_path"):
-        data["Global"].update(character_dict_path="dicts/en_dict.txt", character_type="ch")
+        data["Global"].update(character_dict_path="dicts/en_dict.txt")
     return data
 
 
 def test_empty_dict_path_is_an_error():
     with pytest.raises(ConfigError, match=r"Global\.character_dict_path: empty .*give a dict file"):
-        translate(load("rec_r34_vd_none_bilstm_ctc.yml", raw=True))
+        translate(load(R34, raw=True))
 
 
 def leaf_paths(node: Any, prefix: str = "") -> List[str]:
@@ -131,7 +137,8 @@ def test_fixture_translates_and_every_key_is_accounted_for(name):
     missing = [p for p in paths if not report.accounts_for(p)]
     assert missing == []
     assert set(report.mapped).isdisjoint(report.no_effect)
-    assert report.no_effect_line().startswith("no effect here: Global.")
+    assert report.no_effect_line().startswith("no effect here: ") and "\n" not in report.no_effect_line()
+    assert all(p in paths or p in data for p in report.no_effect)  # leaf keys, or a top-level key (profiler_options)
     assert all(p.split("=")[0] in {k.split("=")[0] for k in PROPOSED_KEYS} for p in report.proposed)
     # the whole output is typed by the schema with the proposed keys
     cfg = from_dict(ProposedRecConfig, ours)
@@ -142,7 +149,7 @@ def test_fixture_translates_and_every_key_is_accounted_for(name):
     assert cfg.Global.keep_every_epochs == g["save_epoch_step"] and cfg.Global.save_every_epochs == 1
     assert cfg.Optimizer.name == "adam" and cfg.Optimizer.warmup_steps == 0
     assert cfg.Optimizer.weight_decay == pytest.approx(float(data["Optimizer"]["regularizer"]["factor"]))
-    assert cfg.Metric.ignore_space is True
+    assert cfg.Metric.ignore_space is data["Metric"].get("ignore_space", True)  # RecMetric's default: true
     assert cfg.Train.loader.batch_size_per_card == data["Train"]["loader"]["batch_size_per_card"]
     assert cfg.Eval.loader.num_workers == data["Eval"]["loader"]["num_workers"]
 
@@ -153,42 +160,46 @@ def test_existing_keys_load_into_the_current_schema(name):
     cfg = from_dict(REC.RecConfig, strip_proposed(ours, report.proposed))
     data = load(name)
     assert cfg.Global.epochs == data["Global"]["epoch_num"]
-    assert cfg.Global.max_text_length == data["Global"]["max_text_length"]
+    assert cfg.Global.max_text_length == data["Global"].get("max_text_length", 25)  # else the ops' (all 25 in Train)
     assert cfg.Optimizer.lr == pytest.approx(data["Optimizer"]["lr"]["learning_rate"])
     assert cfg.Train.dataset.data_dir == data["Train"]["dataset"]["data_dir"]
 
 
 def test_v2_chinese_common_translates_to_this_dict():
-    ours, report = translate(load("rec_chinese_common_train_v2.0.yml"))
-    ds = lambda split: {"format": "label_file", "data_dir": "./data/", "label_file_list": [f"./data/{split}.txt"],
-                        "label_encoder": "CTCLabelEncode"}
+    """PaddleOCR's rec_chinese_common_train_v2.0.yml, every value as in the file."""
+    ours, report = translate(load(V2))
+    ds = lambda split: {"format": "label_file", "data_dir": "./train_data/",
+                        "label_file_list": [f"./train_data/{split}_list.txt"], "label_encoder": "CTCLabelEncode"}
     assert ours == {
-        "Global": {"epochs": 300, "output_dir": "./output/ch_common_v2", "log_every": 20, "use_visualdl": False,
-                   "max_text_length": 25, "use_space_char": True, "cal_metric_during_train": True,
-                   "pretrained_model": "", "resume": "", "eval_batch_step": [0, 1000],
-                   "eval_every_epochs": 0, "keep_every_epochs": 5, "save_every_epochs": 1,
-                   "character_dict_path": "dicts/keys_v1.txt", "image_shape": [3, 32, 320]},
-        "Predict": {"images": "doc/word.jpg", "save_res_path": "./output/ch_common_v2/predicts.txt"},
+        "Global": {"epochs": 500, "output_dir": "./output/rec_chinese_common_v2.0", "log_every": 10,
+                   "use_visualdl": False, "max_text_length": 25, "use_space_char": True,
+                   "cal_metric_during_train": True, "pretrained_model": "", "resume": "", "eval_batch_step": [0, 2000],
+                   "eval_every_epochs": 0, "keep_every_epochs": 3, "save_every_epochs": 1,
+                   "character_dict_path": "ppocr/utils/ppocr_keys_v1.txt", "image_shape": [3, 32, 320]},
+        "Predict": {"images": "doc/imgs_words/ch/word_1.jpg",
+                    "save_res_path": "./output/rec/predicts_chinese_common_v2.0.txt"},
         "Architecture": {"model_type": "rec", "algorithm": "CRNN", "Backbone": {"name": "ResNet", "layers": 34},
-                         "Neck": {"name": "SequenceEncoder", "encoder_type": "rnn", "hidden_size": 128},
-                         "Head": {"name": "CTCHead", "fc_decay": 0.00005}},
+                         "Neck": {"name": "SequenceEncoder", "encoder_type": "rnn", "hidden_size": 256},
+                         "Head": {"name": "CTCHead", "fc_decay": 0.00004}},
         "Loss": {"name": "CTCLoss"},
         "Metric": {"main_indicator": "acc", "ignore_space": True},
         "Optimizer": {"name": "adam", "beta1": 0.9, "beta2": 0.999, "warmup_steps": 0, "min_lr": 0.0,
-                      "schedule": "cosine", "lr": 0.002, "weight_decay": 0.00005, "grad_clip_norm": 0.0},
+                      "schedule": "cosine", "lr": 0.001, "warmup_epochs": 5, "weight_decay": 0.00004,
+                      "grad_clip_norm": 0.0},
         "Train": {"dataset": {**ds("train"), "aug": True},
-                  "loader": {"shuffle": True, "batch_size_per_card": 128, "drop_last": True, "num_workers": 4}},
+                  "loader": {"shuffle": True, "batch_size_per_card": 256, "drop_last": True, "num_workers": 8}},
         "Eval": {"dataset": ds("val"),
-                 "loader": {"shuffle": False, "drop_last": False, "batch_size_per_card": 128, "num_workers": 4}},
+                 "loader": {"shuffle": False, "drop_last": False, "batch_size_per_card": 256, "num_workers": 8}},
     }
     assert report.mapped["Train.dataset.transforms[1].RecAug"] == "Train.dataset.aug"
     assert report.mapped["Optimizer.regularizer.factor"] == "Optimizer.weight_decay"
+    assert report.mapped["Optimizer.lr.warmup_epoch"] == "Optimizer.warmup_epochs"  # v2.0's warmup: mapped
     assert list(report.no_effect) == ["Global.save_inference_dir", "Global.use_gpu", "Global.infer_mode",
                                       "Architecture.Transform"]
 
 
 def test_v4_multihead_multiscale_and_warmup():
-    ours, report = translate(load("ch_PP-OCRv4_rec.yml"))
+    ours, report = translate(load(V4))
     head = ours["Architecture"]["Head"]
     assert head["name"] == "MultiHead" and [next(iter(h)) for h in head["head_list"]] == ["CTCHead", "NRTRHead"]
     assert head["head_list"][0]["CTCHead"]["Head"]["fc_decay"] == 0.00001
@@ -196,26 +207,88 @@ def test_v4_multihead_multiscale_and_warmup():
     assert ours["Architecture"]["Neck"] is None and "Architecture.Neck" in report.derived
     assert ours["Loss"] == {"name": "MultiLoss", "loss_config_list": [{"CTCLoss": None}, {"NRTRLoss": None}]}
     opt = ours["Optimizer"]
-    assert (opt["schedule"], opt["lr"], opt["warmup_epochs"], opt["warmup_steps"]) == ("cosine", 0.0008, 3, 0)
+    assert (opt["schedule"], opt["lr"], opt["warmup_epochs"], opt["warmup_steps"]) == ("cosine", 0.001, 5, 0)
     assert "restarts it with the full length" in report.approximated["Optimizer.lr.warmup_epoch"]
     assert ours["Train"]["sampler"] == {"name": "MultiScaleSampler", "scales": [[320, 32], [320, 48], [320, 64]],
-                                        "first_bs": 96, "fix_bs": False, "divided_factor": [8, 16],
+                                        "first_bs": 192, "fix_bs": False, "divided_factor": [8, 16],
                                         "is_training": True}
     assert not any(k.startswith("concat_aug") for k in ours["Train"]["dataset"])  # RecConAug: reported, not applied
     assert report.approximated["Train.dataset.transforms[1].RecConAug"] == "line concatenation is not applied here"
     assert "RecConAug" in report.approximated_line() and "RecConAug.prob" not in report.approximated_line()
     assert ours["Train"]["dataset"]["gtc_encode"] == "NRTRLabelEncode"
     assert ours["Global"]["image_shape"] == [3, 48, 320]  # from Eval's RecResizeImg; Train is multi-scale
-    assert "resize_mode" not in ours["Eval"]["dataset"]  # eval_mode: true with a dict file: reported
-    assert "Eval.dataset.transforms[2].RecResizeImg.eval_mode" in report.approximated
-    # the op's own max_text_length 100 is overridden by Global's 25 in PaddleOCR: reported, not used
-    assert "Eval.dataset.transforms[1].MultiLabelEncode.max_text_length" in report.no_effect
+    # the op's own max_text_length is overridden by Global's in PaddleOCR: reported, not used
+    assert "Train.dataset.transforms[1].RecConAug.max_text_length" in report.no_effect
     assert ours["Global"]["max_text_length"] == 25
 
 
+def test_v5_latin_without_global_max_text_length_and_eval_mode():
+    """latin_PP-OCRv5_mobile_rec.yml has no Global.max_text_length: PaddleOCR's ops keep their own (Train 25, Eval
+    1000). Ours is Train's encoder's; Eval's other value is reported. Its Eval eval_mode free-width: reported."""
+    name = "PP-OCRv5/multi_language/latin_PP-OCRv5_mobile_rec.yml"
+    ours, report = translate(load(name))
+    assert ours["Global"]["max_text_length"] == 25
+    assert report.mapped["Train.dataset.transforms[3].MultiLabelEncode.max_text_length"] == "Global.max_text_length"
+    assert report.mapped["Train.dataset.transforms[1].RecConAug.max_text_length"] == "Global.max_text_length"
+    assert report.approximated["Eval.dataset.transforms[1].MultiLabelEncode.max_text_length"].startswith(
+        "1000 here is 25 (Train.dataset.transforms[3].MultiLabelEncode.max_text_length)")
+    assert "resize_mode" not in ours["Eval"]["dataset"] and "Eval.dataset.transforms[2].RecResizeImg.eval_mode" in \
+        report.approximated
+    assert ours["Global"]["pretrained_model"] == "PP-OCRv5_mobile_rec_pretrained.pdparams"
+
+
+def test_keys_paddleocr_does_not_read_are_no_effect(tmp_path):
+    """profiler_options (top level; PaddleOCR's -p flag overwrites it), Global.character_type (whatever the dict),
+    d2s_train_image_shape, Eval.loader.shuffle true: each reported once, in the one no-effect line."""
+    _, report = translate(load("PP-OCRv4/en_PP-OCRv4_mobile_rec.yml"))
+    line = report.no_effect_line()
+    assert "profiler_options" in report.no_effect and line.count("profiler_options") == 1 and "\n" not in line
+    _, report = translate(load(V5M))
+    assert "Global.d2s_train_image_shape" in report.no_effect
+    for ctype in ("en", "ch", "EN"):
+        data = with_change(V2, "Global.character_type", ctype)
+        _, rep = translate(data)
+        assert rep.no_effect["Global.character_type"].startswith("PaddleOCR no longer reads it")
+    _, rep = translate(load("PP-OCRv5/multi_language/korean_PP-OCRv5_mobile_rec.yml"))
+    assert "Eval.loader.shuffle" in rep.no_effect
+    with pytest.raises(ConfigError, match=r"Eval\.loader\.shuffle/drop_last must be false"):
+        (tmp_path / "x.yml").write_text(yaml.safe_dump(with_change(V2, "Eval.loader.drop_last", True)))
+        load_any_config(tmp_path / "x.yml", [], REC.RecConfig)  # drop_last true would leave samples unscored
+    with pytest.raises(ConfigError, match=r"profiler_option: unknown top-level section; did you mean "
+                                          r"'profiler_options'"):
+        translate({**load(V2), "profiler_option": None})
+
+
+@pytest.mark.parametrize("name", [n for n, v in EXPECTED.items() if v != "trains"])
+def test_what_this_version_does_not_build_is_one_line_naming_it(name):
+    with pytest.raises(ConfigError) as exc:
+        translate(yaml.safe_load((FIXTURES / name).read_text(encoding="utf-8")), source=name)
+    assert re.search(EXPECTED[name]["error"], str(exc.value)) and "\n" not in str(exc.value)
+
+
+def test_other_paddleocr_algorithm_is_named_before_its_keys():
+    """PaddleOCR's NRTR / SAR / ... configs carry keys of their own (Architecture.in_channels, Global.num_heads): the
+    one line names the algorithm, not a key."""
+    data = with_change(V2, "Architecture.algorithm", "NRTR")
+    data["Architecture"]["in_channels"] = 1
+    data["Global"]["num_heads"] = 8
+    with pytest.raises(ConfigError, match=r"^Architecture\.algorithm: 'NRTR' is PaddleOCR's, but this version does not "
+                                          r"build it; built here: CRNN, SVTR_LCNet, SVTR_HGNet, SVTR \(in test\.yml\)$"):
+        translate(data)
+
+
+def test_distillation_is_named_before_its_other_keys():
+    """A distillation YAML's CombinedLoss / DistillationCTCLabelDecode / DistillationMetric are not reported as
+    unknown: the one line names the DistillationModel and its Teacher/Student backbones."""
+    data = yaml.safe_load((FIXTURES / "PP-OCRv4/PP-OCRv4_mobile_rec_distillation.yml").read_text(encoding="utf-8"))
+    assert data["Loss"]["name"] == "CombinedLoss" and data["PostProcess"]["name"].startswith("Distillation")
+    with pytest.raises(ConfigError, match=r"Models Teacher: SVTRNet, Student: PPLCNetV3\) are not built here"):
+        translate(data)
+
+
 def test_v5_names_and_server_interval():
-    mobile, _ = translate(load("PP-OCRv5_mobile_rec.yml"))
-    server, rep = translate(load("PP-OCRv5_server_rec.yml"))
+    mobile, _ = translate(load(V5M))
+    server, rep = translate(load(V5S))
     assert mobile["Export"]["model_name"] == "PP-OCRv5_mobile_rec"
     assert mobile["Architecture"]["Backbone"] == {"name": "PPLCNetV3", "scale": 0.95}
     assert server["Architecture"]["Backbone"] == {"name": "PPHGNetV2_B4", "text_rec": True}
@@ -226,7 +299,7 @@ def test_v5_names_and_server_interval():
 # ----------------------------------------------------------------------------- -o and the loader hook
 def test_overrides_use_paddleocr_keys(tmp_path):
     lines = []
-    cfg = load_any_config(FIXTURES / "PP-OCRv5_mobile_rec.yml",
+    cfg = load_any_config(FIXTURES / V5M,
                           [["Global.epoch_num=3", "Global.save_model_dir=" + str(tmp_path / "out")],
                            ["Train.dataset.data_dir=/data/rec", "Optimizer.lr.learning_rate=0.01",
                             "Train.loader.num_workers=0"]], ProposedRecConfig, notes=lines)
@@ -238,25 +311,25 @@ def test_overrides_use_paddleocr_keys(tmp_path):
 
 
 def test_overrides_of_our_own_keys_pass_through():
-    cfg = load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml",
+    cfg = load_any_config(FIXTURES / V2,
                           ["Global.max_steps=5", "AMP.enable=true", "EMA.enable=true", "Train.accumulate_steps=2"],
                           ProposedRecConfig)
     assert (cfg.Global.max_steps, cfg.AMP.enable, cfg.EMA.enable, cfg.Train.accumulate_steps) == (5, True, True, 2)
     with pytest.raises(ConfigError, match="Global.epochs.*did you mean 'epoch_num'"):
-        load_any_config(FIXTURES / "rec_chinese_common_train_v2.0.yml", ["Global.epochs=5"], ProposedRecConfig)
+        load_any_config(FIXTURES / V2, ["Global.epochs=5"], ProposedRecConfig)
 
 
 def test_override_with_a_wrong_key_suggests_the_paddleocr_key():
     with pytest.raises(ConfigError, match=r"Global\.epoch_nums.*did you mean 'epoch_num'"):
-        load_any_config(FIXTURES / "ch_PP-OCRv4_rec.yml", ["Global.epoch_nums=3"], ProposedRecConfig)
+        load_any_config(FIXTURES / V4, ["Global.epoch_nums=3"], ProposedRecConfig)
     with pytest.raises(ConfigError, match=r"Train\.loader\.batch_size.*did you mean 'batch_size_per_card'"):
-        load_any_config(FIXTURES / "ch_PP-OCRv4_rec.yml", ["Train.loader.batch_size=8"], ProposedRecConfig)
+        load_any_config(FIXTURES / V4, ["Train.loader.batch_size=8"], ProposedRecConfig)
 
 
 def test_paddleocr_backbone_without_an_implementation_is_named_first():
     """PaddleOCR's MobileNetV3 (ch_ppocr_mobile_v2.0_rec) is recognised but not built here: the error names
     the backbone and what is built, before its own keys (model_name, ...) could be reported as unknown."""
-    data = with_change("rec_chinese_common_train_v2.0.yml", "Architecture.Backbone.name", "MobileNetV3")
+    data = with_change(V2, "Architecture.Backbone.name", "MobileNetV3")
     data["Architecture"]["Backbone"]["model_name"] = "small"
     with pytest.raises(ConfigError, match=r"Architecture\.Backbone\.name: 'MobileNetV3' is PaddleOCR's, but this "
                                           r"version has no implementation of it; built here: PPLCNetV3, .*ResNet"):
@@ -264,55 +337,55 @@ def test_paddleocr_backbone_without_an_implementation_is_named_first():
 
 
 def test_unknown_key_in_the_file_suggests():
-    data = load("rec_chinese_common_train_v2.0.yml")
+    data = load(V2)
     data["Global"]["print_batch_stp"] = 10
     with pytest.raises(ConfigError, match=r"Global\.print_batch_stp: unknown PaddleOCR key; did you mean "
                                           r"'print_batch_step'.*test\.yml"):
         translate(data)
-    data = load("rec_chinese_common_train_v2.0.yml")
+    data = load(V2)
     data["Train"]["dataset"]["transforms"][3]["RecResizeImg"]["imag_shape"] = [3, 32, 320]
     with pytest.raises(ConfigError, match=r"transforms\[3\]\.RecResizeImg\.imag_shape.*'image_shape'"):
         translate(data)
     with pytest.raises(ConfigError, match=r"Architecture\.Backbone\.name.*'ResNetX'.*did you mean 'ResNet'"):
-        translate(with_change("rec_chinese_common_train_v2.0.yml", "Architecture.Backbone.name", "ResNetX"))
+        translate(with_change(V2, "Architecture.Backbone.name", "ResNetX"))
 
 
 def test_class_names_ignore_case_only():
-    ours, report = translate(with_change("rec_chinese_common_train_v2.0.yml", "Optimizer.name", "adam"))
+    ours, report = translate(with_change(V2, "Optimizer.name", "adam"))
     assert ours["Optimizer"]["name"] == "adam"
-    ours, _ = translate(with_change("rec_chinese_common_train_v2.0.yml", "Architecture.Neck.name", "sequenceencoder"))
+    ours, _ = translate(with_change(V2, "Architecture.Neck.name", "sequenceencoder"))
     assert ours["Architecture"]["Neck"]["name"] == "SequenceEncoder"
-    ours, _ = translate(with_change("rec_r34_vd_none_bilstm_ctc.yml", "Train.dataset.name", "LMDBDateSet"))
+    ours, _ = translate(with_change(R34, "Train.dataset.name", "LMDBDateSet"))
     assert ours["Train"]["dataset"]["format"] == "lmdb"  # older PaddleOCR's spelling
 
 
 # ----------------------------------------------------------------------------- meaning-changing values
 @pytest.mark.parametrize("name,path,value,match", [
-    ("rec_chinese_common_train_v2.0.yml", "Train.dataset.ratio_list", [0.5, 0.5], r"Train\.dataset\.ratio_list"),
-    ("rec_chinese_common_train_v2.0.yml", "Architecture.Transform", {"name": "TPS", "num_fiducial": 20},
+    (V2, "Train.dataset.ratio_list", [0.5, 0.5], r"Train\.dataset\.ratio_list"),
+    (V2, "Architecture.Transform", {"name": "TPS", "num_fiducial": 20},
      r"Architecture\.Transform: a rectification Transform"),
-    ("rec_chinese_common_train_v2.0.yml", "Optimizer.regularizer", {"name": "L1", "factor": 1e-4},
+    (V2, "Optimizer.regularizer", {"name": "L1", "factor": 1e-4},
      r"Optimizer\.regularizer\.name: 'L1'"),
-    ("rec_chinese_common_train_v2.0.yml", "Loss.name", "MultiLoss", r"Loss\.loss_config_list"),
-    ("rec_chinese_common_train_v2.0.yml", "PostProcess.name", "AttnLabelDecode", r"PostProcess\.name"),
-    ("rec_chinese_common_train_v2.0.yml", "Eval.dataset.transforms.2.RecResizeImg.image_shape", [3, 48, 320],
+    (V2, "Loss.name", "MultiLoss", r"Loss\.loss_config_list"),
+    (V2, "PostProcess.name", "AttnLabelDecode", r"PostProcess\.name"),
+    (V2, "Eval.dataset.transforms.2.RecResizeImg.image_shape", [3, 48, 320],
      r"Eval\.dataset\.transforms\[2\]\.RecResizeImg\.image_shape: \[3, 48, 320\] differs"),
-    ("rec_chinese_common_train_v2.0.yml", "Eval.dataset.transforms.0.DecodeImage.img_mode", "RGB",
+    (V2, "Eval.dataset.transforms.0.DecodeImage.img_mode", "RGB",
      r"Eval\.dataset\.transforms\[0\]\.DecodeImage\.img_mode: RGB .*decoded BGR here"),
-    ("rec_chinese_common_train_v2.0.yml", "Global.character_dict_path", "",
+    (V2, "Global.character_dict_path", "",
      r"Global\.character_dict_path: empty .*not supported here"),
-    ("rec_chinese_common_train_v2.0.yml", "Eval.dataset.transforms.2.RecResizeImg.padding", False,
+    (V2, "Eval.dataset.transforms.2.RecResizeImg.padding", False,
      r"RecResizeImg\.padding: false .*not supported here"),
-    ("rec_chinese_common_train_v2.0.yml", "Train.dataset.transforms.1", {"RecAug": {"aug_prob": 0.2}},
+    (V2, "Train.dataset.transforms.1", {"RecAug": {"aug_prob": 0.2}},
      r"RecAug\.aug_prob: RecAug parameters are not supported"),
-    ("rec_chinese_common_train_v2.0.yml", "Train.dataset.transforms.4.KeepKeys.keep_keys", ["image", "label"],
+    (V2, "Train.dataset.transforms.4.KeepKeys.keep_keys", ["image", "label"],
      r"KeepKeys\.keep_keys"),
-    ("ch_PP-OCRv4_rec.yml", "Train.dataset.ext_op_transform_idx", 2, r"Train\.dataset\.ext_op_transform_idx"),
-    ("ch_PP-OCRv4_rec.yml", "Train.dataset.ds_width", True, r"Train\.dataset\.ds_width"),
-    ("ch_PP-OCRv4_rec.yml", "Architecture.Head.name", "CTCHead", r"Loss\.name: MultiLoss does not go with"),
-    ("ch_PP-OCRv4_rec.yml", "Optimizer.lr.name", "OneCycle", r"Optimizer\.lr\.name: lr schedule 'OneCycle'"),
-    ("ch_PP-OCRv4_rec.yml", "Global.infer_mode", True, r"Global\.infer_mode"),
-    ("ch_PP-OCRv4_rec.yml", "Train.dataset.transforms.3.MultiLabelEncode.gtc_encode", "SARLabelEncode",
+    (V4, "Train.dataset.ext_op_transform_idx", 2, r"Train\.dataset\.ext_op_transform_idx"),
+    (V4, "Train.dataset.ds_width", True, r"Train\.dataset\.ds_width"),
+    (V4, "Architecture.Head.name", "CTCHead", r"Loss\.name: MultiLoss does not go with"),
+    (V4, "Optimizer.lr.name", "OneCycle", r"Optimizer\.lr\.name: lr schedule 'OneCycle'"),
+    (V4, "Global.infer_mode", True, r"Global\.infer_mode"),
+    (V4, "Train.dataset.transforms.3.MultiLabelEncode.gtc_encode", "SARLabelEncode",
      r"MultiLabelEncode\.gtc_encode: SARLabelEncode does not go with Architecture\.Head\.head_list\[1\] NRTRHead"),
 ])
 def test_meaning_changing_value_is_an_error_naming_the_key(name, path, value, match):
@@ -321,13 +394,13 @@ def test_meaning_changing_value_is_an_error_naming_the_key(name, path, value, ma
 
 
 def test_ratio_list_of_ones_is_accepted():
-    ours, report = translate(with_change("rec_chinese_common_train_v2.0.yml", "Train.dataset.ratio_list", [1.0]))
+    ours, report = translate(with_change(V2, "Train.dataset.ratio_list", [1.0]))
     assert report.mapped["Train.dataset.ratio_list"].startswith("fixed:")
 
 
 # ----------------------------------------------------------------------------- optimizer semantics
 def _opt(**changes):
-    data = load("rec_chinese_common_train_v2.0.yml")
+    data = load(V2)
     data["Optimizer"].update(changes)
     data["Optimizer"] = {k: v for k, v in data["Optimizer"].items() if v is not None}
     ours, report = translate(data)
@@ -364,7 +437,7 @@ def test_lr_schedules():
 
 
 def test_global_device_and_int_eval_step():
-    data = load("rec_chinese_common_train_v2.0.yml")
+    data = load(V2)
     data["Global"].update(use_gpu=False, eval_batch_step=500, use_amp=True)
     ours, report = translate(data)
     assert ours["Global"]["device"] == "cpu" and "Global.use_gpu" not in report.no_effect

@@ -25,7 +25,12 @@ Facts of PaddleOCR that the mapping follows (its code, read, not copied):
   ``eval_batch_step: [start, every]``; never per epoch;
 - ``latest`` is saved every epoch, ``iter_epoch_N`` every ``save_epoch_step`` epochs;
 - ``RecMetric`` ignores spaces by default (``ignore_space: true``);
-- an empty ``character_dict_path`` means the built-in 36-char lowercase dict (labels lowercased).
+- an empty ``character_dict_path`` means the built-in 36-char lowercase dict (labels lowercased);
+- the top-level ``profiler_options`` is overwritten by tools/program.py's ``-p`` flag, ``Global.character_type`` is
+  read by no current code, and without ``Global.max_text_length`` each data op keeps its own value.
+
+A network this version does not build (a DistillationModel, another algorithm, a backbone without an implementation)
+is named in one ConfigError before any of the file's keys is read (``_Translator.preflight``).
 
 Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS; ``report.proposed``
 names the ones a given file uses, and the recipe's translator (``paddleocr_rec_translator``, the OCR recipe's
@@ -65,6 +70,8 @@ PROPOSED_KEYS: Dict[str, str] = {
 
 PADDLEOCR_SECTIONS = ("Global", "Optimizer", "Architecture", "Loss", "PostProcess", "Metric", "Train", "Eval")
 OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed through as written
+# Top-level keys PaddleOCR's YAMLs carry that its training never reads from the file: key -> why.
+IGNORED_SECTIONS = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
 OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir")
 
 # Keys found only in PaddleOCR configs: any one of them marks a file as PaddleOCR's.
@@ -95,6 +102,11 @@ ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
 MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
 ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")
+# Architecture.algorithm values of PaddleOCR's other rec configs (configs/rec/*.yml): recognised, not built here.
+PPOCR_OTHER_ALGORITHMS = ("ABINet", "CAN", "CPPD", "LaTeXOCR", "NRTR", "PP-FormulaNet-L", "PP-FormulaNet-S",
+                          "PP-FormulaNet_plus-L", "PP-FormulaNet_plus-M", "PP-FormulaNet_plus-S", "PREN", "ParseQ",
+                          "RARE", "RFL", "RobustScanner", "Rosetta", "SAR", "SATRN", "SEED", "SPIN", "SRN", "STARNet",
+                          "UniMERNet", "ViTSTR", "VisionLAN")
 LOSSES = ("CTCLoss", "MultiLoss")
 MULTILOSS_PARTS = ("CTCLoss", "NRTRLoss", "SARLoss")
 OPTIMIZERS = {"Adam": "adam", "AdamW": "adamw", "Momentum": "momentum", "SGD": "sgd"}
@@ -184,6 +196,7 @@ class _Translator:
         self.shapes: List[Tuple[str, list]] = []  # (path, [C, H, W]) of every RecResizeImg
         self.img_modes: List[Tuple[str, str]] = []
         self.gtc: Dict[str, Tuple[str, str]] = {}  # split -> (MultiLabelEncode's gtc_encode, its path)
+        self.op_lengths: List[Tuple[str, Any]] = []  # (op path, its max_text_length) when Global has none
 
     # ------------------------------------------------------------------ recording
     def error(self, path: str, msg: str) -> ConfigError:
@@ -241,10 +254,13 @@ class _Translator:
 
     # ------------------------------------------------------------------ sections
     def run(self) -> Tuple[dict, TranslationReport]:
-        allowed = PADDLEOCR_SECTIONS + OUR_SECTIONS
+        self.preflight()
+        allowed = PADDLEOCR_SECTIONS + OUR_SECTIONS + tuple(IGNORED_SECTIONS)
         for key in self.src:
             if key not in allowed:
                 raise self.error(str(key), f"unknown top-level section{_suggest(str(key), list(allowed))}")
+            if key in IGNORED_SECTIONS:
+                self.none(str(key), IGNORED_SECTIONS[key])
         g = self.check_keys(self.src.get("Global"), self._global_keys(), "Global")
         self.g = g
         self.global_()
@@ -261,6 +277,32 @@ class _Translator:
                 for k, v in (self.src[sec] or {}).items():
                     self.map(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
         return self.ours, self.report
+
+    def no_distillation(self, a: dict, alone: str) -> None:
+        """A PaddleOCR DistillationModel (Architecture.Models: Teacher/Student, ...) is one ConfigError naming its
+        models' backbones; `alone` says how to train one of them instead."""
+        if a.get("name") == "DistillationModel" or "Models" in a:
+            models = ", ".join(f"{k}: {(v or {}).get('Backbone', {}).get('name', '?')}"
+                               for k, v in (a.get("Models") or {}).items() if isinstance(v, dict))
+            raise self.error("Architecture.name", f"{a.get('name', 'Models')!r}: PaddleOCR distillation models "
+                             f"(Models {models}) are not built here; train one model alone ({alone})")
+
+    def preflight(self) -> None:
+        """The model itself first: a PaddleOCR network this version does not build is named before any key of
+        the file could be reported (a distillation model's Loss/PostProcess/Metric names, a backbone's args)."""
+        a = self.src.get("Architecture")
+        if not isinstance(a, dict):
+            return
+        self.no_distillation(a, "its section under Architecture.Models as Architecture, Loss CTCLoss/MultiLoss, "
+                                "PostProcess CTCLabelDecode")
+        if a.get("algorithm") in PPOCR_OTHER_ALGORITHMS:  # before its own keys (in_channels, ...) read as unknown
+            raise self.error("Architecture.algorithm", f"{a['algorithm']!r} is PaddleOCR's, but this version does not "
+                             f"build it; built here: {', '.join(ALGORITHMS)}")
+        b = a.get("Backbone")
+        name = b.get("name") if isinstance(b, dict) else None
+        if name in BACKBONES and name not in _built_backbones():
+            raise self.error("Architecture.Backbone.name", f"{name!r} is PaddleOCR's, but this version has no "
+                             f"implementation of it; built here: {', '.join(_built_backbones())}")
 
     @staticmethod
     def _global_keys():
@@ -324,12 +366,8 @@ class _Translator:
             if not self.dict_path:
                 raise self.error("Global.character_dict_path", "empty (PaddleOCR's built-in lowercase 36-char dict, "
                                  "labels lowercased) is not supported here: give a dict file")
-        if "character_type" in g:  # PaddleOCR <= 2.1: en = built-in dict, ch = a dict file
-            want = "en" if not self.dict_path else "ch"
-            if str(g["character_type"]).lower() != want:
-                raise self.error("Global.character_type", f"{g['character_type']!r} contradicts "
-                                 f"character_dict_path {self.dict_path!r} (which means {want!r})")
-            self.none("Global.character_type", "implied by character_dict_path")
+        if "character_type" in g:  # an old key: PaddleOCR's current code does not read it
+            self.none("Global.character_type", "PaddleOCR no longer reads it (the dict is character_dict_path)")
         if "use_gpu" in g:
             if g["use_gpu"]:
                 self.none("Global.use_gpu", "the device is chosen automatically (GPU when paddle has CUDA)")
@@ -388,9 +426,6 @@ class _Translator:
                 raise self.error(path, "needs a name")
             node = copy.deepcopy(node)
             node["name"] = _canon(node["name"], names, f"{path}.name", part.lower(), self.source)
-            if part == "Backbone" and node["name"] not in _built_backbones():
-                raise self.error(f"{path}.name", f"{node['name']!r} is PaddleOCR's, but this version has no "
-                                 f"implementation of it; built here: {', '.join(_built_backbones())}")
             if part == "Neck" and node["name"] == "SequenceEncoder":
                 _canon(node.get("encoder_type"), ENCODER_TYPES, f"{path}.encoder_type", "encoder_type", self.source)
             if part == "Head":
@@ -682,6 +717,8 @@ class _Translator:
                 continue
             if k in self.g:  # PaddleOCR merges Global's value over the op's, so the op's value never counts
                 self.none(f"{op}.{k}", f"overridden by Global.{k}, as in PaddleOCR")
+            elif k == "max_text_length":  # each op keeps its own value: one of them becomes ours (consistency)
+                self.op_lengths.append((op, args[k]))
             else:
                 raise self.error(f"{op}.{k}", f"set Global.{k} instead (one value for the whole run)")
 
@@ -786,6 +823,9 @@ class _Translator:
         lo = self.check_keys(lo, ("shuffle", "batch_size_per_card", "drop_last", "num_workers", "use_shared_memory",
                                   "persistent_workers", "prefetch_factor"), p)
         for k, v in lo.items():
+            if split == "Eval" and k == "shuffle" and v:  # every sample is scored once: the order changes nothing
+                self.none(f"{p}.{k}", "true: the metrics do not depend on the order (Eval reads in order here)")
+                continue
             if k == "batch_size_per_card" and bs_from is not None:
                 first = self.src["Train"]["sampler"]["first_bs"]
                 if v != first:
@@ -794,6 +834,23 @@ class _Translator:
             self.map(f"{p}.{k}", v, f"{p}.{k}")
         if bs_from is not None and "batch_size_per_card" not in self.ours.get(split, {}).get("loader", {}):
             self.put(f"{p}.batch_size_per_card", self.src["Train"]["sampler"]["first_bs"])
+
+    def _op_max_text_length(self) -> None:
+        """No Global.max_text_length: PaddleOCR's data ops use their own. Ours is one value for the run: the
+        Train label encoder's (else the first op's); another op's value that differs is reported."""
+        if not self.op_lengths:
+            return
+        enc = self.encoders.get("Train", (None, ""))[1]
+        src, value = next(((p, v) for p, v in self.op_lengths if p == enc), self.op_lengths[0])
+        self.map(f"{src}.max_text_length", int(value), "Global.max_text_length")
+        for path, v in self.op_lengths:
+            if path == src:
+                continue
+            if int(v) == int(value):
+                self.report.mapped[f"{path}.max_text_length"] = "Global.max_text_length"
+            else:
+                self.report.approximated[f"{path}.max_text_length"] = (
+                    f"{v} here is {value} ({src}.max_text_length): longer labels are counted skips")
 
     def consistency(self) -> None:
         """One image shape, one channel order, label encoders that match the loss, keep_keys that match them."""
@@ -805,6 +862,7 @@ class _Translator:
             if shape != first:
                 raise self.error(path, f"{shape} differs from {first_path} {first}: one input shape per run")
         self.put("Global.image_shape", first)
+        self._op_max_text_length()
         for path, mode in self.img_modes:  # our pipeline decodes BGR (transforms.decode_image), as PaddleOCR's rec
             if mode != "BGR":
                 raise self.error(path, f"{mode} (PaddleOCR's default when img_mode is absent is RGB): images are "

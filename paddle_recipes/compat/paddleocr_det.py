@@ -29,7 +29,6 @@ from paddle_recipes.config import ConfigError, _suggest
 
 from .paddleocr import TranslationReport, _canon, _schema_has, _Translator, paddleocr_rec_translator
 
-IGNORED_TOP = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
 REC_ONLY_GLOBAL = ("character_dict_path", "character_type", "max_text_length", "infer_mode", "use_space_char")
 DATASETS = ("SimpleDataSet", "TextDetDataset")
 # The one det pipeline each split runs here, in PaddleOCR's order; (optional ops in OPTIONAL).
@@ -67,15 +66,6 @@ class _DetTranslator(_Translator):
         super().__init__(data, source)
         self.schema = schema
 
-    def run(self) -> Tuple[dict, TranslationReport]:
-        """compat.paddleocr's run (the section order), after preflight and the top-level keys PaddleOCR ignores."""
-        self.preflight()
-        for key, why in IGNORED_TOP.items():
-            if key in self.src:
-                self.none(key, why)
-                del self.src[key]
-        return super().run()
-
     def _global_keys(self):
         return [k for k in super()._global_keys() if k not in REC_ONLY_GLOBAL]
 
@@ -96,12 +86,8 @@ class _DetTranslator(_Translator):
         a = self.src.get("Architecture")
         if not isinstance(a, dict):
             raise self.error("Architecture", "is required (a mapping)")
-        if a.get("name") == "DistillationModel" or "Models" in a:
-            models = ", ".join(f"{k}: {(v or {}).get('Backbone', {}).get('name', '?')}"
-                               for k, v in (a.get("Models") or {}).items() if isinstance(v, dict))
-            raise self.error("Architecture.name", f"{a.get('name', 'Models')!r}: PaddleOCR distillation models "
-                             f"(Models {models}) are not built here; train one model alone (the Student's section as "
-                             "Architecture, Loss DBLoss, PostProcess DBPostProcess, Metric DetMetric)")
+        self.no_distillation(a, "the Student's section as Architecture, Loss DBLoss, PostProcess DBPostProcess, "
+                                "Metric DetMetric")
         if a.get("model_type", "det") != "det":
             raise self.error("Architecture.model_type", f"{a['model_type']!r}: this recipe trains det models")
         if a.get("algorithm", "DB") != "DB":

@@ -95,6 +95,9 @@ def write_lmdb(out_dir: str | os.PathLike, samples: Iterable[tuple[bytes, str]],
     return n
 
 
+_LMDB_ENVS: dict = {}  # (pid, resolved path) -> ((inode, size, mtime) of data.mdb, the env LmdbDatasets share)
+
+
 class LmdbDataset:
     """PaddleOCR-layout LMDB(s) as a map-style dataset: ``ds[i] -> (image_bytes, label)``.
 
@@ -116,10 +119,24 @@ class LmdbDataset:
 
     @staticmethod
     def _open(path: Path):
+        """This process's one read-only environment of `path`, shared by every LmdbDataset (lmdb opens a path
+        once per process: Train and Eval on one LMDB, or two runs in one process, would fail otherwise)."""
         import lmdb
 
-        return lmdb.open(str(path), readonly=True, lock=False, readahead=False, meminit=False,
-                         max_readers=64)
+        pid = os.getpid()
+        for key in [k for k in _LMDB_ENVS if k[0] != pid]:  # inherited through fork: unmap (see _envs_here)
+            try:
+                _LMDB_ENVS.pop(key)[1].close()
+            except Exception:  # pragma: no cover - best effort
+                pass
+        key, st = (pid, str(Path(path).resolve())), (Path(path) / "data.mdb").stat()
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if key in _LMDB_ENVS and _LMDB_ENVS[key][0] != stamp:  # the file was replaced: the old map is stale
+            _LMDB_ENVS.pop(key)[1].close()
+        if key not in _LMDB_ENVS:
+            _LMDB_ENVS[key] = (stamp, lmdb.open(str(path), readonly=True, lock=False, readahead=False,
+                                                meminit=False, max_readers=64))
+        return _LMDB_ENVS[key][1]
 
     @classmethod
     def _read_num_samples(cls, path: Path) -> int:
@@ -143,8 +160,6 @@ class LmdbDataset:
                 raw = txn.get(b"num-samples")
         except lmdb.Error as exc:
             raise LmdbFormatError(f"cannot read lmdb {path / 'data.mdb'}: {exc}") from None
-        finally:
-            env.close()
         if raw is None:
             raise LmdbFormatError(f"{path}: key 'num-samples' is missing; not a PaddleOCR-style lmdb")
         try:

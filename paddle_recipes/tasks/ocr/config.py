@@ -14,6 +14,7 @@ from paddle_recipes.optim import OptimizerConfig
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
 from .dataset import DatasetConfig
+from .export_paddleocr import model_name_for
 from .losses import LossConfig
 from .models import ArchitectureConfig
 from .ppocr_io import RecExportConfig, RecPredictConfig
@@ -140,5 +141,9 @@ def check_rec_config(cfg: RecConfig) -> None:
     if cfg.Eval.dataset.ratio_list or (cfg.Train.dataset.ratio_list and not multiscale):
         raise ConfigError("dataset.ratio_list (a fraction of each label file per epoch) needs Train with a "
                           "MultiScaleSampler")
+    try:  # Export.model_name names the exported network (checked before a run, not after training)
+        model_name_for(cfg.Architecture.Backbone.name, cfg.Export.model_name)
+    except ValueError as exc:
+        raise ConfigError(f"Export.model_name: {exc}") from None
     if multi and cfg.Global.max_text_length < 3:
         raise ConfigError("Global.max_text_length must be >= 3 for NRTR labels ([<s>, text, </s>])")

@@ -17,15 +17,16 @@ from ...export import ExportedModel, inference_files
 from ...ppocr_logs import rec_cur_metric
 from ...ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig
 from ...recipe import PredictConfig
-from .export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, resolve_model_name
+from .export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, model_name_for, resolve_model_name
 from .postprocess import ctc_greedy_decode
 
 
 @dataclass
 class RecExportConfig(PPOCRExportConfig):
-    """PPOCRExportConfig of the recognizer: the folder also holds character_dict.txt; model_name "" =
-    PP-OCRv5_server_rec (one of export_paddleocr.PADDLEX_REC_MODEL_NAMES; paddleocr's TextRecognition(model_name=...)
-    must equal it); legacy: inference.pdmodel for paddleocr 2.x predict_rec."""
+    """PPOCRExportConfig of the recognizer: the folder also holds character_dict.txt. model_name "" = PaddleOCR's
+    model of the exported network (PP-OCRv5_mobile_rec for PPLCNetV3, PP-OCRv6_medium_rec for PPLCNetV4,
+    PP-OCRv5_server_rec for PPHGNetV2_B4 and for networks paddlex has no name for; export_paddleocr.model_name_for);
+    paddleocr's TextRecognition(model_name=...) must equal it. legacy: inference.pdmodel for paddleocr 2.x predict_rec."""
     resolve_model_name = staticmethod(resolve_model_name)
 
 
@@ -63,7 +64,8 @@ class PaddleOCRExport:
         return probabilities_model(model), {}
 
     def export_files(self, deploy, prefix: str):
-        return export_paddleocr_layout(deploy, self.charset.chars, self.cfg.Global.image_shape, prefix, self.cfg.Export)
+        return export_paddleocr_layout(deploy, self.charset.chars, self.cfg.Global.image_shape, prefix, self.cfg.Export,
+                                       self.cfg.Architecture.Backbone.name)
 
     def parity_inputs(self, model) -> dict:
         n = max(1, self.cfg.Export.parity_batch)
@@ -75,11 +77,13 @@ class PaddleOCRExport:
 
 
 def export_paddleocr_layout(model, chars: Sequence[str], image_shape: Sequence[int], prefix: str,
-                            export_cfg: RecExportConfig) -> Tuple[ExportedModel, dict]:
-    """Write the PaddleOCR inference folder (parent of `prefix`) for `model`; returns (ExportedModel of
-    <folder>/inference, report entries: format, model_name, files, free-width checks)."""
+                            export_cfg: RecExportConfig, backbone: str = "") -> Tuple[ExportedModel, dict]:
+    """Write the PaddleOCR inference folder (parent of `prefix`) for `model`, whose Architecture.Backbone.name
+    `backbone` picks the yml's model_name (model_name_for); returns (ExportedModel of <folder>/inference, report
+    entries: format, model_name, files, free-width checks)."""
     out_dir = Path(prefix).parent
-    rep = export_rec_for_paddleocr(model, chars, image_shape, out_dir, model_name=export_cfg.model_name,
+    rep = export_rec_for_paddleocr(model, chars, image_shape, out_dir,
+                                   model_name=model_name_for(backbone, export_cfg.model_name),
                                    legacy=export_cfg.legacy, outputs_probabilities=outputs_probabilities(model))
     entries = {"layout": "paddleocr", "model_name": rep["model_name"], "files": rep["files"],
                "input": rep["input"], "output": rep["output"], "free_width_checks": rep["checks"]}
