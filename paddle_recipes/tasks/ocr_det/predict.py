@@ -21,6 +21,15 @@ from .step import predict_maps
 from .transforms import DBEvalTransform
 
 
+def detect_image(model, img: np.ndarray, eval_tf: DBEvalTransform, post: DBPostProcess
+                 ) -> Tuple[List[np.ndarray], List[float]]:
+    """One BGR image -> (boxes as [K, 2] arrays of image pixels (DBPostProcess dtype), their scores); ``model`` in eval mode."""
+    sample = eval_tf({"image": img, "polys": [], "ignore_tags": []})
+    prob = predict_maps(model, sample["image"][None], [sample["image"].shape[1:]])[0]
+    det = post(prob[None], [sample["shape"]])[0]
+    return [np.asarray(b) for b in det["points"]], [float(s) for s in det["scores"]]
+
+
 def predict_files(model, files: Sequence[str], eval_tf: DBEvalTransform, post: DBPostProcess, out_dir: str | Path,
                   result_file: str | Path = "") -> Tuple[List[tuple], List[Tuple[str, str]]]:
     out_dir = Path(out_dir)
@@ -36,11 +45,9 @@ def predict_files(model, files: Sequence[str], eval_tf: DBEvalTransform, post: D
         if img is None:
             bad.append((f, "not a decodable image"))
             continue
-        sample = eval_tf({"image": img, "polys": [], "ignore_tags": []})
-        prob = predict_maps(model, sample["image"][None], [sample["image"].shape[1:]])[0]
-        det = post(prob[None], [sample["shape"]])[0]
-        boxes = [np.asarray(b).tolist() for b in det["points"]]
-        results.append((f, boxes, [float(s) for s in det["scores"]]))
+        boxes, scores = detect_image(model, img, eval_tf, post)
+        boxes = [b.tolist() for b in boxes]
+        results.append((f, boxes, scores))
         lines.append(f"{f}\t{json.dumps([{'points': b} for b in boxes])}\n")
         for b in boxes:
             cv2.polylines(img, [np.asarray(b, np.int32)], True, (0, 0, 255), 2)

@@ -101,15 +101,21 @@ def order_quad(pts: np.ndarray) -> np.ndarray:
     return np.float32([left[0], right[0], right[1], left[1]])
 
 
+def warp_quad(img: np.ndarray, quad) -> np.ndarray:
+    """Perspective warp of a (tl, tr, br, bl) box to an upright ``w x h`` image, w / h the longer of each pair
+    of opposite sides (truncated to int px, at least 1); cubic interpolation, replicated border."""
+    q = np.asarray(quad, np.float32).reshape(4, 2)
+    w = max(1, int(max(np.linalg.norm(q[0] - q[1]), np.linalg.norm(q[2] - q[3]))))
+    h = max(1, int(max(np.linalg.norm(q[0] - q[3]), np.linalg.norm(q[1] - q[2]))))
+    m = cv2.getPerspectiveTransform(q, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
+    return cv2.warpPerspective(img, m, (w, h), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+
+
 def crop_rotated(img: np.ndarray, points: np.ndarray, height: int | None = None) -> np.ndarray:
     """Perspective crop of the min-area rectangle of ``points`` (any polygon), upright; optionally
     resized to ``height`` keeping the aspect ratio."""
-    quad = order_quad(cv2.boxPoints(cv2.minAreaRect(np.asarray(points, np.float32))))
-    w = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
-    h = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
-    w, h = max(w, 1), max(h, 1)
-    m = cv2.getPerspectiveTransform(quad, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
-    out = cv2.warpPerspective(img, m, (w, h), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    out = warp_quad(img, order_quad(cv2.boxPoints(cv2.minAreaRect(np.asarray(points, np.float32)))))
+    h, w = out.shape[:2]
     if height:
         out = cv2.resize(out, (max(1, int(round(w * height / h))), height), interpolation=cv2.INTER_AREA)
     return out

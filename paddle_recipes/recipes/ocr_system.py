@@ -1,0 +1,115 @@
+"""The OCR system: our DB detector -> perspective crops in reading order -> our recognizer, on whole pages.
+
+    python recipes/ocr_system.py --mode predict -o Predict.images=page.jpg \
+        Det.config=recipes/configs/ocr_det.yml Det.weights=output/ocr_det/checkpoints/best \
+        Rec.config=recipes/configs/ocr_rec.yml Rec.weights=output/ocr_rec/checkpoints/best
+    python recipes/ocr_system.py --mode eval -c recipes/configs/ocr_system.yml  # e2e P / R / F, 1 - NED
+
+Predict writes ``output_dir/predict/system_results.txt`` (``path<TAB>[{"transcription", "points", "score"}]``,
+PaddleOCR's predict_system format) and a picture per image (boxes beside the texts). Eval reads PaddleOCR det
+label files with transcriptions (default: the det config's synthetic held-out pages) and writes
+``output_dir/e2e_metrics.json``. ``Det.oracle=true``: GT boxes instead of the detector. See config.py.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from functools import cached_property
+from pathlib import Path
+
+from paddle_recipes.assets import resolve_path
+from paddle_recipes.config import ConfigError, load_config
+from paddle_recipes.data import list_images
+from paddle_recipes.recipe import Recipe, merge_skips
+from paddle_recipes.recipes.ocr_det import OcrDet
+from paddle_recipes.recipes.ocr_rec import OcrRec
+from paddle_recipes.tasks.ocr.dataset import DataPathError
+from paddle_recipes.tasks.ocr.fonts import FontError, font_by_name
+from paddle_recipes.tasks.ocr_det.dataset import DetDataset
+from paddle_recipes.tasks.ocr_det.transforms import DBEvalTransform
+from paddle_recipes.tasks.ocr_system.config import SystemConfig, SystemModel, check_system_config
+from paddle_recipes.tasks.ocr_system.pipeline import OcrPipeline, det_fn, evaluate_pages, rec_fn, run_files
+
+
+class OcrSystem(Recipe):
+    """OCR system: det -> crops -> rec on whole images"""
+    name, Config, default_config = "ocr_system", SystemConfig, "recipes/configs/ocr_system.yml"
+    modes = ("predict", "eval")
+    user_errors = (*OcrDet.user_errors, *OcrRec.user_errors, FontError)
+
+    def check(self) -> None:
+        check_system_config(self.cfg)
+
+    def sub_recipe(self, cls, m: SystemModel, section: str):
+        """The det / rec recipe of ``m`` (its config, ``-o`` overrides and weights)."""
+        if not m.config:
+            raise ConfigError(f"{section}.config is empty: give the {cls.name} config the weights were trained with")
+        opts = [*m.opt, *([f"Global.weights={m.weights}"] if m.weights else [])]
+        cfg = load_config(resolve_path(m.config), opts, cls.Config, translators=cls.config_translators)
+        recipe = cls(cfg, self.info)
+        recipe.check()
+        return recipe
+
+    @cached_property
+    def det(self) -> OcrDet:
+        return self.sub_recipe(OcrDet, self.cfg.Det, "Det")
+
+    @cached_property
+    def rec(self) -> OcrRec:
+        return self.sub_recipe(OcrRec, self.cfg.Rec, "Rec")
+
+    def pipeline(self, oracle: bool = False) -> OcrPipeline:
+        g, rec = self.cfg.Global, self.rec
+        rec_model, rec_src = rec.load_for_inference()
+        recognize = rec_fn(rec_model, rec.charset, rec.cfg.Global.image_shape, g.rec_batch_num)
+        detect, self.sources = None, {"rec_weights": rec_src, "det_weights": "oracle (GT boxes)"}
+        if not oracle:
+            det_model, self.sources["det_weights"] = self.det.load_for_inference()
+            detect = det_fn(det_model, DBEvalTransform(**asdict(self.det.cfg.Eval.transform)), self.det.post)
+        return OcrPipeline(detect, recognize, g.drop_score)
+
+    def font(self) -> tuple:
+        try:
+            spec = font_by_name(self.cfg.Global.font)
+        except KeyError as exc:
+            raise ConfigError(f"Global.font: {exc.args[0]}") from None
+        return spec.path(), spec.index
+
+    def eval_dataset(self) -> DetDataset:
+        d = self.cfg.Eval.dataset
+        if d.data_dir:
+            for f in d.label_file_list or [""]:
+                if not Path(f).is_file():
+                    raise DataPathError(f"Eval.dataset.label_file_list: {f or '(empty)'} is not a file")
+            return DetDataset(d.label_file_list, d.data_dir, strict=d.strict, name="e2e eval")
+        split = "heldout" if self.det.cfg.Synthetic.num_heldout > 0 else "val"
+        root = self.det.synthetic_root / split
+        return DetDataset(root / "label.txt", root, strict=d.strict, name=f"e2e synthetic {split}")
+
+    def predict(self) -> dict:
+        if self.cfg.Det.oracle:
+            raise ConfigError("Det.oracle: GT boxes exist only in eval mode (--mode eval)")
+        if not self.cfg.Predict.images:
+            raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
+        files, font = list_images(self.cfg.Predict.images), self.font()
+        out = run_files(self.pipeline(), files, Path(self.cfg.Global.output_dir) / "predict", font)
+        if self.info.is_main:
+            print(json.dumps({**out, **self.sources}, ensure_ascii=False))
+        return out
+
+    def eval(self) -> dict:
+        ds = self.eval_dataset()
+        metrics = evaluate_pages(self.pipeline(self.cfg.Det.oracle), ds, oracle=self.cfg.Det.oracle,
+                                 iou=self.cfg.Eval.iou)
+        metrics.update(self.sources, skipped=merge_skips([ds.stats], self.info))
+        if self.info.is_main:
+            out = Path(self.cfg.Global.output_dir) / "e2e_metrics.json"
+            out.write_text(json.dumps(metrics, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+            print(json.dumps(metrics, ensure_ascii=False, default=str))
+        return metrics
+
+
+main, cli = OcrSystem.main, OcrSystem.cli
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,64 @@
+"""Typed config of the OCR system (recipes/ocr_system.py): which det and rec runs to chain, and how.
+
+``Det`` / ``Rec``: a recipe config (``config``: our YAML or a PaddleOCR one, ``opt``: its ``-o`` overrides)
+and ``weights`` ("" = that config's Global.weights, else its output_dir/checkpoints ``best`` / latest).
+``Det.oracle``: eval mode only, GT polygons replace the detector (checks crops + recognizer alone).
+``Global.drop_score``: lines recognised below this score are dropped (PaddleOCR's 0.5).
+``Global.rec_batch_num``: crops per recognizer pass (PaddleOCR's 6). ``Global.font``: font-registry name
+of the picture's text. ``Eval.dataset``: PaddleOCR det label files with transcriptions; empty ``data_dir``
+= the det config's synthetic ``heldout`` pages (eval fonts only). ``Eval.iou``: match threshold (0.5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List
+
+from paddle_recipes.config import ConfigError
+from paddle_recipes.recipe import PredictConfig
+
+
+@dataclass
+class SystemGlobal:
+    seed: int = 42
+    device: str = ""
+    output_dir: str = "output/ocr_system"
+    drop_score: float = 0.5
+    rec_batch_num: int = 6
+    font: str = "noto_sans_sc"
+
+
+@dataclass
+class SystemModel:
+    config: str = ""
+    opt: List[str] = field(default_factory=list)
+    weights: str = ""
+    oracle: bool = False
+
+
+@dataclass
+class SystemEvalData:
+    data_dir: str = ""
+    label_file_list: List[str] = field(default_factory=list)
+    strict: bool = False
+
+
+@dataclass
+class SystemEval:
+    dataset: SystemEvalData = field(default_factory=SystemEvalData)
+    iou: float = 0.5
+
+
+@dataclass
+class SystemConfig:
+    Global: SystemGlobal = field(default_factory=SystemGlobal)
+    Det: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_det.yml"))
+    Rec: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_rec.yml"))
+    Eval: SystemEval = field(default_factory=SystemEval)
+    Predict: PredictConfig = field(default_factory=PredictConfig)
+
+
+def check_system_config(cfg: SystemConfig) -> None:
+    if cfg.Rec.oracle:
+        raise ConfigError("Rec.oracle: only the detector has an oracle (Det.oracle: GT boxes, eval mode)")
+    if not 0.0 < cfg.Eval.iou <= 1.0:
+        raise ConfigError(f"Eval.iou: {cfg.Eval.iou} is not in (0, 1]")

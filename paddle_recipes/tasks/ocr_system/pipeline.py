@@ -1,0 +1,145 @@
+"""Run the OCR system on images: boxes -> crops in reading order -> texts, results file, pictures, e2e metric.
+
+``OcrPipeline(detect, recognize, drop_score)`` is model-agnostic: ``detect(img) -> (boxes, scores)``
+(e.g. :func:`det_fn` around our DB model), ``recognize(crops) -> [(text, score)]`` (:func:`rec_fn`).
+``pipeline(img)`` -> [{"transcription", "points", "score"}] in reading order, lines whose recognition
+score is below ``drop_score`` (default 0.5, PaddleOCR's) left out. ``boxes=`` replaces the detector
+(the GT-box "oracle" of eval mode, a plumbing check of crops + recognizer).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable, List, Sequence, Tuple
+
+import cv2
+import numpy as np
+import paddle
+from PIL import Image, ImageDraw, ImageFont
+
+from ..ocr.charset import CharDict
+from ..ocr.postprocess import ctc_greedy_decode
+from ..ocr.transforms import decode_image, pad_batch, resize_norm_infer
+from ..ocr_det.predict import detect_image
+from .geometry import crop_box, reading_order
+from .metric import E2EMetric
+
+logger = logging.getLogger(__name__)
+
+
+def det_fn(model, eval_tf, post) -> Callable:
+    model.eval()
+    return partial(detect_image, model, eval_tf=eval_tf, post=post)
+
+
+def rec_fn(model, charset: CharDict, image_shape: Sequence[int], batch_num: int = 6) -> Callable:
+    """Crops -> [(text, score)]: sorted by width / height, ``batch_num`` per forward pass, each resized to the
+    rec input height H (width H * w / h, at least W) and zero-padded to the widest of its batch (PaddleX's
+    TextRecognition inference resize); CTC greedy decoding, score = mean max-probability of the kept steps."""
+    model.eval()
+    is_logits = not getattr(model, "outputs_probabilities", False)
+
+    @paddle.no_grad()
+    def run(crops: Sequence[np.ndarray]) -> List[Tuple[str, float]]:
+        order = sorted(range(len(crops)), key=lambda i: crops[i].shape[1] / float(crops[i].shape[0]))
+        out: List[Tuple[str, float]] = [("", 0.0)] * len(crops)
+        for k in range(0, len(order), batch_num):
+            idx = order[k:k + batch_num]
+            x = pad_batch([resize_norm_infer(crops[i], image_shape) for i in idx])
+            logits = model(paddle.to_tensor(x)).astype("float32").numpy()
+            for i, res in zip(idx, ctc_greedy_decode(logits, charset, is_logits=is_logits)):
+                out[i] = res
+        return out
+    return run
+
+
+@dataclass
+class OcrPipeline:
+    detect: Callable
+    recognize: Callable
+    drop_score: float = 0.5
+
+    def __call__(self, img: np.ndarray, boxes: Sequence | None = None) -> List[dict]:
+        if boxes is None:
+            boxes, _ = self.detect(img)
+        boxes = [np.asarray(b, np.float32).reshape(-1, 2) for b in boxes]
+        boxes = [boxes[i] for i in reading_order(boxes)]
+        texts = self.recognize([crop_box(img, b) for b in boxes]) if boxes else []
+        return [{"transcription": t, "points": np.round(b, 2).tolist(), "score": round(float(s), 5)}
+                for b, (t, s) in zip(boxes, texts) if s >= self.drop_score]
+
+
+def draw_result(img: np.ndarray, lines: Sequence[dict], font_path: str, font_index: int = 0) -> np.ndarray:
+    """BGR picture: the image with its boxes (left) beside a white page with each text written in its box."""
+    h, w = img.shape[:2]
+    left = Image.fromarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB))
+    right = Image.new("RGB", (w, h), (255, 255, 255))
+    dl, dr = ImageDraw.Draw(left), ImageDraw.Draw(right)
+    rng = np.random.default_rng(0)
+    for ln in lines:
+        pts = [tuple(p) for p in ln["points"]]
+        color = tuple(int(c) for c in rng.integers(0, 200, 3))
+        dl.polygon(pts, outline=color, width=2)
+        dr.polygon(pts, outline=color, width=1)
+        q = np.asarray(ln["points"], np.float32)
+        size = max(8, int(min(np.ptp(q[:, 1]), np.ptp(q[:, 0])) * 0.8))
+        font = ImageFont.truetype(font_path, size, index=font_index)
+        dr.text((float(q[:, 0].min()) + 2, float(q[:, 1].min()) + 1), ln["transcription"], fill=(0, 0, 0), font=font)
+    both = Image.new("RGB", (2 * w, h))
+    both.paste(left, (0, 0)), both.paste(right, (w, 0))
+    return cv2.cvtColor(np.asarray(both), cv2.COLOR_RGB2BGR)
+
+
+def read_image(path: str) -> Tuple[np.ndarray | None, str]:
+    """(BGR image, "") or (None, reason) for a missing / unreadable / corrupt file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    img = decode_image(data)
+    return (img, "") if img is not None else (None, "corrupt image (cannot decode)")
+
+
+def run_files(pipeline: OcrPipeline, files: Sequence[str], out_dir: str | Path, font: Tuple[str, int] | None
+              ) -> dict:
+    """OCR ``files`` -> ``out_dir/system_results.txt`` (``path<TAB>[{"transcription", "points", "score"}]`` per
+    readable image, PaddleOCR's predict_system results file) and ``out_dir/<name>`` pictures (``font`` =
+    (path, face index) for the texts; None: no pictures). Unreadable images are counted and logged; an image
+    with no line found gets ``[]`` and is counted as ``no_text``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows, counts = [], {"images": 0, "lines": 0, "no_text": 0, "skipped": 0}
+    for f in files:
+        img, why = read_image(f)
+        if img is None:
+            logger.warning("skipped %s: %s", f, why)
+            counts["skipped"] += 1
+            continue
+        lines = pipeline(img)
+        counts["images"] += 1
+        counts["lines"] += len(lines)
+        counts["no_text"] += not lines
+        rows.append(f"{f}\t{json.dumps(lines, ensure_ascii=False)}\n")
+        if font is not None:
+            cv2.imwrite(str(out_dir / Path(f).name), draw_result(img, lines, *font))
+    (out_dir / "system_results.txt").write_text("".join(rows), encoding="utf-8")
+    return {**counts, "results": str(out_dir / "system_results.txt")}
+
+
+def evaluate_pages(pipeline: OcrPipeline, dataset, oracle: bool = False, iou: float = 0.5) -> dict:
+    """E2E metric (metric.E2EMetric) over a ``DetDataset`` (unreadable images / bad labels counted in its
+    stats). ``oracle``: GT polygons (not ``###``) replace the detector."""
+    metric = E2EMetric(iou)
+    for i in range(len(dataset)):
+        sample = dataset.load(i)
+        if isinstance(sample, tuple):
+            dataset.stats.add(sample[1], sample[2])
+            continue
+        gts = [(p, "###" if ign else t) for p, t, ign in zip(sample["polys"], sample["texts"], sample["ignore_tags"])]
+        boxes = [p for p, ign in zip(sample["polys"], sample["ignore_tags"]) if not ign] if oracle else None
+        lines = pipeline(sample["image"], boxes=boxes)
+        metric.update([(ln["points"], ln["transcription"]) for ln in lines], gts)
+    return metric.compute()

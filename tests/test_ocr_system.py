@@ -1,0 +1,243 @@
+"""The OCR system (recipes/ocr_system.py): crop geometry and reading order with PaddleOCR's semantics, the
+end-to-end metric on hand-computed cases, and the pipeline end to end (GT-box oracle + a tiny random rec model,
+so every text the system reports is checked against the same model run on independently made crops)."""
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import paddle
+import pytest
+
+from paddle_recipes.config import load_config
+from paddle_recipes.recipes.ocr_det import OcrDet
+from paddle_recipes.recipes.ocr_rec import OcrRec
+from paddle_recipes.recipes.ocr_system import OcrSystem
+from paddle_recipes.tasks.ocr.metrics import edit_distance
+from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
+from paddle_recipes.tasks.ocr.transforms import resize_norm_infer
+from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, write_pages
+from paddle_recipes.tasks.ocr_system.geometry import crop_box, min_area_quad, reading_order, rotate_crop
+from paddle_recipes.tasks.ocr_system.metric import E2EMetric, match_lines
+from paddle_recipes.tasks.ocr_system.pipeline import OcrPipeline, rec_fn, run_files
+
+DET_CFG, REC_CFG = "recipes/configs/ocr_det_smoke.yml", "recipes/configs/ocr_rec_smoke.yml"
+
+
+def _pattern(h, w, seed=0):
+    """A smooth grey pattern (Gaussian-blurred noise, sigma 3 px) spanning 0..255: interpolation error is small."""
+    p = cv2.GaussianBlur(np.random.default_rng(seed).uniform(0, 255, (h, w)).astype(np.float32), (0, 0), 3)
+    return (p - p.min()) / (p.max() - p.min()) * 255
+
+
+# ------------------------------------------------------------------ geometry
+def test_axis_aligned_and_quarter_turn_crops_are_exact():
+    img = np.random.default_rng(1).integers(0, 255, (50, 80, 3), dtype=np.uint8)
+    x0, y0, w, h = 10, 5, 40, 12
+    tl, tr, br, bl = [x0, y0], [x0 + w, y0], [x0 + w, y0 + h], [x0, y0 + h]
+    assert np.array_equal(rotate_crop(img, [tl, tr, br, bl]), img[y0:y0 + h, x0:x0 + w])
+    # the same box listed from its bottom-right corner reads it upside down (corner (0, 0) of the crop is the
+    # pixel at br, so the region is the one 1 px down-right, reversed)
+    assert np.array_equal(rotate_crop(img, [br, bl, tl, tr]), img[y0 + 1:y0 + h + 1, x0 + 1:x0 + w + 1][::-1, ::-1])
+    # a tall region (h / w >= 1.5) is turned 90 degrees counter-clockwise, like PaddleOCR's np.rot90
+    x0, y0, w, h = 20, 2, 10, 15
+    tall = [[x0, y0], [x0 + w, y0], [x0 + w, y0 + h], [x0, y0 + h]]
+    assert np.array_equal(rotate_crop(img, tall), np.rot90(img[y0:y0 + h, x0:x0 + w]))
+    x0, w, h = 20, 10, 14  # h / w = 1.4: kept upright
+    assert rotate_crop(img, [[x0, y0], [x0 + w, y0], [x0 + w, y0 + h], [x0, y0 + h]]).shape == (14, 10, 3)
+
+
+@pytest.mark.parametrize("cos_sin", [(4 / 5, 3 / 5), (12 / 13, -5 / 13), (3 / 5, 4 / 5)])
+def test_crop_of_a_rotated_line_equals_the_rendered_line(cos_sin):
+    """A line pattern drawn rotated into a page, cropped back by its quad: equal up to the two cubic
+    interpolations. Rotations with rational cos/sin keep the quad's side lengths integers (PaddleOCR's crop
+    truncates them), so the crop has the line's exact size."""
+    c, s = cos_sin
+    h, w = 26, 65
+    line = _pattern(h, w)
+    m = np.float64([[c, -s, 70], [s, c, 70]])
+    page = cv2.warpAffine(line, m, (160, 160), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    quad = np.float64([[0, 0], [w, 0], [w, h], [0, h]]) @ m[:, :2].T + m[:, 2]
+    crop = rotate_crop(page, quad)
+    assert crop.shape == (h, w)
+    err = np.abs(crop - line)[2:-2, 2:-2]
+    shifted = np.abs(rotate_crop(page, quad + [2, 0]) - line)[2:-2, 2:-2]  # a box 2 px off reads other pixels
+    assert err.mean() < 1.0 and err.max() < 8.0  # of 255; the 2-px-off crop is an order of magnitude worse:
+    assert shifted.mean() > 10 * err.mean()
+
+
+def test_min_area_quad_orders_corners_like_paddleocr():
+    # a 14-point bent polygon and a rotated rectangle: min-area rectangle, corners tl, tr, br, bl
+    rect = cv2.boxPoints(((50.0, 40.0), (60.0, 20.0), 20.0))
+    q = min_area_quad(rect)
+    assert q[0][0] < q[1][0] and q[3][0] < q[2][0] and q[0][1] < q[3][1] and q[1][1] < q[2][1]
+    assert abs(np.linalg.norm(q[0] - q[1]) - 60) < 1.5 and abs(np.linalg.norm(q[0] - q[3]) - 20) < 1.5
+    img = _pattern(100, 100).astype(np.uint8)
+    poly = np.concatenate([rect, rect[:1] + [0.2, 0.1]])  # 5 points: the min-area path of crop_box
+    assert np.array_equal(crop_box(img, poly), rotate_crop(img, min_area_quad(poly)))
+
+
+def test_reading_order_rows_within_10px_left_to_right():
+    def box(x, y):
+        return [[x, y], [x + 20, y], [x + 20, y + 8], [x, y + 8]]
+    boxes = [box(100, 48), box(5, 50), box(60, 12), box(10, 14), box(150, 55), box(0, 80)]
+    # by (y, x): 2 (y 12), 3 (14), 0 (48), 1 (50), 4 (55), 5 (80); then first points < 10 px apart in y swap when
+    # the lower one is further left: 3 before 2, 1 before 0; 4 stays (right of 0), 5 is 25 px lower
+    assert reading_order(boxes) == [3, 2, 1, 0, 4, 5]
+    assert reading_order([box(50, 0), box(0, 9.9)]) == [1, 0] and reading_order([box(50, 0), box(0, 10)]) == [0, 1]
+    assert reading_order([]) == []
+
+
+# ------------------------------------------------------------------ metric
+def sq(x0, y0, x1, y1):
+    return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+
+
+def test_e2e_metric_hand_computed():
+    gts = [(sq(0, 0, 10, 10), "天地"), (sq(20, 0, 30, 10), "玄黄宇"), (sq(40, 0, 50, 10), "宙"), (sq(0, 20, 10, 30), "###")]
+    preds = [(sq(0, 0, 10, 10), "天地"),        # IoU 1, exact: hit
+             (sq(22, 0, 32, 10), "玄黄"),       # IoU 80/120 = 0.667 >= 0.5, text differs: ED 1 of 3
+             (sq(45, 0, 55, 10), "宙"),         # IoU 50/150 = 0.333: unmatched although the text is right
+             (sq(0, 20, 10, 30), "口")]         # on a ### region: not counted
+    m = E2EMetric()
+    assert sorted(m.update(preds, gts)) == [(0, 0), (1, 1)]
+    r = m.compute()
+    assert (r["pred"], r["gt"], r["hits"], r["matched"]) == (3, 3, 1, 2)
+    assert r["precision"] == pytest.approx(1 / 3) and r["recall"] == pytest.approx(1 / 3) and r["f"] == pytest.approx(1 / 3)
+    assert r["one_minus_ned"] == pytest.approx((1 + (1 - 1 / 3)) / 2)
+    assert r["one_minus_ned_all"] == pytest.approx((1 + (1 - 1 / 3)) / 3)
+    # a second image with nothing predicted: recall halves, precision stays
+    m.update([], [(sq(0, 0, 5, 5), "人"), (sq(9, 9, 19, 19), "和"), (sq(30, 30, 40, 40), "平")])
+    r = m.compute()
+    assert (r["precision"], r["recall"]) == (pytest.approx(1 / 3), pytest.approx(1 / 6))
+    assert r["f"] == pytest.approx(2 * (1 / 3) * (1 / 6) / (1 / 3 + 1 / 6))
+
+
+def test_matching_is_one_to_one_highest_iou_first():
+    gts = [(sq(0, 0, 10, 10), "a")]
+    preds = [(sq(1, 0, 11, 10), "a"), (sq(0, 0, 10, 10), "b")]
+    assert match_lines(preds, gts) == [(1, 0)]  # IoU 1 beats 0.82; the duplicate counts as a false positive
+    m = E2EMetric()
+    m.update(preds, gts)
+    assert (m.compute()["precision"], m.compute()["recall"]) == (0.0, 0.0)
+    assert E2EMetric().compute()["f"] == 0.0  # nothing seen: zeros, no division error
+
+
+# ------------------------------------------------------------------ pipeline
+@pytest.fixture(scope="module")
+def rec_model():
+    paddle.seed(0)
+    cfg = load_config(REC_CFG, [], OcrRec.Config)
+    r = OcrRec(cfg, None)
+    model = r.build_model()
+    model.eval()
+    return model, r.charset, cfg.Global.image_shape
+
+
+def read_one(model, charset, shape, crop):
+    x = paddle.to_tensor(resize_norm_infer(crop, shape)[None])
+    with paddle.no_grad():
+        return ctc_greedy_decode(model(x).numpy(), charset)[0]
+
+
+def test_rec_batches_by_width_and_restores_order(rec_model):
+    model, charset, shape = rec_model
+    rng = np.random.default_rng(3)
+    crops = [rng.integers(0, 255, (32, w, 3), dtype=np.uint8) for w in (256, 64, 256, 64, 300)]
+    got = rec_fn(model, charset, shape, batch_num=2)(crops)  # batches: [64, 64], [256, 256], [300]
+    want = [read_one(model, charset, shape, c) for c in crops]
+    assert [t for t, _ in got] == [t for t, _ in want]
+    assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-5)
+
+
+def test_drop_score_no_text_and_corrupt_image(tmp_path):
+    img = np.full((40, 60, 3), 255, np.uint8)
+    boxes = [np.float32(sq(2, 20, 30, 30)), np.float32(sq(2, 2, 30, 12))]
+    pipe = OcrPipeline(lambda im: (boxes, [0.9, 0.9]), lambda crops: [("上", 0.4), ("下", 0.5)][:len(crops)], 0.5)
+    out = pipe(img)  # reading order: the y=2 box first, read "上" at 0.4 < drop_score: dropped
+    assert [(o["transcription"], o["points"][0]) for o in out] == [("下", [2.0, 20.0])]
+    (tmp_path / "bad.jpg").write_bytes(b"not an image")
+    cv2.imwrite(str(tmp_path / "blank.png"), img)
+    empty = OcrPipeline(lambda im: ([], []), lambda crops: [], 0.5)
+    res = run_files(empty, [str(tmp_path / "bad.jpg"), str(tmp_path / "blank.png")], tmp_path / "out", None)
+    assert {k: res[k] for k in ("images", "lines", "no_text", "skipped")} == {"images": 1, "lines": 0, "no_text": 1,
+                                                                             "skipped": 1}
+    assert (tmp_path / "out" / "system_results.txt").read_text(encoding="utf-8") == f"{tmp_path / 'blank.png'}\t[]\n"
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory, rec_model):
+    """3 synthetic pages, random tiny rec weights and smoke det weights saved as .pdparams."""
+    tmp = tmp_path_factory.mktemp("ocr_system")
+    chars = list("天地玄黄宇宙洪荒日月盈昃辰宿列张")
+    root = write_pages(tmp / "pages", "val", 3, PageSynthConfig(width=160, height=128, lines=(2, 3), font_size=(14, 20),
+                                                                vertical_prob=0.3, curve_prob=0.3), chars)
+    model, _, _ = rec_model
+    paddle.save(model.state_dict(), str(tmp / "rec.pdparams"))
+    paddle.seed(0)
+    det = OcrDet(load_config(DET_CFG, [], OcrDet.Config), None).build_model()
+    paddle.save(det.state_dict(), str(tmp / "det.pdparams"))
+    opts = [f"Global.output_dir={tmp / 'out'}", f"Det.config={DET_CFG}", f"Det.weights={tmp / 'det.pdparams'}",
+            f"Rec.config={REC_CFG}", f"Rec.weights={tmp / 'rec.pdparams'}"]
+    return {"tmp": tmp, "root": root, "opts": opts}
+
+
+def test_eval_with_det_oracle_reports_what_the_rec_model_reads(system, rec_model, capsys):
+    model, charset, shape = rec_model
+    root = system["root"]
+    lines = (root / "label.txt").read_text(encoding="utf-8").splitlines()
+    rewritten, hits, n_gt, ned = [], 0, 0, 0.0
+    for k, line in enumerate(lines):  # GT text of each page's first line := what the model reads there
+        path, items = line.split("\t")
+        items = json.loads(items)
+        img = cv2.imread(str(root / path))
+        for j, it in enumerate(items):
+            text = read_one(model, charset, shape, crop_box(img, it["points"]))[0]
+            if j == 0:
+                it["transcription"] = text
+            hits += text == it["transcription"]
+            ned += 1 - edit_distance(text, it["transcription"]) / max(len(text), len(it["transcription"]), 1)
+            n_gt += 1
+        rewritten.append(f"{path}\t{json.dumps(items, ensure_ascii=False)}")
+    rewritten.append("images/missing.jpg\t" + lines[0].split("\t")[1])  # a missing image: counted, not fatal
+    (root / "e2e.txt").write_text("\n".join(rewritten) + "\n", encoding="utf-8")
+    OcrSystem.main(["--mode", "eval", "-o", *system["opts"], "Det.oracle=true", "Global.drop_score=0",
+                    "Global.rec_batch_num=1", f"Eval.dataset.data_dir={root}",
+                    f"Eval.dataset.label_file_list=[{root / 'e2e.txt'}]"])
+    r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert hits >= len(lines)
+    assert (r["gt"], r["pred"], r["matched"], r["hits"], r["images"]) == (n_gt, n_gt, n_gt, hits, len(lines))
+    assert r["precision"] == pytest.approx(hits / n_gt) and r["recall"] == pytest.approx(hits / n_gt)
+    assert r["one_minus_ned"] == pytest.approx(ned / n_gt)
+    assert r["det_weights"].startswith("oracle") and r["skipped"]
+    assert json.loads((system["tmp"] / "out" / "e2e_metrics.json").read_text(encoding="utf-8"))["hits"] == hits
+
+
+def test_predict_writes_results_and_pictures_and_counts_bad_images(system, capsys, caplog):
+    images = system["tmp"] / "images"
+    images.mkdir()
+    page = cv2.imread(str(system["root"] / "images" / "00000000.jpg"))
+    cv2.imwrite(str(images / "page.png"), page)
+    (images / "corrupt.jpg").write_bytes(b"\xff\xd8 truncated")
+    OcrSystem.main(["--mode", "predict", "-o", *system["opts"], f"Predict.images={images}"])
+    r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (r["images"], r["skipped"]) == (1, 1) and r["det_weights"].endswith("det.pdparams")
+    assert any("corrupt.jpg" in rec.getMessage() and "skipped" in rec.getMessage() for rec in caplog.records)
+    path, lines = (system["tmp"] / "out" / "predict" / "system_results.txt").read_text(encoding="utf-8").split("\t")
+    assert path.endswith("page.png") and len(json.loads(lines)) == r["lines"]
+    assert all(set(d) == {"transcription", "points", "score"} and d["score"] >= 0.5 for d in json.loads(lines))
+    pic = cv2.imread(str(system["tmp"] / "out" / "predict" / "page.png"))
+    assert pic.shape == (page.shape[0], 2 * page.shape[1], 3)
+
+
+@pytest.mark.parametrize("opt, says", [("Det.oracle=true", "ocr_system: error: Det.oracle"),
+                                       ("Rec.weights=/nope.pdparams", "/nope.pdparams"),
+                                       ("Global.font=comic_sans", "Global.font"),
+                                       ("Det.opt=[Global.no_such_key=1]", "no_such_key")])
+def test_bad_input_is_one_line_exit_2(system, capsys, opt, says):
+    images = system["root"] / "images"
+    with pytest.raises(SystemExit) as exc:
+        OcrSystem.cli(["--mode", "predict", "-o", *system["opts"], opt, f"Predict.images={images}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and says in err[-1] and err[-1].startswith("ocr_system: error:")
