@@ -4,6 +4,8 @@ so every text the system reports is checked against the same model run on indepe
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -76,6 +78,7 @@ def test_min_area_quad_orders_corners_like_paddleocr():
     img = _pattern(100, 100).astype(np.uint8)
     poly = np.concatenate([rect, rect[:1] + [0.2, 0.1]])  # 5 points: the min-area path of crop_box
     assert np.array_equal(crop_box(img, poly), rotate_crop(img, min_area_quad(poly)))
+    assert np.array_equal(crop_box(img, rect, "poly"), rotate_crop(img, min_area_quad(rect)))
 
 
 def test_reading_order_rows_within_10px_left_to_right():
@@ -87,6 +90,21 @@ def test_reading_order_rows_within_10px_left_to_right():
     assert reading_order(boxes) == [3, 2, 1, 0, 4, 5]
     assert reading_order([box(50, 0), box(0, 9.9)]) == [1, 0] and reading_order([box(50, 0), box(0, 10)]) == [0, 1]
     assert reading_order([]) == []
+
+
+def test_crops_and_order_equal_paddleocr_textsystem():
+    """PaddleOCR's own get_rotate_crop_image / get_minarea_rect_crop / sorted_boxes on the same image and boxes
+    (tests/scripts/make_ppocr_system_fixtures.py): the same uint8 crops and the same order."""
+    sys.path.insert(0, str(Path(__file__).parent / "scripts"))
+    from make_ppocr_system_fixtures import OUT, image
+
+    ref = json.loads(OUT.read_text())
+    img, c = image(), ref["cases"]
+    for q, want in zip(c["quads"], ref["quad_crops"]):
+        assert np.array_equal(crop_box(img, q), np.uint8(want)), q
+    for p, want in zip(c["polys"], ref["poly_crops"]):
+        assert np.array_equal(crop_box(img, p, "poly"), np.uint8(want)), p
+    assert reading_order(c["order"]) == ref["order"]
 
 
 # ------------------------------------------------------------------ metric

@@ -63,10 +63,11 @@ class OcrSystem(Recipe):
         rec_model, rec_src = rec.load_for_inference()
         recognize = rec_fn(rec_model, rec.charset, rec.cfg.Global.image_shape, g.rec_batch_num)
         detect, self.sources = None, {"rec_weights": rec_src, "det_weights": "oracle (GT boxes)"}
+        box_type = "quad" if oracle else self.det.post.box_type
         if not oracle:
             det_model, self.sources["det_weights"] = self.det.load_for_inference()
             detect = det_fn(det_model, DBEvalTransform(**asdict(self.det.cfg.Eval.transform)), self.det.post)
-        return OcrPipeline(detect, recognize, g.drop_score)
+        return OcrPipeline(detect, recognize, g.drop_score, box_type)
 
     def font(self) -> tuple:
         try:

@@ -37,10 +37,11 @@ def min_area_crop(img: np.ndarray, points) -> np.ndarray:
     return rotate_crop(img, min_area_quad(points))
 
 
-def crop_box(img: np.ndarray, points) -> np.ndarray:
-    """A detector box -> its line image: 4 points as given (quad mode), more points via the min-area rectangle."""
+def crop_box(img: np.ndarray, points, box_type: str = "quad") -> np.ndarray:
+    """A detector box -> its line image. ``box_type`` as PaddleOCR's det_box_type: "quad" crops a 4-point box
+    as given (a box of other size goes through its min-area rectangle), "poly" always uses the rectangle."""
     pts = np.asarray(points, np.float32).reshape(-1, 2)
-    return rotate_crop(img, pts) if len(pts) == 4 else min_area_crop(img, pts)
+    return rotate_crop(img, pts) if box_type == "quad" and len(pts) == 4 else min_area_crop(img, pts)
 
 
 def reading_order(boxes: Sequence, row_tol: float = 10.0) -> List[int]:
