@@ -3,9 +3,11 @@
 #   1. this package with all extras (editable);
 #   2. paddledet 2.6.0 without its deps (its pins are too old for paddle 3.3.1; what it imports is already here),
 #      so tests/test_det_ppdet.py can compare against PaddleDetection's own network;
-#   3. a side venv with the real paddleocr 3.x, in which tests/test_paddleocr_inference.py runs our export.
+#   3. side venvs with the real paddleocr 3.x and 2.x, in which tests/test_paddleocr_inference.py and
+#      tests/test_paddleocr_det_inference.py run our rec and det exports (2.x: predict_rec/predict_det/predict_system).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e ".[all]" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 python3 -m pip install -q --no-deps "paddledet==2.6.0" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 bash .ci/setup_paddleocr_venv.sh
+bash .ci/setup_paddleocr_venv.sh 2
