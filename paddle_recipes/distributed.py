@@ -91,7 +91,8 @@ def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> thre
     parent = os.getppid()
     from .lifetime import set_parent_death_signal
 
-    set_parent_death_signal(signal.SIGTERM, parent)  # the kernel's signal also reaches a rank the thread can't
+    if _env_int("PADDLE_NNODES", 1) <= 1:  # the kernel's signal also reaches a rank the thread can't; on several
+        set_parent_death_signal(signal.SIGTERM, parent)  # nodes the thread first tells the peers (peers.py) why
 
     def watch():
         while True:
