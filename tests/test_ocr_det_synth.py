@@ -28,7 +28,9 @@ def pages(tmp_path_factory):
 
 
 def test_pages_are_deterministic_and_labels_load_without_skips(pages, tmp_path):
-    again = write_pages(tmp_path, "train", 6, CFG, CHARS)
+    again = write_pages(tmp_path, "train", 6, CFG, CHARS, workers=3)  # chunks in 3 processes: same files
+    assert (again / "crop_label.txt").read_text(encoding="utf-8") == (pages / "crop_label.txt").read_text(
+        encoding="utf-8")
     assert (again / "label.txt").read_text(encoding="utf-8") == (pages / "label.txt").read_text(encoding="utf-8")
     assert (again / "images/00000003.jpg").read_bytes() == (pages / "images/00000003.jpg").read_bytes()
     ds = DetDataset(pages / "label.txt", pages, strict=True)

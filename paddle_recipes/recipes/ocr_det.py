@@ -53,8 +53,9 @@ class OcrDet(DetPaddleOCRExport, Recipe):
         chars = [c.strip() for c in Path(resolve_path(self.cfg.Global.character_dict_path)).read_text(
             encoding="utf-8").splitlines() if c.strip()]
         page_cfg = PageSynthConfig(**{k: v for k, v in asdict(s).items() if k in PageSynthConfig.__dataclass_fields__})
-        build = lambda: ensure_pages(s.root, s.splits(), page_cfg, chars)  # noqa: E731
-        return self.prepare_data(s.root, {"pages": asdict(s), "chars": "".join(chars)}, build)
+        build = lambda: ensure_pages(s.root, s.splits(), page_cfg, chars, s.workers)  # noqa: E731
+        pages = {k: v for k, v in asdict(s).items() if k != "workers"}  # the files do not depend on workers
+        return self.prepare_data(s.root, {"pages": pages, "chars": "".join(chars)}, build)
 
     def build_dataset(self, split: str) -> DetDataset:  # "train" | "eval" | "heldout" (synthetic, eval fonts)
         section = self.cfg.Train if split == "train" else self.cfg.Eval

@@ -147,11 +147,13 @@ class DetEval:
 
 @dataclass
 class DetSynthetic(PageSynthConfig):
-    """The embedded default data: synthetic pages (synth_pages.py) under root, per split."""
+    """The embedded default data: synthetic pages (synth_pages.py) under root, per split; ``workers``:
+    rendering processes (2; the pages do not depend on it)."""
     root: str = "datasets/cache/ocr_det"
     num_train: int = 2000
     num_val: int = 200
     num_heldout: int = 200
+    workers: int = 2
 
     def splits(self) -> Dict[str, int]:
         return {k: n for k, n in (("train", self.num_train), ("val", self.num_val), ("heldout", self.num_heldout)) if n}

@@ -267,14 +267,11 @@ def _jpeg(img_rgb: np.ndarray, quality: int) -> bytes:
     return buf.tobytes()
 
 
-def write_pages(out_dir: str | os.PathLike, split: str, num: int, cfg: PageSynthConfig, chars: Sequence[str]) -> Path:
-    """Render pages 0..num-1 of ``split`` into ``out_dir/split`` (layout in the module docstring)."""
-    root = Path(out_dir) / split
-    (root / "images").mkdir(parents=True, exist_ok=True)
-    (root / "crops").mkdir(exist_ok=True)
+def _render_range(root: Path, split: str, start: int, stop: int, cfg: PageSynthConfig, chars: Sequence[str]):
+    """Render pages start..stop-1 of ``split`` under ``root``; returns their det and rec label lines."""
     renderer = LineRenderer(cfg.line_config(), list(chars), font_side(split))
     det_lines, rec_lines = [], []
-    for i in range(num):
+    for i in range(start, stop):
         page, lines = render_page(renderer, cfg, np.random.default_rng(page_seed(cfg.seed, split, i)))
         name = f"images/{i:08d}.jpg"
         (root / name).write_bytes(_jpeg(page, cfg.jpeg_quality))
@@ -286,14 +283,36 @@ def write_pages(out_dir: str | os.PathLike, split: str, num: int, cfg: PageSynth
                 crop = f"crops/{i:08d}_{j:02d}.jpg"
                 (root / crop).write_bytes(_jpeg(ln.crop, 95))
                 rec_lines.append(f"{crop}\t{ln.text}")
+    return det_lines, rec_lines
+
+
+def write_pages(out_dir: str | os.PathLike, split: str, num: int, cfg: PageSynthConfig, chars: Sequence[str],
+                workers: int = 1) -> Path:
+    """Render pages 0..num-1 of ``split`` into ``out_dir/split`` (layout in the module docstring).
+    ``workers`` > 1 renders chunks in that many processes; every page depends only on its own seed, so the
+    files are the same for any ``workers``."""
+    root = Path(out_dir) / split
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    (root / "crops").mkdir(exist_ok=True)
+    workers = max(1, min(int(workers), num))
+    bounds = [(num * k // workers, num * (k + 1) // workers) for k in range(workers)]
+    if workers == 1:
+        parts = [_render_range(root, split, 0, num, cfg, chars)]
+    else:
+        import multiprocessing as mp
+        with mp.get_context("fork").Pool(workers) as pool:
+            parts = pool.starmap(_render_range, [(root, split, a, b, cfg, chars) for a, b in bounds])
+    det_lines = [ln for d, _ in parts for ln in d]
+    rec_lines = [ln for _, r in parts for ln in r]
     (root / "label.txt").write_text("\n".join(det_lines) + "\n", encoding="utf-8")
     (root / "crop_label.txt").write_text("\n".join(rec_lines) + "\n", encoding="utf-8")
     return root
 
 
-def ensure_pages(root: str | os.PathLike, splits: dict, cfg: PageSynthConfig, chars: Sequence[str]) -> Path:
+def ensure_pages(root: str | os.PathLike, splits: dict, cfg: PageSynthConfig, chars: Sequence[str],
+                 workers: int = 1) -> Path:
     """Render ``splits`` ({split: pages}) under ``root`` unless ``root/meta.json`` already records the same
-    settings (the cache); returns root."""
+    settings (the cache), with ``workers`` processes; returns root."""
     root = Path(root)
     meta = {"generator": 1, "splits": splits, "config": {k: list(v) if isinstance(v, tuple) else v
                                                           for k, v in vars(cfg).items()}, "chars": "".join(chars)}
@@ -304,6 +323,6 @@ def ensure_pages(root: str | os.PathLike, splits: dict, cfg: PageSynthConfig, ch
     except (OSError, ValueError):
         pass
     for split, n in splits.items():
-        write_pages(root, split, n, cfg, chars)
+        write_pages(root, split, n, cfg, chars, workers)
     meta_file.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
     return root
