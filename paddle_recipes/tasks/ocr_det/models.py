@@ -17,11 +17,12 @@ import paddle.nn as nn
 
 from ..ocr.ppocr_backbones import PPHGNetV2_B4, PPLCNetV3
 from ..ocr.ppocr_models import _construct, _section, arch_dict
-from .backbones import ResNet_vd
+from .backbones import DenseConvDet, ResNet_vd
 from .heads import DBHead, PFHeadLocal
 from .necks import DBFPN, LKPAN, RSEFPN
 
-DET_BACKBONES = {"pplcnetv3": PPLCNetV3, "pphgnetv2_b4": PPHGNetV2_B4, "resnet_vd": ResNet_vd}
+DET_BACKBONES = {"pplcnetv3": PPLCNetV3, "pphgnetv2_b4": PPHGNetV2_B4, "resnet_vd": ResNet_vd,
+                 "denseconvdet": DenseConvDet}
 DET_NECKS = {"dbfpn": DBFPN, "rsefpn": RSEFPN, "lkpan": LKPAN}
 DET_HEADS = {"dbhead": DBHead, "pfheadlocal": PFHeadLocal}
 
