@@ -32,6 +32,11 @@ Facts of PaddleOCR that the mapping follows (its code, read, not copied):
 A network this version does not build (a DistillationModel, another algorithm, a backbone without an implementation)
 is named in one ConfigError before any of the file's keys is read (``_Translator.preflight``).
 
+paddle-recipes extension keys (EXTENSION_KEYS): our speedups, written in the file or given with ``-o`` on top of a
+PaddleOCR YAML, in PaddleOCR's own sections; PaddleOCR itself does not read them. They are listed with their values in
+one log line, "paddle-recipes extensions: Architecture.Head.init_blank_prob=0.8, EMA.enable=True, ... (<source>)"
+(``report.extensions``), and an unknown spelling is a ConfigError with the nearest valid key, as for PaddleOCR's keys.
+
 Keys our schema does not have yet are written under the names listed in PROPOSED_KEYS; ``report.proposed``
 names the ones a given file uses, and the recipe's translator (``paddleocr_rec_translator``, the OCR recipe's
 ``config_translators`` entry) rejects such a file with a one-line error naming the PaddleOCR key. Behaviours
@@ -67,6 +72,25 @@ PROPOSED_KEYS: Dict[str, str] = {
 # {Train,Eval}.dataset.{aug,label_encoder,gtc_encode}, Train.sampler. PaddleOCR behaviours we only
 # approximate are reported in TranslationReport.approximated (one warning line), never silently:
 # RecConAug, Eval's free-width resize, the schedule restart after warmup.
+
+# paddle-recipes extension keys of a PaddleOCR YAML (ours, not PaddleOCR's; one spelling per feature): key -> meaning.
+EXTENSION_KEYS: Dict[str, str] = {
+    "Architecture.Head.init_blank_prob": "CTC blank probability at init through the CTC output bias, in (0, 1) "
+                                         "(CTCHead, or MultiHead's CTC branch; docs/cards/ctc_blank_bias.md)",
+    "Optimizer.lr.warmup_steps": "linear warmup over this many optimizer steps; replaces lr.warmup_epoch "
+                                 "(docs/cards/optim.md)",
+    "Train.sampler.name: LengthCurriculumSampler": "the length curriculum (+ Train.sampler.warm_steps, short_len; "
+                                                   "docs/cards/length_curriculum.md): replaces a MultiScaleSampler",
+    "Global.cal_metric_during_train: N": "an integer N >= 2: the training accuracy every N steps "
+                                         "(docs/cards/train_metric_every.md)",
+    "Train.loader / Eval.loader: use_buffer_reader, timeout, seed, min_shm_mb": "our loader settings "
+                                                                                "(data.loader.LoaderConfig)",
+    "EMA, AMP, Synthetic, Predict, Export": "our sections, as in the recipe's own configs",
+    "Global: seed, device, max_steps, keep_last, weights, use_ema_weights, vdl_dir": "our Global keys",
+}
+LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb")
+CURRICULUM_KEYS = ("warm_steps", "short_len")
+MULTISCALE_KEYS = ("scales", "first_bs", "fix_bs", "divided_factor", "is_training", "ratio_wh", "max_w")
 
 PADDLEOCR_SECTIONS = ("Global", "Optimizer", "Architecture", "Loss", "PostProcess", "Metric", "Train", "Eval")
 OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed through as written
@@ -130,7 +154,8 @@ AMP_KEYS = {"use_amp": "enable", "amp_level": "level", "scale_loss": "init_loss_
 class TranslationReport:
     """What became of each PaddleOCR key. Paths look like ``Train.dataset.transforms[1].RecConAug.prob``.
 
-    mapped: PaddleOCR path -> our key path (or "fixed: ..." when our pipeline always behaves so).
+    mapped: PaddleOCR path -> our key path (or "fixed: ..." when our pipeline always behaves so); an extension
+    key (EXTENSION_KEYS) is mapped too and also listed in extensions (path -> value).
     no_effect: PaddleOCR path -> why it changes nothing here. derived: our key -> why we set it although
     no key asked (PaddleOCR's behaviour differs from our default). proposed: our paths not in the schema yet.
     """
@@ -141,6 +166,14 @@ class TranslationReport:
     derived: Dict[str, str] = field(default_factory=dict)
     proposed: List[str] = field(default_factory=list)
     approximated: Dict[str, str] = field(default_factory=dict)
+    extensions: Dict[str, Any] = field(default_factory=dict)
+
+    def extensions_line(self) -> str:
+        """One line: "paddle-recipes extensions: Architecture.Head.init_blank_prob=0.8, ... (<source>)", or ""."""
+        if not self.extensions:
+            return ""
+        return (f"paddle-recipes extensions: {', '.join(f'{k}={v}' for k, v in self.extensions.items())} "
+                f"({self.source})")
 
     def accounts_for(self, path: str) -> bool:
         return path in self.mapped or path in self.no_effect or path in self.approximated
@@ -221,6 +254,14 @@ class _Translator:
         self.put(dst, value)
         self.report.mapped[src] = dst
 
+    def ext(self, src: str, value: Any, dst: Optional[str] = None) -> None:
+        """A paddle-recipes extension key: mapped (to `dst`, default the same path) and listed in the one line."""
+        if dst is not None:
+            self.map(src, value, dst)
+        else:
+            self.report.mapped[src] = src
+        self.report.extensions[src] = value
+
     def fixed(self, src: str, what: str) -> None:
         self.report.mapped[src] = f"fixed: {what}"
 
@@ -275,7 +316,7 @@ class _Translator:
         for sec in OUR_SECTIONS:
             if sec in self.src:
                 for k, v in (self.src[sec] or {}).items():
-                    self.map(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
+                    self.ext(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
         return self.ours, self.report
 
     def no_distillation(self, a: dict, alone: str) -> None:
@@ -333,7 +374,10 @@ class _Translator:
                 self.map(f"Global.{k}", "" if g[k] is None else g[k], dst)
         for k in OUR_GLOBAL_KEYS:
             if k in g:
-                self.map(f"Global.{k}", g[k], f"Global.{k}")
+                self.ext(f"Global.{k}", g[k], f"Global.{k}")
+        cadence = g.get("cal_metric_during_train")
+        if isinstance(cadence, int) and not isinstance(cadence, bool) and cadence >= 2:  # PaddleOCR: any int = true
+            self.report.extensions["Global.cal_metric_during_train"] = cadence
         if "log_smooth_window" in g:  # log lines only: values are averaged differently, training is the same
             self.report.approximated["Global.log_smooth_window"] = "logged values average the print_batch_step window"
         if "calc_epoch_interval" in g:
@@ -430,6 +474,8 @@ class _Translator:
                 _canon(node.get("encoder_type"), ENCODER_TYPES, f"{path}.encoder_type", "encoder_type", self.source)
             if part == "Head":
                 self.head_name = node["name"]
+                if "init_blank_prob" in node:  # ours: the CTC output bias (MultiHead: its CTC branch)
+                    self.report.extensions["Architecture.Head.init_blank_prob"] = node["init_blank_prob"]
                 if node["name"] == "MultiHead":
                     self._head_list(node, path)
             self.put(path, node)
@@ -569,8 +615,20 @@ class _Translator:
             self.derive("Optimizer.schedule", "constant", "a bare learning rate")
             return
         allowed = ("name", "learning_rate", "warmup_epoch", "end_lr", "power", "step_size", "gamma",
-                   "decay_epochs", "values")
+                   "decay_epochs", "values", "warmup_steps")
         self.check_keys(lr, allowed, "Optimizer.lr")
+        lr = dict(lr)
+        steps = lr.pop("warmup_steps", None)
+        if steps is not None:  # ours: warmup in optimizer steps, replacing PaddleOCR's warmup_epoch
+            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+                raise self.error("Optimizer.lr.warmup_steps", f"{steps!r}: expected an integer >= 0 (optimizer steps)")
+            self.put("Optimizer.warmup_steps", steps, replace=True)
+            self.report.derived.pop("Optimizer.warmup_steps", None)
+            self.ext("Optimizer.lr.warmup_steps", steps, "Optimizer.warmup_steps")
+            if "warmup_epoch" in lr:
+                self.none("Optimizer.lr.warmup_epoch", "replaced by Optimizer.lr.warmup_steps (paddle-recipes "
+                          "extension)")
+                lr.pop("warmup_epoch")
         if "name" not in lr:  # PaddleOCR: lr = lr_config['learning_rate'], nothing else read
             self.map("Optimizer.lr.learning_rate", lr.get("learning_rate"), "Optimizer.lr")
             self.derive("Optimizer.schedule", "constant", "Optimizer.lr without a name")
@@ -652,7 +710,8 @@ class _Translator:
             ratios = r if isinstance(r, list) else [r]
             if all(float(x) == 1.0 for x in ratios):
                 self.fixed(f"{p}.ratio_list", "1.0: every sample of every label file is used")
-            elif split == "Train" and "sampler" in node and fmt == "label_file":  # a fresh fraction per epoch
+            elif (split == "Train" and fmt == "label_file"  # a fresh fraction per epoch
+                  and ((node.get("sampler") or {}).get("name") or "").lower() == "multiscalesampler"):
                 files = ds.get("label_file_list") or []
                 self.map(f"{p}.ratio_list", [float(x) for x in (r if isinstance(r, list) else [r] * len(files))],
                          f"{p}.ratio_list")
@@ -805,13 +864,29 @@ class _Translator:
             self.fixed(f"{op}.keep_keys", "the batch keys follow the label encoder")
 
     def sampler(self, s: Any) -> Optional[str]:
+        """Train.sampler: PaddleOCR's MultiScaleSampler (returns the path batch sizes come from), or our extension
+        LengthCurriculumSampler (its warm_steps / short_len; a MultiScaleSampler's keys left in the section by an
+        ``-o Train.sampler.name=...`` are reported as having no effect; None: the batch size is Train.loader's)."""
         p = "Train.sampler"
-        s = self.check_keys(s, ("name", "scales", "first_bs", "fix_bs", "divided_factor", "is_training",
-                                "ratio_wh", "max_w"), p)
+        s = self.check_keys(s, ("name",) + MULTISCALE_KEYS + CURRICULUM_KEYS, p)
         if not s:
             self.none(p, "null")
             return None
-        _canon(s.get("name"), ("MultiScaleSampler",), f"{p}.name", "sampler", self.source)
+        name = _canon(s.get("name"), ("MultiScaleSampler", "LengthCurriculumSampler"), f"{p}.name", "sampler",
+                      self.source)
+        self.sampler_name = name
+        if name == "LengthCurriculumSampler":
+            for k, v in s.items():
+                if k in MULTISCALE_KEYS:
+                    self.none(f"{p}.{k}", "MultiScaleSampler's: the LengthCurriculumSampler extension replaces it "
+                              "(batches of Train.loader.batch_size_per_card at Global.image_shape)")
+                else:
+                    self.ext(f"{p}.{k}", v if k != "name" else name, f"{p}.{k}")
+            return None
+        for k in CURRICULUM_KEYS:
+            if k in s:
+                raise self.error(f"{p}.{k}", "only Train.sampler.name LengthCurriculumSampler (paddle-recipes "
+                                 "extension) takes it")
         for k, v in s.items():
             self.map(f"{p}.{k}", copy.deepcopy(v), f"{p}.{k}")
         if "first_bs" not in s:
@@ -821,8 +896,11 @@ class _Translator:
     def loader(self, split: str, lo: Any, bs_from: Optional[str]) -> None:
         p = f"{split}.loader"
         lo = self.check_keys(lo, ("shuffle", "batch_size_per_card", "drop_last", "num_workers", "use_shared_memory",
-                                  "persistent_workers", "prefetch_factor"), p)
+                                  "persistent_workers", "prefetch_factor") + LOADER_EXTENSIONS, p)
         for k, v in lo.items():
+            if k in LOADER_EXTENSIONS:
+                self.ext(f"{p}.{k}", v, f"{p}.{k}")
+                continue
             if split == "Eval" and k == "shuffle" and v:  # every sample is scored once: the order changes nothing
                 self.none(f"{p}.{k}", "true: the metrics do not depend on the order (Eval reads in order here)")
                 continue
@@ -937,6 +1015,8 @@ def paddleocr_rec_translator(schema: type, translate_fn: Optional[Callable] = No
         notes = [report.no_effect_line()]
         if report.approximated:
             notes.append(report.approximated_line())
+        if report.extensions:
+            notes.append(report.extensions_line())
         return ours, notes
 
     translate.recognise = is_paddleocr_config

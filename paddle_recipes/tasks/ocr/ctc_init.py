@@ -5,7 +5,9 @@ spends steps pushing the blank up (most frames are blank), then sits on the "all
 Starting with the blank already at its prior probability skips the first phase and puts the
 non-blank logits where their gradients are largest.
 
-    Architecture.Head.init_blank_prob: 0.8       # the recipe's key: our CTCHead sets its bias at construction
+    Architecture.Head.init_blank_prob: 0.8       # the recipe's key: our CTCHead, PaddleOCR's CTCHead and MultiHead's
+                                                 # CTC branch get their output bias at construction (also on a
+                                                 # PaddleOCR YAML: -o Architecture.Head.init_blank_prob=0.8)
     init_ctc_blank_bias(model, blank_prob=0.8)   # functional, for your own model: returns the bias value set
 
 A resumed run or a ``Global.pretrained_model`` load overwrites the constructed bias with the loaded one.
@@ -50,6 +52,16 @@ def find_ctc_bias(model: paddle.nn.Layer) -> paddle.Tensor:
     return bias
 
 
+def set_blank_bias(bias: paddle.Tensor, blank_prob: float, blank: int = 0) -> float:
+    """Set a CTC output bias [num_classes] to [b at ``blank``, 0 elsewhere] with b = blank_logit; returns b."""
+    c = int(bias.shape[0])
+    b = blank_logit(blank_prob, c)
+    value = paddle.zeros([c], dtype=bias.dtype)
+    value[blank] = b
+    bias.set_value(value)
+    return b
+
+
 def init_ctc_blank_bias(model: paddle.nn.Layer, blank_prob: float = 0.8, blank: int = 0,
                         scale_fc: float | None = None) -> float:
     """Set the CTC output bias to [b at ``blank``, 0 elsewhere]; returns b.
@@ -57,12 +69,7 @@ def init_ctc_blank_bias(model: paddle.nn.Layer, blank_prob: float = 0.8, blank: 
     scale_fc: optionally multiply the head's last weight by this (e.g. 0.1) so the other logits
     start near 0 and the blank probability really is ``blank_prob``.
     """
-    bias = find_ctc_bias(model)
-    c = int(bias.shape[0])
-    b = blank_logit(blank_prob, c)
-    value = paddle.zeros([c], dtype=bias.dtype)
-    value[blank] = b
-    bias.set_value(value)
+    b = set_blank_bias(find_ctc_bias(model), blank_prob, blank)
     if scale_fc is not None:
         head = getattr(unwrap(model), "head", None)
         fc = getattr(head, "fc", None)

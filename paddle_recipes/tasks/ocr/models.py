@@ -20,13 +20,12 @@ import inspect
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
 from . import ppocr_models
-from .ctc_init import blank_logit
+from .ctc_init import set_blank_bias
 
 
 def _div8(v: float, minimum: int = 8) -> int:
@@ -231,9 +230,7 @@ class CTCHead(nn.Layer):
         self.fc = nn.Linear(mid_channels or in_channels, num_classes, bias_attr=False)
         self.bias = self.create_parameter([num_classes], is_bias=True)
         if init_blank_prob:  # start off the CTC blank plateau (docs/cards/ctc_blank_bias.md)
-            value = paddle.zeros([num_classes], dtype=self.bias.dtype)
-            value[0] = blank_logit(init_blank_prob, num_classes)
-            self.bias.set_value(value)
+            set_blank_bias(self.bias, init_blank_prob)
 
     def forward(self, x):
         if self.mid is not None:
@@ -311,8 +308,9 @@ class HeadConfig:
     """name: CTCHead (ours, or PaddleOCR's with a PaddleOCR backbone) | MultiHead (PaddleOCR: CTC branch +
     NRTR branch). mid_channels: hidden FC before the classifier. fc_decay: L2 on PaddleOCR's CTC classifier.
     head_list: MultiHead's parts, PaddleOCR's form [{CTCHead: {Neck: {...}, Head: {...}}}, {NRTRHead: {...}}].
-    init_blank_prob (our CTCHead): softmax probability of the CTC blank at init, via the output bias (0 = plain
-    init; 0.8 leaves the blank plateau in far fewer steps: docs/cards/ctc_blank_bias.md)."""
+    init_blank_prob: softmax probability of the CTC blank at init, via the CTC output bias (our CTCHead, PaddleOCR's
+    CTCHead, MultiHead's CTC branch; 0 = plain init; 0.8 leaves the blank plateau in far fewer steps:
+    docs/cards/ctc_blank_bias.md). On a PaddleOCR YAML it is a paddle-recipes extension key (compat.paddleocr)."""
     name: str = "CTCHead"
     mid_channels: Optional[int] = None
     fc_decay: Optional[float] = None
@@ -421,7 +419,7 @@ def check_architecture(arch: "ArchitectureConfig") -> None:
         _check_args("Neck", image_encoder or type("SequenceEncoder", (), {}), n,
                     extra=[] if image_encoder else ["hidden_size"])
     head_cls = _pick(PPOCR_HEADS, "Head", hname, True)
-    _check_args("Head", head_cls, h)
+    _check_args("Head", head_cls, h, extra=["init_blank_prob"])  # set on the CTC output by build_ppocr_rec_model
     if head_cls is ppocr_models.MultiHead and not h.get("head_list"):
         raise ConfigError("Architecture.Head: MultiHead needs head_list ([{CTCHead: {...}}, {NRTRHead: {...}}])")
 

@@ -7,6 +7,7 @@
                                                # | {name: PPHGNetV2_B4, text_rec: true} | {name: ResNet, layers: 34}
     Neck:     {name: SequenceEncoder, encoder_type: rnn, hidden_size: 256}   # optional
     Head:     {name: CTCHead, fc_decay: 0.0}          # or MultiHead with head_list
+              # + init_blank_prob: 0.8 (ours, not PaddleOCR's: the CTC output bias starts at that blank probability)
 
 ``num_classes`` is the CTC class count including the blank (our ``CharDict`` count = PaddleOCR's
 ``CTCLabelDecode`` count: dict lines + space + blank). For ``MultiHead`` the NRTR branch gets
@@ -22,6 +23,7 @@ from typing import Any, Dict, List
 import paddle.nn as nn
 
 from ...nn.lcnetv4 import PPLCNetV4
+from .ctc_init import set_blank_bias
 from .ppocr_backbones import PPHGNetV2_B4, PPLCNetV3, ResNet
 from .ppocr_heads import IMAGE_ENCODERS, CTCHead, MultiHead, SequenceEncoder  # noqa: F401 (IMAGE_ENCODERS: arg check)
 
@@ -142,12 +144,17 @@ def build_ppocr_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3)
         neck = _construct(PPOCR_NECKS, "Neck", n_kw, in_channels=channels)
         channels = neck.out_channels
     h_kw = _section(arch.get("Head"), "Head")
+    blank_prob = h_kw.pop("init_blank_prob", None)
     if str(h_kw["name"]).lower() == "multihead":
         head = _construct(PPOCR_HEADS, "Head", h_kw, in_channels=channels, out_channels_list={
             "CTCLabelDecode": num_classes, "NRTRLabelDecode": num_classes + NRTR_EXTRA_CLASSES})
     else:
         head = _construct(PPOCR_HEADS, "Head", h_kw, in_channels=channels, out_channels=num_classes)
-    return PPOCRRecModel(backbone, neck, head)
+    model = PPOCRRecModel(backbone, neck, head)
+    if blank_prob:  # our extension: the CTC output (MultiHead: its CTC branch) starts at this blank probability
+        ctc = model.ctc_head
+        set_blank_bias(getattr(ctc, ctc.class_layer).bias, blank_prob)
+    return model
 
 
 # PaddleOCR's published architectures (copy into a config's Architecture section).
