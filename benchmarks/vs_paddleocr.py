@@ -13,8 +13,9 @@ The real run needs a PaddleOCR source checkout (it is not on PyPI; nothing is do
 
 Per YAML (``--yamls r34,v5_mobile``: rec_r34_vd_none_bilstm_ctc.yml, PP-OCRv5/PP-OCRv5_mobile_rec.yml), rows
 (harness/vs_paddleocr.py ROWS): PaddleOCR 1 and 2 processes, ours as written 1 and 2 processes, ours + speedups
-(-o keys only) 1 and 2 processes. Same derived YAML (the original plus ``--set`` edits, applied to a copy read by
-both sides), same -o keys (data, dict, epochs, batch, eval cadence, workers), same data (a synthetic
+1 and 2 processes (-o keys only: paddle-recipes extension keys, harness speedup_keys: blank prior, EMA, metric
+cadence, warmup in steps, the length curriculum where the YAML has no sampler). Same derived YAML (the original plus
+``--set`` edits, applied to a copy read by both sides), same -o keys (data, dict, epochs, batch, eval cadence, workers), same data (a synthetic
 100-hanzi label-file set made once, PaddleOCR format), same threads (--threads per process); 1-process
 rows pinned to one core (taskset), 2-process rows on two. Repeats interleaved (row1..rowN, row1..rowN, ...),
 seed 42 + repeat, a fresh process each, load average recorded before/after each run. ``--budget-min``: a run
@@ -252,7 +253,7 @@ def main(argv=None) -> int:
         has_sampler = bool((derived.get("Train") or {}).get("sampler"))
         steps_per_epoch = n_train // batch  # drop_last on both sides; per process when 1 process
         runs: dict = {r.name: [] for r in rows}
-        fast_keys = H.speedup_keys(derived, steps_per_epoch)
+        fast_keys = H.speedup_keys(derived)
         for rep in range(repeats):
             for row in rows:
                 tag = f"{yn}_{row.name}_r{rep}"
@@ -303,7 +304,7 @@ def main(argv=None) -> int:
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
            "warmup_steps": warmup, "budget_min": args.budget_min, "peak_gflops": peak, "load": load,
-           "not_reachable": H.NOT_REACHABLE,
+           "not_switched_on": H.NOT_SWITCHED_ON,
            "data": f"synthetic 100-hanzi lines (2-6 chars, height 48), {n_train} train / {n_val} val, PaddleOCR label "
                    f"files under {data}", "yamls": report_yamls, "work_dir": str(work)}
     (out_dir / "report.json").write_text(json.dumps(rep, indent=1, default=str, ensure_ascii=False))

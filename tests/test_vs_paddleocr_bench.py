@@ -90,9 +90,39 @@ def test_commands_share_yaml_and_keys_and_differ_only_in_speedups(tmp_path):
     assert kp == ko and kp["Train.sampler.first_bs"] == "8" and kp["Global.seed"] == "43"
     kf.pop("Global.device")
     assert {k: v for k, v in kf.items() if ko.get(k) != v} == H.SPEEDUP_KEYS
-    warm = {"Optimizer": {"lr": {"name": "Cosine", "warmup_epoch": 5}}}
-    assert H.speedup_keys(warm, 40) == {**H.SPEEDUP_KEYS, "Optimizer.lr.warmup_epoch": "2.5"}  # 100 steps
-    assert H.speedup_keys({"Optimizer": {"lr": {"learning_rate": 5e-4}}}, 40) == H.SPEEDUP_KEYS  # no schedule
+    warm = {"Optimizer": {"lr": {"name": "Cosine", "warmup_epoch": 5}}, "Train": {"sampler": {"name": "MultiScaleSampler"}}}
+    assert H.speedup_keys(warm) == {**H.SPEEDUP_KEYS, "Optimizer.lr.warmup_steps": "100"}  # no curriculum: own sampler
+    assert H.speedup_keys({"Optimizer": {"lr": {"learning_rate": 5e-4}}}) == {**H.SPEEDUP_KEYS, **H.CURRICULUM_KEYS}
+
+
+@pytest.mark.parametrize("yn,fixture", [("r34", "rec_r34_vd_none_bilstm_ctc.yml"),
+                                        ("v5_mobile", "PP-OCRv5/PP-OCRv5_mobile_rec.yml")])
+def test_fast_row_keys_load_on_the_real_yamls_and_take_effect(tmp_path, yn, fixture):
+    """The fast rows' -o list (common keys + speedup_keys) on the real PaddleOCR YAMLs (tests/fixtures): our recipe's
+    config loads, every speedup is in effect, and the one extensions line names them."""
+    from paddle_recipes.config import load_config
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+    from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, SamplerConfig
+
+    raw = yaml.safe_load((REPO_ROOT / "tests/fixtures/paddleocr_configs" / fixture).read_text(encoding="utf-8"))
+    o = H.common_overrides(str(tmp_path), str(REPO_ROOT / "datasets/ocr_rec/ch_hanzi_100.txt"), str(tmp_path / "o"),
+                           2, 8, 50, extra=H.YAML_KEYS[yn])
+    fast = H.pick_rows(["fast_p1"])[0]
+    cmd = H.command(fast, "PPY", "OURPY", "/y.yml", o, tmp_path, 42, bool(raw["Train"].get("sampler")),
+                    speedups=H.speedup_keys(raw))[0]
+    notes: list = []
+    cfg = load_config(REPO_ROOT / "tests/fixtures/paddleocr_configs" / fixture, cmd[cmd.index("-o") + 1:],
+                      OcrRec.Config, translators=OcrRec.config_translators, notes=notes)
+    assert cfg.Architecture.Head.init_blank_prob == 0.8 and cfg.EMA.enable and cfg.EMA.decay == 0.999
+    assert cfg.Global.metric_every == 50
+    if yn == "r34":  # constant lr, no sampler: the curriculum, no warmup
+        assert isinstance(cfg.Train.sampler, CurriculumSamplerConfig) and cfg.Train.sampler.warm_steps == 100
+        assert cfg.Optimizer.warmup_steps == 0
+    else:  # warmup_epoch 5 -> 100 steps; PaddleOCR's MultiScaleSampler kept
+        assert isinstance(cfg.Train.sampler, SamplerConfig) and cfg.Optimizer.warmup_steps == 100
+        assert cfg.Optimizer.warmup_epochs == 0
+    line = [n for n in notes if n.startswith("paddle-recipes extensions: ")]
+    assert len(line) == 1 and all(f"{k}=" in line[0] for k in H.speedup_keys(raw)), notes
 
 
 def test_summary_target_ratios_and_lower_bound():
@@ -235,7 +265,7 @@ def test_fake_run_figures_target_ratios_and_one_evaluator(fake_run):
     work = fake_run[1]
     assert f"Global.checkpoints={work}/r34_ppocr_p1_r0/best_accuracy " in y["runs"]["ppocr_p1"][0]["our_eval"]["command"]
     assert f"Global.checkpoints={work}/r34_ours_p1_r0/checkpoints/best " in y["runs"]["ours_p1"][0]["our_eval"]["command"]
-    for k in ("machine", "versions", "ppocr", "threads", "load", "data", "peak_gflops", "not_reachable", "yamls"):
+    for k in ("machine", "versions", "ppocr", "threads", "load", "data", "peak_gflops", "not_switched_on", "yamls"):
         assert k in rep, k
     for r in y["runs"]["ours_p1"]:
         assert len(r["loadavg_before"]) == 3 and len(r["loadavg_after"]) == 3 and r["stopped"] is None

@@ -8,7 +8,8 @@ Rows per YAML (every run a fresh process; repeats interleaved in this order):
   ppocr_p2   the same under paddle.distributed.launch, 2 processes
   ours_p1    recipes/ocr_rec.py -c <the same YAML> -o <the same keys>, 1 process
   ours_p2    the same, 2 processes
-  fast_p1    ours + our speedups, switched on by -o keys only (SPEEDUP_KEYS)
+  fast_p1    ours + our speedups, switched on by -o keys only (speedup_keys: paddle-recipes extension keys)
+  fast_p2    the same, 2 processes
 Both sides read one derived YAML (the original plus the ``--set`` edits, written once) and one -o list.
 """
 from __future__ import annotations
@@ -31,29 +32,35 @@ YAMLS = {"r34": "configs/rec/rec_r34_vd_none_bilstm_ctc.yml",
 YAML_KEYS = {"r34": {"Train.dataset.name": "SimpleDataSet", "Eval.dataset.name": "SimpleDataSet",
                      "Global.character_type": "ch"}, "v5_mobile": {}}
 
-# Our speedups, -o keys only, in the keys our recipe accepts on a PaddleOCR YAML (compat.paddleocr: their keys plus
-# our EMA section): EMA (docs/cards/ema.md), no per-step train-accuracy decode (train_metric_every.md), and warmup in
-# steps (speedup_keys) where the YAML has a warmup schedule.
-SPEEDUP_KEYS = {"EMA.enable": "true", "EMA.decay": "0.999", "Global.cal_metric_during_train": "false"}
+# Our speedups, -o keys only: paddle-recipes extension keys on the PaddleOCR YAML (compat.paddleocr.EXTENSION_KEYS;
+# the recipe logs them in one "paddle-recipes extensions: ..." line). Values = the TTA suite's "all" row
+# (benchmarks/harness/tta_ocr.py, docs/cards/): CTC blank prior 0.8, EMA 0.999, train accuracy every 50 steps.
+SPEEDUP_KEYS = {"Architecture.Head.init_blank_prob": "0.8", "EMA.enable": "true", "EMA.decay": "0.999",
+                "Global.cal_metric_during_train": "50"}
 WARMUP_STEPS = 100  # docs/cards/optim.md / the TTA "warmup" row: 100 steps instead of PaddleOCR's warmup epochs
-# Speedups the issue lists that a PaddleOCR YAML cannot reach in this version (the translator rejects the key, one
-# line, exit 2): reported in report.json / report.md, not silently dropped.
-NOT_REACHABLE = {
-    "blank prior": "Architecture.Head.init_blank_prob: PaddleOCR's CTCHead / MultiHead do not take it (only our "
-                   "CTCHead does)",
-    "length curriculum": "Train.sampler.name: LengthCurriculumSampler is not accepted for a PaddleOCR YAML "
-                         "(MultiScaleSampler only)",
-    "loader workers": "not switched on: 1-process rows are pinned to one core, where a loader worker competes with "
-                      "the step (Train.loader.num_workers=N works on a machine with spare cores)"}
+# The length curriculum (docs/cards/length_curriculum.md) on a YAML without a sampler of its own; the data are 2-6 chars.
+CURRICULUM_KEYS = {"Train.sampler.name": "LengthCurriculumSampler", "Train.sampler.warm_steps": "100",
+                   "Train.sampler.short_len": "3"}
+# Speedups of the issue's list the fast rows do NOT switch on, and why (reported in report.json / report.md).
+NOT_SWITCHED_ON = {
+    "length curriculum on PP-OCRv5 mobile": "Train.sampler.name=LengthCurriculumSampler would replace the YAML's "
+                                            "MultiScaleSampler (other input heights: different work per step)",
+    "batch": "both sides train with the same --batch (equal work per step is what the rows compare)",
+    "loader workers": "1-process rows are pinned to one core, where a loader worker competes with the step "
+                      "(Train.loader.num_workers=N works on a machine with spare cores; our buffer reader is on in "
+                      "every row of ours: Train.loader.use_buffer_reader defaults to true)"}
 
 
-def speedup_keys(cfg: dict, steps_per_epoch: int) -> dict:
-    """SPEEDUP_KEYS plus, when the YAML's lr has a schedule with warmup_epoch, the warmup as WARMUP_STEPS steps
-    (Optimizer.lr.warmup_epoch = WARMUP_STEPS / steps_per_epoch, our translator turns it back into steps)."""
+def speedup_keys(cfg: dict) -> dict:
+    """The -o keys of the fast rows for the (derived) YAML `cfg`: SPEEDUP_KEYS; Optimizer.lr.warmup_steps=WARMUP_STEPS
+    when its lr has a schedule with warmup_epoch (the extension key replaces it); CURRICULUM_KEYS when it has no
+    Train.sampler."""
     out = dict(SPEEDUP_KEYS)
     lr = ((cfg.get("Optimizer") or {}).get("lr") or {})
     if isinstance(lr, dict) and lr.get("name") and lr.get("warmup_epoch"):
-        out["Optimizer.lr.warmup_epoch"] = f"{WARMUP_STEPS / max(1, steps_per_epoch):.4g}"
+        out["Optimizer.lr.warmup_steps"] = str(WARMUP_STEPS)
+    if not (cfg.get("Train") or {}).get("sampler"):
+        out.update(CURRICULUM_KEYS)
     return out
 
 
@@ -328,8 +335,8 @@ def to_markdown(rep: dict) -> str:
     for y in rep["yamls"]:
         lines += [f"## {y['name']}: `{y['yaml']}`", "",
                   f"Edits to the YAML (both sides): {y['edits'] or 'none'}. -o (both sides): `{y['overrides_shown']}`. "
-                  f"Speedup rows add: `{y['speedup_keys']}`; not reachable from a PaddleOCR YAML here: "
-                  f"{'; '.join(f'{k} ({v})' for k, v in rep['not_reachable'].items())}.", "",
+                  f"Speedup rows add (paddle-recipes extension keys, -o only): `{y['speedup_keys']}`; not switched "
+                  f"on: {'; '.join(f'{k} ({v})' for k, v in rep['not_switched_on'].items())}.", "",
                   f"Target = PaddleOCR 1-process best acc in its budget: **{_f(y['target'], '{:.4f}')}** "
                   f"(n/a: it reached 0 or did not run, so no time-to-target). "
                   f"Forward FLOPs/sample: {_f(y['fwd_gflops'], '{:.3f}')} GFLOP.", "",
