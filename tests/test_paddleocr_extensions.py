@@ -154,3 +154,14 @@ def test_recipe_trains_a_real_yaml_with_the_extensions(tmp_path):
     np.testing.assert_allclose([h["lr"] for h in summary["history"]], [peak / 4, peak / 2], rtol=1e-6)
     assert all("acc" not in h for h in summary["history"])
     fresh_logging()
+
+
+def test_misspelled_extension_key_exits_2_with_one_line_through_the_cli(tmp_path, capsys):
+    fresh_logging()
+    with pytest.raises(SystemExit) as exc:
+        OcrRec.cli(["-c", str(FIXTURES / V5M), "-o", f"Global.save_model_dir={tmp_path / 'out'}",
+                    "Optimizer.lr.warmup_step=100"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ocr_rec: error: Optimizer.lr.warmup_step: unknown PaddleOCR key; "
+                                               "did you mean 'warmup_steps'?"), err

@@ -254,12 +254,9 @@ class _Translator:
         self.put(dst, value)
         self.report.mapped[src] = dst
 
-    def ext(self, src: str, value: Any, dst: Optional[str] = None) -> None:
-        """A paddle-recipes extension key: mapped (to `dst`, default the same path) and listed in the one line."""
-        if dst is not None:
-            self.map(src, value, dst)
-        else:
-            self.report.mapped[src] = src
+    def ext(self, src: str, value: Any, dst: str) -> None:
+        """A paddle-recipes extension key: mapped to our `dst` and listed in the one extensions line."""
+        self.map(src, value, dst)
         self.report.extensions[src] = value
 
     def fixed(self, src: str, what: str) -> None:
@@ -710,8 +707,8 @@ class _Translator:
             ratios = r if isinstance(r, list) else [r]
             if all(float(x) == 1.0 for x in ratios):
                 self.fixed(f"{p}.ratio_list", "1.0: every sample of every label file is used")
-            elif (split == "Train" and fmt == "label_file"  # a fresh fraction per epoch
-                  and ((node.get("sampler") or {}).get("name") or "").lower() == "multiscalesampler"):
+            elif (split == "Train" and fmt == "label_file" and isinstance(node.get("sampler"), dict)  # a fresh
+                  and str(node["sampler"].get("name")).lower() == "multiscalesampler"):  # fraction per epoch
                 files = ds.get("label_file_list") or []
                 self.map(f"{p}.ratio_list", [float(x) for x in (r if isinstance(r, list) else [r] * len(files))],
                          f"{p}.ratio_list")
@@ -874,7 +871,6 @@ class _Translator:
             return None
         name = _canon(s.get("name"), ("MultiScaleSampler", "LengthCurriculumSampler"), f"{p}.name", "sampler",
                       self.source)
-        self.sampler_name = name
         if name == "LengthCurriculumSampler":
             for k, v in s.items():
                 if k in MULTISCALE_KEYS:
