@@ -44,7 +44,7 @@ def test_pages_are_deterministic_and_labels_load_without_skips(pages, tmp_path):
             assert text and not s["ignore_tags"][0]
 
 
-def test_crops_match_the_non_vertical_lines(pages):
+def test_every_line_has_a_crop_as_the_system_cuts_it(pages):
     det = [json.loads(line.split("\t")[1]) for line in (pages / "label.txt").read_text(encoding="utf-8").splitlines()]
     rec = [line.split("\t") for line in (pages / "crop_label.txt").read_text(encoding="utf-8").splitlines()]
     by_name = dict(rec)
@@ -52,11 +52,11 @@ def test_crops_match_the_non_vertical_lines(pages):
         for j, item in enumerate(items):
             name = f"crops/{i:08d}_{j:02d}.jpg"
             pts = np.array(item["points"])
-            vertical = np.ptp(pts[:, 1]) > 2 * np.ptp(pts[:, 0])
-            assert (name in by_name) != vertical
-            if name in by_name:
-                assert by_name[name] == item["transcription"]
-                assert cv2.imread(str(pages / name)).shape[0] == CFG.crop_height
+            assert by_name[name] == item["transcription"]
+            crop = cv2.imread(str(pages / name))
+            assert crop.shape[0] == CFG.crop_height
+            if np.ptp(pts[:, 1]) > 2 * np.ptp(pts[:, 0]):  # a vertical line is turned, so the crop is wide
+                assert crop.shape[1] > crop.shape[0]
 
 
 def test_heldout_pages_use_only_eval_fonts():
@@ -167,3 +167,19 @@ def test_train_crops_follow_the_sample_key_not_the_global_state(pages):
     np.testing.assert_array_equal(a["image"], b["image"])  # same (epoch, index): same augmentation
     np.testing.assert_array_equal(a["shrink_map"], b["shrink_map"])
     assert not np.array_equal(a["image"], c["image"])  # next epoch: another crop
+
+
+def test_system_crop_is_the_systems_crop_of_the_grown_box():
+    from paddle_recipes.tasks.ocr_det.synth_pages import system_crop
+    from paddle_recipes.tasks.ocr_system.geometry import crop_box
+
+    img = np.random.default_rng(0).integers(0, 255, (120, 200, 3), dtype=np.uint8)
+    box = np.float32([[40, 50], [140, 50], [140, 70], [40, 70]])  # 100 x 20, axis-aligned
+    np.testing.assert_array_equal(system_crop(img, box), img[50:70, 40:140])
+    np.testing.assert_array_equal(system_crop(img, box), crop_box(img, box))
+    grown = system_crop(img, box, margin=0.25)  # 0.25 x 20 px = 5 px on each side
+    np.testing.assert_array_equal(grown, img[45:75, 35:145])
+    tall = np.float32([[90, 10], [110, 10], [110, 110], [90, 110]])  # a vertical line: turned like the system's
+    np.testing.assert_array_equal(system_crop(img, tall), np.rot90(img[10:110, 90:110]))
+    np.testing.assert_array_equal(system_crop(img, tall), crop_box(img, tall))
+    assert system_crop(img, box, height=10).shape == (10, 50, 3)

@@ -11,8 +11,10 @@ of random size, angle and letter spacing, some curved (the rec renderer's curvat
 Labels: straight lines get the 4-point box of their ink (in the line's own frame, rotated with it);
 curved lines (bent along a sine, ``bend``) get a 2 x (``curve_points`` + 1)-point polygon: that box's top
 and bottom edges bent the same way.
-Crops are perspective crops of the line's min-area rectangle (``crop_rotated``), resized to
-``crop_height``; vertical lines are not written as crops (the recognizer reads horizontal lines).
+Crops are what the OCR system hands its recognizer for a detected box (``system_crop``): the line's
+min-area rectangle grown by a random margin (``crop_margin`` x its thickness on each side, as a DB box
+around the ink), perspective-cropped upright, turned 90 degrees counter-clockwise when tall (vertical
+lines, PaddleOCR's get_rotate_crop_image rule), then resized to ``crop_height``.
 
 Page ``i`` of a split is drawn from its own seed (seed, split, i): identical output for any worker count.
 
@@ -50,8 +52,9 @@ class PageSynthConfig:
     max_angle: lines are rotated uniformly in +-max_angle (10). vertical_prob: share of vertical lines (0.1).
     curve_prob: share of horizontal lines bent along a sine of amplitude 0.15-0.45 x font size (0.15);
     curve_points: their polygon has 2 x (curve_points + 1) points (6). distractors: (min, max) non-text marks (1, 6).
-    crop_height: height of the rec crops (48). jpeg_quality: 90. seed: base seed. fonts: restrict to these
-    registered font names (empty = all).
+    crop_height: height of the rec crops (48). crop_margin: (min, max) margin of the crops' boxes, a fraction of
+    the line thickness added on each side ((0.05, 0.35)). jpeg_quality: 90. seed: base seed. fonts: restrict to
+    these registered font names (empty = all).
     """
 
     width: int = 320
@@ -66,6 +69,7 @@ class PageSynthConfig:
     curve_points: int = 6
     distractors: Tuple[int, int] = (1, 6)
     crop_height: int = 48
+    crop_margin: Tuple[float, float] = (0.05, 0.35)
     jpeg_quality: int = 90
     seed: int = 0
     fonts: Tuple[str, ...] = ()
@@ -73,6 +77,10 @@ class PageSynthConfig:
     def __post_init__(self):
         self.lines, self.font_size, self.distractors = (tuple(int(v) for v in t) for t in
                                                          (self.lines, self.font_size, self.distractors))
+        self.crop_margin = tuple(float(v) for v in self.crop_margin)
+        if len(self.crop_margin) != 2 or not 0 <= self.crop_margin[0] <= self.crop_margin[1]:
+            raise ValueError(f"PageSynthConfig.crop_margin must be (min, max) with 0 <= min <= max, got "
+                             f"{self.crop_margin}")
         self.fonts = tuple(self.fonts)
         if not 1 <= self.lines[0] <= self.lines[1]:
             raise ValueError(f"PageSynthConfig.lines must be (min, max) with 1 <= min <= max, got {self.lines}")
@@ -89,7 +97,7 @@ class PageLine:
     points: np.ndarray  # [K, 2] float32 page pixels
     text: str
     vertical: bool
-    crop: np.ndarray | None  # RGB uint8 [crop_height, W, 3] (None for vertical lines)
+    crop: np.ndarray  # RGB uint8 [crop_height, W, 3]: the recognizer's view (system_crop)
 
 
 # ------------------------------------------------------------------ geometry
@@ -111,10 +119,21 @@ def warp_quad(img: np.ndarray, quad) -> np.ndarray:
     return cv2.warpPerspective(img, m, (w, h), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
 
 
-def crop_rotated(img: np.ndarray, points: np.ndarray, height: int | None = None) -> np.ndarray:
-    """Perspective crop of the min-area rectangle of ``points`` (any polygon), upright; optionally
-    resized to ``height`` keeping the aspect ratio."""
-    out = warp_quad(img, order_quad(cv2.boxPoints(cv2.minAreaRect(np.asarray(points, np.float32)))))
+TALL_RATIO = 1.5  # h / w at or above which a crop is turned (vertical text; PaddleOCR's get_rotate_crop_image)
+
+
+def turn_if_tall(crop: np.ndarray) -> np.ndarray:
+    """A crop with h / w >= TALL_RATIO turned 90 degrees counter-clockwise, else the crop itself."""
+    return np.ascontiguousarray(np.rot90(crop)) if crop.shape[0] / float(crop.shape[1]) >= TALL_RATIO else crop
+
+
+def system_crop(img: np.ndarray, points: np.ndarray, margin: float = 0.0, height: int | None = None) -> np.ndarray:
+    """The line image of polygon ``points`` as the OCR system cuts it for the recognizer: the min-area rectangle
+    grown by ``margin`` x its shorter side on each side, perspective-cropped upright (corners ordered as DB's
+    boxes), turned when tall; optionally resized to ``height`` keeping the aspect ratio."""
+    (cx, cy), (w, h), angle = cv2.minAreaRect(np.asarray(points, np.float32))
+    grow = 2.0 * margin * min(w, h)
+    out = turn_if_tall(warp_quad(img, order_quad(cv2.boxPoints(((cx, cy), (w + grow, h + grow), angle)))))
     h, w = out.shape[:2]
     if height:
         out = cv2.resize(out, (max(1, int(round(w * height / h))), height), interpolation=cv2.INTER_AREA)
@@ -251,7 +270,8 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
     if rng.random() < 0.3:
         page = page + rng.normal(0, rng.uniform(2, 8), page.shape).astype(np.float32)
     page = np.clip(page, 0, 255).astype(np.uint8)
-    out = [PageLine(p, t, v, None if v else crop_rotated(page, p, cfg.crop_height)) for p, t, v in lines]
+    out = [PageLine(p, t, v, system_crop(page, p, rng.uniform(*cfg.crop_margin), cfg.crop_height))
+           for p, t, v in lines]
     return page, out
 
 
@@ -279,10 +299,9 @@ def _render_range(root: Path, split: str, start: int, stop: int, cfg: PageSynthC
                   for ln in lines]
         det_lines.append(f"{name}\t{json.dumps(labels, ensure_ascii=False)}")
         for j, ln in enumerate(lines):
-            if ln.crop is not None:
-                crop = f"crops/{i:08d}_{j:02d}.jpg"
-                (root / crop).write_bytes(_jpeg(ln.crop, 95))
-                rec_lines.append(f"{crop}\t{ln.text}")
+            crop = f"crops/{i:08d}_{j:02d}.jpg"
+            (root / crop).write_bytes(_jpeg(ln.crop, 95))
+            rec_lines.append(f"{crop}\t{ln.text}")
     return det_lines, rec_lines
 
 
@@ -314,7 +333,7 @@ def ensure_pages(root: str | os.PathLike, splits: dict, cfg: PageSynthConfig, ch
     """Render ``splits`` ({split: pages}) under ``root`` unless ``root/meta.json`` already records the same
     settings (the cache), with ``workers`` processes; returns root."""
     root = Path(root)
-    meta = {"generator": 1, "splits": splits, "config": {k: list(v) if isinstance(v, tuple) else v
+    meta = {"generator": 2, "splits": splits, "config": {k: list(v) if isinstance(v, tuple) else v
                                                           for k, v in vars(cfg).items()}, "chars": "".join(chars)}
     meta_file = root / "meta.json"
     try:

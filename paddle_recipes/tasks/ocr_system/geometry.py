@@ -16,15 +16,12 @@ from typing import List, Sequence
 import cv2
 import numpy as np
 
-from ..ocr_det.synth_pages import order_quad, warp_quad
-
-TALL_RATIO = 1.5  # h / w at or above which a crop is rotated (vertical text)
+from ..ocr_det.synth_pages import order_quad, turn_if_tall, warp_quad
 
 
 def rotate_crop(img: np.ndarray, quad) -> np.ndarray:
     """Perspective crop of a 4-point box (tl, tr, br, bl) -> upright HWC image (see module docstring)."""
-    out = warp_quad(img, quad)
-    return np.ascontiguousarray(np.rot90(out)) if out.shape[0] / float(out.shape[1]) >= TALL_RATIO else out
+    return turn_if_tall(warp_quad(img, quad))
 
 
 def min_area_quad(points) -> np.ndarray:
