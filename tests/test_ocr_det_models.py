@@ -121,3 +121,27 @@ def test_det_forward_shapes_and_eval_train_contract():
     assert maps.shape == [2, 3, 96, 64]
     b = 1 / (1 + paddle.exp(-50 * (maps[:, 0] - maps[:, 1])))  # binary = step(P - T), k = 50
     np.testing.assert_allclose(maps[:, 2].numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_dense_conv_det_is_a_dense_four_stage_det_backbone():
+    """The default recipe's backbone (ours): strides 4..32, the channels it reports, no depthwise conv, and the
+    default architecture (+ DBFPN 64 + DBHead) gives full-size maps and exports with identical maps."""
+    from paddle_recipes.tasks.ocr_det.backbones import DenseConvDet
+    from paddle_recipes.tasks.ocr_det.models import use_repeat_upsample
+
+    paddle.seed(0)
+    bb = DenseConvDet(scale=0.5)
+    assert bb.out_channels == [16, 24, 32, 48]
+    feats = bb(paddle.rand([1, 3, 64, 96]))
+    assert [list(f.shape) for f in feats] == [[1, c, 64 // s, 96 // s] for c, s in zip(bb.out_channels, (4, 8, 16, 32))]
+    assert all(m._groups == 1 for m in bb.sublayers() if isinstance(m, paddle.nn.Conv2D))
+    with pytest.raises(ValueError, match="DenseConvDet: stage_channels and depths need 4 entries"):
+        DenseConvDet(depths=(1, 1, 1))
+    model = build_ppocr_det_model({"Backbone": {"name": "DenseConvDet"}, "Neck": {"name": "DBFPN", "out_channels": 64},
+                                   "Head": {"name": "DBHead", "k": 50}})
+    model.eval()
+    x = paddle.rand([1, 3, 64, 96])
+    with paddle.no_grad():
+        ref = model(x)["maps"].numpy()
+        assert ref.shape == (1, 1, 64, 96) and use_repeat_upsample(model) == 1
+        np.testing.assert_array_equal(model(x)["maps"].numpy(), ref)
