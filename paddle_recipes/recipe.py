@@ -44,7 +44,7 @@ from .checkpoint import CheckpointError, load_weights
 from .cli import exit_on_user_error, run_recipe
 from .config import ConfigError
 from .data import build_loader
-from .ppocr_logs import PPOCREvalLog
+from .compat.ppocr_logs import PPOCREvalLog
 from .serialization import save_safetensors
 from .training import Run, build_training, count_params
 

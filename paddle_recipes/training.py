@@ -267,7 +267,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     {"loss": Tensor, **scalars}. eval_fn(model) -> {metric: float} (runs with EMA weights; under
     amp.autocast() when eval_autocast, for O2 fp16 weights). output_dir: "" = Global.output_dir.
     skipped() -> {split: {reason: count}} for summary.json (collective: called on every rank).
-    eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: ppocr_logs.PPOCREvalLog).
+    eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: compat.ppocr_logs.PPOCREvalLog).
     """
     g = cfg.Global
     acc_steps = cfg.Train.accumulate_steps
