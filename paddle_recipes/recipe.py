@@ -44,7 +44,7 @@ from .checkpoint import CheckpointError, load_weights
 from .cli import exit_on_user_error, run_recipe
 from .config import ConfigError
 from .data import build_loader
-from .ppocr_logs import PPOCREvalLog
+from .compat.ppocr_logs import PPOCREvalLog
 from .serialization import save_safetensors
 from .training import Run, build_training, count_params
 
@@ -289,7 +289,7 @@ class Recipe:
         lc = self.cfg.Eval.loader
         shard = paddle.io.Subset(dataset, list(range(self.info.rank, len(dataset), self.info.world_size)))
         sampler = paddle.io.BatchSampler(shard, batch_size=lc.batch_size_per_card, shuffle=False, drop_last=False)
-        return build_loader(shard, sampler, lc, collate_fn=self.collate("eval"))
+        return build_loader(shard, sampler, lc, collate_fn=self.collate("eval"), name="Eval.loader")
 
     def train_loader(self, train_set):
         """The train loader, or None (default): build_training batches `train_set` by Train.loader."""

@@ -267,7 +267,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     {"loss": Tensor, **scalars}. eval_fn(model) -> {metric: float} (runs with EMA weights; under
     amp.autocast() when eval_autocast, for O2 fp16 weights). output_dir: "" = Global.output_dir.
     skipped() -> {split: {reason: count}} for summary.json (collective: called on every rank).
-    eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: ppocr_logs.PPOCREvalLog).
+    eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: compat.ppocr_logs.PPOCREvalLog).
     """
     g = cfg.Global
     acc_steps = cfg.Train.accumulate_steps
@@ -275,7 +275,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
         lc = cfg.Train.loader
         sampler = dist_utils.build_batch_sampler(train_set, lc.batch_size_per_card, info, shuffle=lc.shuffle,
                                                  drop_last=lc.drop_last)
-        loader = build_loader(train_set, sampler, lc, collate_fn=collate)
+        loader = build_loader(train_set, sampler, lc, collate_fn=collate, name="Train.loader")
         if len(loader) == 0:
             raise ConfigError(f"Train: {len(train_set)} samples is less than one batch of "
                               f"{lc.batch_size_per_card} x {info.world_size} processes")

@@ -15,8 +15,7 @@ import pytest
 from conftest import REPO_ROOT, _clean_env
 
 FIXTURE_TESTS = ["tests/test_ppocr_models.py::test_outputs_equal_paddleocr",
-                 "tests/test_ocr_det_models.py::test_outputs_equal_paddleocr_float64",
-                 "tests/test_ocr_det_models.py::test_outputs_float32_within_numerics_of_paddleocr"]
+                 "tests/test_ocr_det_models.py::test_outputs_equal_paddleocr"]
 ISAS = {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
         "sse41": {"ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}}
 

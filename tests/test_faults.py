@@ -79,6 +79,94 @@ def test_good_data_passes_unchanged():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+# ----------------------------------------------------------------------------- stuck loader workers
+class SleepingDataset(paddle.io.Dataset):
+    """(x, y) pairs; from index `stuck` on, __getitem__ sleeps `sleep_s` (in the worker): a worker that never
+    delivers, as one blocked in paddle's shared-memory hand-off (_share_filename) does."""
+
+    def __init__(self, stuck=4, sleep_s=60.0, n=8):
+        self.stuck, self.sleep_s, self.n = stuck, sleep_s, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import time
+
+        if i >= self.stuck:
+            time.sleep(self.sleep_s)
+        return np.full(4, i, np.float32), np.full(1, i, np.float32)
+
+
+def _timeout_line(key: str, seconds: int) -> str:
+    return (f"{key}: no batch from its 1 DataLoader worker in {seconds} s (a worker is stuck, or one batch takes "
+            f"that long to load); raise {key}.timeout (seconds, 0 = wait forever) or try {key}.use_shared_memory=false")
+
+
+def test_stuck_train_worker_is_one_line_and_exit_2_not_a_hang(tmp_path, capsys):
+    """Paddle 3.3.1's own DataLoader timeout only re-polls while the worker lives: this waited 60 s (forever for a
+    real deadlock). Now: after Train.loader.timeout seconds, one line naming the key, exit 2, the worker ended."""
+    import multiprocessing
+    import time
+
+    from paddle_recipes.cli import exit_on_user_error
+    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.training import TrainingConfig, build_training
+
+    cfg = from_dict(TrainingConfig, {
+        "Global": {"output_dir": str(tmp_path), "epochs": 1, "eval_every_epochs": 0, "save_every_epochs": 0},
+        "Optimizer": {"name": "sgd", "lr": 0.01, "schedule": "constant"},
+        "Train": {"loader": {"batch_size_per_card": 4, "num_workers": 1, "timeout": 1, "shuffle": False}}})
+    steps = []
+
+    def step(model, batch):
+        steps.append(1)
+        return {"loss": paddle.nn.functional.mse_loss(model(batch[0]), batch[1])}
+
+    before = {p.pid for p in multiprocessing.active_children()}
+    run = build_training(cfg, paddle.nn.Linear(4, 1), SleepingDataset(stuck=4), step=step, info=DistInfo())
+    t0 = time.monotonic()
+    with pytest.raises(SystemExit) as exit_info:
+        exit_on_user_error(run.fit, "rec")
+    elapsed = time.monotonic() - t0
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"rec: error: {_timeout_line('Train.loader', 1)}"]
+    assert steps == [1]  # the first batch (samples 0-3) trained; samples 4-7 never came
+    assert elapsed < 30, elapsed  # 1 s timeout + worker start and stop; the stuck sample sleeps 60 s
+    assert {p.pid for p in multiprocessing.active_children()} <= before  # the stuck worker was ended
+
+
+def test_stuck_eval_worker_names_the_eval_key():
+    from types import SimpleNamespace
+
+    from paddle_recipes.data import LoaderTimeout
+    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.recipe import Recipe
+    from paddle_recipes.training import EvalLoaderConfig
+
+    cfg = SimpleNamespace(Eval=SimpleNamespace(loader=EvalLoaderConfig(batch_size_per_card=2, num_workers=1,
+                                                                          timeout=1)))
+    loader = Recipe(cfg, DistInfo()).eval_loader(SleepingDataset(stuck=0, n=4))
+    with pytest.raises(LoaderTimeout) as err:
+        next(iter(loader))
+    assert str(err.value) == _timeout_line("Eval.loader", 1)
+    assert isinstance(err.value, DataError)  # a user error: the CLI prints it in one line and exits 2
+
+
+def test_loader_timeout_counts_only_the_wait_for_a_batch():
+    """Samples that take 0.3 s and a training step of 1.5 s between batches, with timeout 1 s: no timeout,
+    every batch arrives (the step between two waits is not a wait)."""
+    import time
+
+    ds = SleepingDataset(stuck=0, sleep_s=0.3, n=3)
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=1), LoaderConfig(num_workers=1, timeout=1))
+    seen = []
+    for batch in loader:
+        seen.append(int(batch[0].numpy()[0, 0]))
+        time.sleep(1.5)
+    assert seen == [0, 1, 2]
+
+
 # ----------------------------------------------------------------------------- config numbers
 from dataclasses import dataclass, field  # noqa: E402
 

@@ -1,1 +1,2 @@
-"""Compatibility layers: other projects' config files mapped onto ours (see paddleocr.py)."""
+"""Compatibility layers with PaddleOCR and PaddleDetection: their config files mapped onto ours (paddleocr.py,
+paddleocr_det.py, ppdet.py), PaddleOCR's inference folder (ppocr_inference.py) and its log lines (ppocr_logs.py)."""

@@ -1,8 +1,8 @@
 """The DataLoader block: ``build_loader`` (workers, persistent workers, shared memory with a /dev/shm check,
-prefetching, buffer reader, worker seeding) and the load-error guard that turns a failing sample or collate
-into one DataError line in the main process.
+prefetching, buffer reader, worker seeding, a stuck-worker timeout) and the load-error guard that turns a
+failing sample or collate into one DataError line in the main process.
 
-    loader = build_loader(dataset, batch_sampler, LoaderConfig(num_workers=2))
+    loader = build_loader(dataset, batch_sampler, LoaderConfig(num_workers=2), name="Train.loader")
 
 Note: paddle.io.DataLoader has no ``pin_memory`` option (unlike torch). Host->device
 copies are overlapped by ``use_buffer_reader=True`` (a background prefetch thread)
@@ -15,6 +15,7 @@ import random
 import shutil
 import signal
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["LoaderConfig", "build_loader", "shm_free_mb", "seed_worker", "DataError", "GuardedDataset",
-           "GuardedCollate", "current_sample_key"]
+__all__ = ["LoaderConfig", "build_loader", "shm_free_mb", "seed_worker", "DataError", "LoaderTimeout",
+           "GuardedDataset", "GuardedCollate", "current_sample_key"]
 
 SHM_PATH = "/dev/shm"
 
@@ -39,7 +40,13 @@ class LoaderConfig:
     prefetch_factor: batches prefetched per worker.
     use_buffer_reader: background thread that prefetches the next batch (paddle's
         replacement for torch's pin_memory, which paddle does not have).
-    timeout: seconds to wait for a worker batch (0 = forever).
+    timeout: seconds (default 300) the main process waits for the next batch from its workers; past that the
+        run stops with one LoaderTimeout line naming the loader and this key (``Train.loader.timeout``,
+        ``Eval.loader.timeout``) instead of hanging on a stuck worker (e.g. one blocked in paddle's shared-memory
+        hand-off, ``_share_filename``). 0 = wait forever. Only the wait for a batch counts, not the training
+        step between batches; with num_workers=0 nothing is timed. Enforced here: paddle 3.3.1's own
+        DataLoader ``timeout`` is only its reader thread's poll interval (on expiry it polls again while the
+        workers are alive), so it is not passed on.
     seed: base seed mixed into every worker's numpy/random seed (None = only paddle's
         per-iterator seed, itself drawn from the main process's numpy RNG).
     min_shm_mb: free /dev/shm (MB) required before shared memory is used with workers.
@@ -50,7 +57,7 @@ class LoaderConfig:
     use_shared_memory: bool = True
     prefetch_factor: int = 2
     use_buffer_reader: bool = True
-    timeout: int = 0
+    timeout: int = 300
     seed: int | None = 0
     min_shm_mb: int = 512
 
@@ -71,6 +78,10 @@ class LoaderConfig:
 # ----------------------------------------------------------------------------- load errors
 class DataError(RuntimeError):
     """Loading a sample or collating a batch failed; the message names the sample (and its file)."""
+
+
+class LoaderTimeout(DataError):
+    """No batch from the loader's workers within LoaderConfig.timeout seconds; the message names the key."""
 
 
 ERROR_KEY = "__data_error__"
@@ -177,16 +188,113 @@ def raise_if_error_batch(batch) -> None:
         raise DataError(bytes(np.asarray(raw, dtype=np.uint8).reshape(-1)).decode("utf-8", "replace"))
 
 
+class _BatchWatchdog:
+    """One daemon thread per loader iteration: armed while the main process waits in next(); after ``seconds``
+    of one wait it kills paddle's blocking queue, so that wait raises at once instead of blocking forever.
+    Should the wait still not return (a paddle that no longer stops on that kill), it prints ``message`` and
+    ends the process with exit 2 after ``grace_s`` more seconds: never a hang."""
+
+    def __init__(self, it, seconds: float, message: str, grace_s: float = 30.0):
+        self.it, self.seconds, self.message, self.grace_s = it, seconds, message, grace_s
+        self.fired = False
+        self.handled = threading.Event()
+        self._cv = threading.Condition()
+        self._deadline: float | None = None
+        self._stopped = False
+        threading.Thread(target=self._run, name="paddle-recipes-loader-watchdog", daemon=True).start()
+
+    def arm(self) -> None:
+        with self._cv:
+            self._deadline = time.monotonic() + self.seconds
+            self._cv.notify()
+
+    def disarm(self) -> None:
+        with self._cv:
+            self._deadline = None
+
+    def stop(self) -> None:
+        with self._cv:
+            self._stopped = True
+            self._cv.notify()
+
+    def _run(self) -> None:
+        with self._cv:
+            while not self._stopped:
+                left = None if self._deadline is None else self._deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    self.fired = True
+                    break
+                self._cv.wait(left)
+        if not self.fired:
+            return
+        kill = getattr(self.it, "_exit_thread_unexpectedly", None)  # paddle: kill its blocking queue
+        if kill is not None:
+            kill()
+        if not self.handled.wait(self.grace_s if kill is not None else 0):
+            import sys
+
+            print(f"error: {self.message}", file=sys.stderr, flush=True)
+            os._exit(2)
+
+
+def _stop_workers(it) -> None:
+    """End a paddle iterator's workers, the stuck one too. Paddle forgets their pids first
+    (_try_shutdown_all), so its SIGCHLD handler does not report them as crashed."""
+    shutdown = getattr(it, "_try_shutdown_all", None)
+    if shutdown is not None:
+        shutdown(0.5)
+    for w in getattr(it, "_workers", []):
+        if w.is_alive():
+            w.terminate()
+            w.join(5)
+
+
 def _checked_loader_class():
     import paddle
 
     class CheckedDataLoader(paddle.io.DataLoader):
-        """paddle.io.DataLoader that raises DataError (in the main process) for an error batch."""
+        """paddle.io.DataLoader that raises DataError (in the main process) for an error batch and
+        LoaderTimeout when one wait for a worker batch exceeds ``wait_timeout`` seconds (0 = no limit)."""
+
+        name = "LoaderConfig"
+        wait_timeout = 0
+
+        def timeout_message(self) -> str:
+            n = self.num_workers
+            return (f"{self.name}: no batch from its {n} DataLoader worker{'s' if n > 1 else ''} in "
+                    f"{self.wait_timeout} s (a worker is stuck, or one batch takes that long to load); raise "
+                    f"{self.name}.timeout (seconds, 0 = wait forever) or try {self.name}.use_shared_memory=false")
 
         def __iter__(self):
-            for batch in super().__iter__():
-                raise_if_error_batch(batch)
-                yield batch
+            it = super().__iter__()
+            watch = None
+            if self.wait_timeout > 0 and self.num_workers > 0:
+                watch = _BatchWatchdog(it, self.wait_timeout, self.timeout_message())
+            try:
+                while True:
+                    if watch is not None:
+                        watch.arm()
+                    try:
+                        batch = next(it)
+                    except StopIteration:
+                        return
+                    except Exception:
+                        if watch is None or not watch.fired:
+                            raise
+                        _stop_workers(it)
+                        watch.handled.set()
+                        raise LoaderTimeout(watch.message) from None
+                    finally:
+                        if watch is not None:
+                            watch.disarm()
+                    raise_if_error_batch(batch)
+                    yield batch
+            finally:
+                if watch is not None:
+                    watch.stop()
+                    if watch.fired and not watch.handled.is_set():  # fired just as a batch came, then the loop ended
+                        _stop_workers(it)
+                        watch.handled.set()
 
     return CheckedDataLoader
 
@@ -232,7 +340,7 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
 
 def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
                  collate_fn: Callable | None = None,
-                 worker_init_fn: Callable[[int], None] | None = None):
+                 worker_init_fn: Callable[[int], None] | None = None, name: str = "LoaderConfig"):
     """Build a ``paddle.io.DataLoader`` from a dataset and a batch sampler.
 
     Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after).
@@ -243,7 +351,9 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     in the main process as one DataError naming the sample and the original message (which should
     name the file); datasets that can skip bad samples should do so themselves and count them.
     With workers, shared memory is disabled (with one warning) when /dev/shm has less than
-    ``cfg.min_shm_mb`` free, instead of crashing later with a bus error.
+    ``cfg.min_shm_mb`` free, instead of crashing later with a bus error. A wait of more than ``cfg.timeout``
+    seconds for a worker batch raises LoaderTimeout: one line naming ``name`` (the loader's config key,
+    e.g. "Train.loader", "Eval.loader") and ``<name>.timeout``; the workers are ended.
     """
 
     cfg = cfg or LoaderConfig()
@@ -270,7 +380,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
         batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices
         unwrap = True
-    return _checked_loader_class()(
+    loader = _checked_loader_class()(
         GuardedDataset(dataset, unwrap_keys=unwrap),
         batch_sampler=batch_sampler,
         collate_fn=GuardedCollate(collate_fn),
@@ -278,8 +388,10 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
         use_buffer_reader=cfg.use_buffer_reader,
         prefetch_factor=cfg.prefetch_factor,
         use_shared_memory=use_shm,
-        timeout=cfg.timeout,
+        timeout=0,  # paddle's timeout is only a poll interval (see LoaderConfig.timeout); enforced by the loader
         worker_init_fn=seed_worker(cfg.seed, worker_init_fn) if workers else None,
         persistent_workers=bool(cfg.persistent_workers and workers),
         return_list=True,
     )
+    loader.name, loader.wait_timeout = name, cfg.timeout
+    return loader

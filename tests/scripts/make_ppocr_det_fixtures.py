@@ -6,9 +6,10 @@ Not run by the tests (they only read the JSON it writes). ``--ppocr-src`` is a P
 (release ~Dec 2025); use a scratch copy, PaddleOCR's import adds files next to its modules.
 
 models: for each preset, the Architecture section of PaddleOCR's YAML, its state_dict manifest
-    (names -> shapes, counts) and, in float64 with the deterministic weights of ``det_value``
-    (tests/ppocr_parity.py), eval and train outputs for a fixed input: slices and row sums of
-    squares of the probability map and of the binarize branch's pre-sigmoid logits.
+    (names -> shapes, counts) and, in float64 with the deterministic weights of ``det_value`` on
+    ``fixed_input`` (tests/ppocr_parity.py), eval (batch 1) and train (batch 2, batch statistics) outputs
+    of the probability maps and of the binarize branch's pre-sigmoid logits, each kept as the rec fixtures
+    keep theirs (``ppocr_parity.summarize`` over image rows: first 16 columns, sums of squares, max, argmax).
 pieces: float64 inputs/outputs of PaddleOCR's pure numpy/python DB pieces (see ``pieces``).
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "fixtures" / "ppocr_det"
-sys.path.insert(0, str(HERE.parent))  # det_value lives in tests/ppocr_parity.py
+sys.path.insert(0, str(HERE.parent))  # the shared parity rules: tests/ppocr_parity.py
 
 PRESET_YAMLS = {
     "PP-OCRv5_mobile_det": "configs/det/PP-OCRv5/PP-OCRv5_mobile_det.yml",
@@ -34,16 +35,6 @@ PRESET_YAMLS = {
 }
 EVAL_SHAPE = [1, 3, 64, 64]
 TRAIN_SHAPE = [2, 3, 64, 64]
-
-
-def det_input(shape, seed):
-    return np.random.RandomState(seed).uniform(-1, 1, shape)
-
-
-def summarize(a):
-    """Small float64 fingerprint of a [B, C, H, W] map: a strided slice and per-row sums of squares."""
-    a = np.asarray(a, dtype="float64")
-    return {"shape": list(a.shape), "slice": a[:, :, ::8, ::8].tolist(), "rowsumsq": (a ** 2).sum(-1).tolist()}
 
 
 def run_det_model(model, x64, capture_name="head.binarize.conv3"):
@@ -68,16 +59,24 @@ def set_det_weights(model, dtype="float64"):
     model.set_state_dict({k: paddle.to_tensor(det_value(k, v.shape, dtype)) for k, v in sd.items()})
 
 
+def det_outputs(model):
+    """Our test and this script run the same recipe: eval (batch 1), then train (batch 2, batch statistics), on
+    ``fixed_input``; the probability maps and the binarize branch's pre-sigmoid logits, [B, C, H, W] arrays."""
+    from ppocr_parity import fixed_input
+    outs = {}
+    for mode, shape in (("eval", EVAL_SHAPE), ("train", TRAIN_SHAPE)):
+        getattr(model, mode)()
+        out, logits = run_det_model(model, fixed_input(shape))
+        outs.update({f"{mode}_maps": out["maps"], f"{mode}_logits": logits})
+    return outs
+
+
 def output_fixture(model):
-    """eval: batch 1; train (batch statistics): batch 2. Same recipe in the test for our model."""
-    model.eval()
-    out, logits = run_det_model(model, det_input(EVAL_SHAPE, 0))
-    rec = {"eval_input": {"shape": EVAL_SHAPE, "seed": 0}, "eval_maps": summarize(out["maps"]),
-           "eval_logits": summarize(logits)}
-    model.train()
-    out, logits = run_det_model(model, det_input(TRAIN_SHAPE, 1))
-    rec.update({"train_input": {"shape": TRAIN_SHAPE, "seed": 1}, "train_maps": summarize(out["maps"]),
-                "train_logits": summarize(logits)})
+    """The fixture: ``ppocr_parity.summarize`` of each of det_outputs (its rows: image rows), as for rec."""
+    from ppocr_parity import summarize
+    dtype = str(model.parameters()[0].dtype).replace("paddle.", "")
+    rec = {"dtype": dtype, "eval_input_shape": EVAL_SHAPE, "train_input_shape": TRAIN_SHAPE}
+    rec.update({k: summarize(v) for k, v in det_outputs(model).items()})
     return rec
 
 

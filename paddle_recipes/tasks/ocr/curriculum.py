@@ -149,4 +149,5 @@ def build_curriculum_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, c
 
     sampler = LengthCurriculumSampler(dataset.label_lengths(), loader_cfg.batch_size_per_card, sampler_cfg.warm_steps,
                                       sampler_cfg.short_len, num_replicas=info.world_size, rank=info.rank, seed=seed)
-    return build_loader(dataset, sampler, loader_cfg, collate_fn=collate_fn), [CurriculumLogger(sampler)]
+    loader = build_loader(dataset, sampler, loader_cfg, collate_fn=collate_fn, name="Train.loader")
+    return loader, [CurriculumLogger(sampler)]

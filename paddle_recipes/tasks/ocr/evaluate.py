@@ -10,7 +10,7 @@ import numpy as np
 import paddle
 
 from ...data import MAX_IMAGE_PIXELS, image_pixels, list_images
-from ...ppocr_logs import format_infer_rec, format_rec_result_line
+from ...compat.ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
 from .metrics import PerTagRecMetric, RecMetric

@@ -159,7 +159,7 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
     """
     from paddle.static import InputSpec
 
-    from ...ppocr_inference import folder_files, write_inference_dir
+    from ...compat.ppocr_inference import folder_files, write_inference_dir
     from .charset import CharDict
 
     c, h, w = (int(v) for v in image_shape)

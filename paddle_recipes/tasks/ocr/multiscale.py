@@ -170,4 +170,5 @@ def build_multiscale_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, c
                                      divided_factor=s.divided_factor, is_training=s.is_training, seed=seed,
                                      num_replicas=info.world_size, rank=info.rank,
                                      ratio_spans=getattr(dataset, "ratio_spans", None))
-    return build_loader(MultiScaleDataset(dataset, seed), sampler, loader_cfg, collate_fn=collate_fn)
+    return build_loader(MultiScaleDataset(dataset, seed), sampler, loader_cfg, collate_fn=collate_fn,
+                        name="Train.loader")

@@ -20,9 +20,9 @@ import paddle
 import yaml
 from paddle import nn
 
-from .config import ConfigError
-from .export import ExportedModel, export_model
-from .recipe import ExportConfig
+from ..config import ConfigError
+from ..export import ExportedModel, export_model
+from ..recipe import ExportConfig
 
 __all__ = ["PPOCR_FILE_STEM", "PPOCRExportConfig", "write_inference_dir", "folder_files"]
 
