@@ -458,6 +458,11 @@ def test_our_yaml_passes_through_unchanged(cfg):
 def test_no_config_of_ours_looks_like_paddleocr():
     for cfg in sorted((REPO / "recipes" / "configs").glob("*.yml")):
         assert not is_paddleocr_config(yaml.safe_load(cfg.read_text(encoding="utf-8"))), cfg
+    # keys both schemas have (eval_batch_step, cal_metric_during_train, PostProcess) do not make ours PaddleOCR's
+    ours = {"Global": {"epochs": 3, "eval_batch_step": [0, 250], "cal_metric_during_train": 50},
+            "PostProcess": {"box_thresh": 0.6}}
+    assert not is_paddleocr_config(ours)
+    assert is_paddleocr_config({"Global": {"epoch_num": 3, "eval_batch_step": [0, 250]}})
 
 
 def test_defaults_without_a_file_are_ours():

@@ -101,6 +101,8 @@ OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_e
 # Keys found only in PaddleOCR configs: any one of them marks a file as PaddleOCR's.
 _SIGNATURE_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
                      "use_gpu", "log_smooth_window", "cal_metric_during_train")
+# Global keys of our schema that PaddleOCR's never has: any one of them marks a file as ours.
+_NATIVE_ONLY_GLOBAL = ("epochs", "output_dir", "log_every", "eval_every_epochs", "save_every_epochs")
 
 BACKBONES = ("PPLCNetV3", "PPLCNetV4", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
              "SVTRNet", "ResNet31", "ResNet45", "LCNetRec", "ResNet34vd")
@@ -195,15 +197,20 @@ class TranslationReport:
 
 def is_paddleocr_config(data: Any) -> bool:
     """True when `data` (a loaded YAML) is a PaddleOCR config: it has a PostProcess or Metric section, an
-    ``Optimizer.lr`` mapping, or a Global key only PaddleOCR uses (epoch_num, save_model_dir, ...)."""
+    ``Optimizer.lr`` mapping, or a Global key only PaddleOCR uses (epoch_num, save_model_dir, ...). Without
+    one of PaddleOCR's own Global keys, a Global with a key only our schema has (epochs, output_dir, ...) is
+    ours (our det configs have PostProcess / Metric sections; eval_batch_step is a key of both)."""
     if not isinstance(data, dict):
+        return False
+    g = data.get("Global")
+    if isinstance(g, dict) and not any(k in g for k in _SIGNATURE_GLOBAL[:3] + ("save_epoch_step", "use_gpu")) \
+            and any(k in g for k in _NATIVE_ONLY_GLOBAL):
         return False
     if "PostProcess" in data or "Metric" in data:
         return True
     opt = data.get("Optimizer")
     if isinstance(opt, dict) and isinstance(opt.get("lr"), dict):
         return True
-    g = data.get("Global")
     return isinstance(g, dict) and any(k in g for k in _SIGNATURE_GLOBAL)
 
 
