@@ -125,11 +125,12 @@ def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float,
     return rec
 
 
-def scratch_copy(src: Path, dest: Path) -> dict:
-    """Copy the checkout (no .git, no output); return what was copied and changed (nothing is changed)."""
+def scratch_copy(src: Path, dest: Path, how_to: str = HOW_TO) -> dict:
+    """Copy the checkout (no .git, no output); return what was copied and changed (nothing is changed).
+    SystemExit(message + how_to) when src is not a PaddleOCR checkout."""
     for need in ("tools/train.py", "ppocr", "configs"):
         if not (src / need).exists():
-            raise SystemExit(f"--ppocr-src {src}: no {need} (not a PaddleOCR checkout)\n\n{HOW_TO}")
+            raise SystemExit(f"--ppocr-src {src}: no {need} (not a PaddleOCR checkout)\n\n{how_to}")
     if not dest.exists():
         shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "output", "__pycache__", "*.pyc"))
     commit = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()

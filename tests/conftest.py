@@ -113,6 +113,22 @@ def run_python(args: list[str], timeout: float = 600, env: dict | None = None,
     return proc
 
 
+def fake_ppocr_checkout(root: Path, yaml_rel: str, yaml_text: str, trainer_src: str, ours_src: str
+                        ) -> tuple[Path, Path]:
+    """A fake PaddleOCR checkout under root (tools/train.py = trainer_src, ppocr/, the YAML at yaml_rel) and a fake
+    recipe entry (ours_src) for the benchmark harness tests; returns (checkout, recipe script)."""
+    src = root / "FakePaddleOCR"
+    (src / "tools").mkdir(parents=True)
+    (src / "ppocr").mkdir()
+    (src / "tools" / "train.py").write_text(trainer_src)
+    cfg = src / yaml_rel
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(yaml_text)
+    ours = root / "fake_recipe.py"
+    ours.write_text(ours_src)
+    return src, ours
+
+
 def run_cli(recipe, argv: list[str], capsys) -> tuple[int, str]:
     """Run ``recipe.cli(argv)`` in this process as `python recipes/x.py argv` would: (exit code, stderr).
     The recipe's log handlers (they write to this test's captured streams) are removed afterwards."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, fake_ppocr_checkout
 
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -208,15 +208,8 @@ FAKE_YAML = {"Global": {"epoch_num": 72, "eval_batch_step": [0, 2000]},
 @pytest.fixture(scope="module")
 def fake_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vs_paddleocr")
-    src = tmp / "FakePaddleOCR"
-    (src / "tools").mkdir(parents=True)
-    (src / "ppocr").mkdir()
-    (src / "tools" / "train.py").write_text(FAKE.format(side="ppocr"))
-    cfg = src / H.YAMLS["r34"]
-    cfg.parent.mkdir(parents=True)
-    cfg.write_text(yaml.safe_dump(FAKE_YAML))
-    ours = tmp / "fake_recipe.py"
-    ours.write_text(FAKE.format(side="ours"))
+    src, ours = fake_ppocr_checkout(tmp, H.YAMLS["r34"], yaml.safe_dump(FAKE_YAML), FAKE.format(side="ppocr"),
+                                    FAKE.format(side="ours"))
     work, out = tmp / "work", tmp / "out"
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
     cmd = [sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--ppocr-src", str(src), "--yamls", "r34",

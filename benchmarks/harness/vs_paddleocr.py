@@ -92,16 +92,31 @@ def pick_rows(names: list[str] | None) -> list[Row]:
 
 # ------------------------------------------------------------------ YAML edits (identical for both sides)
 def _index(cur, key: str):
-    return int(key) if isinstance(cur, list) else key
+    """A list takes a number, or the name of its one ``{name: args}`` entry (a PaddleOCR transform op)."""
+    if not isinstance(cur, list):
+        return key
+    if key.lstrip("-").isdigit():
+        return int(key)
+    hits = [i for i, x in enumerate(cur) if isinstance(x, dict) and key in x]
+    if len(hits) != 1:
+        raise KeyError(key)
+    return hits[0]
+
+
+def _step(cur, key: str):
+    """One level down: a named list entry ``{name: args}`` goes straight to its args."""
+    nxt = cur[_index(cur, key)]
+    return nxt[key] if isinstance(cur, list) and not key.lstrip("-").isdigit() else nxt
 
 
 def set_key(cfg: dict, dotted: str, value) -> None:
-    """cfg[a][b][2][c] = value for "a.b.2.c" (a number indexes a list). KeyError naming the key if absent."""
+    """cfg[a][b][2][c] = value for "a.b.2.c" (a number indexes a list; so does an op name:
+    "Train.dataset.transforms.EastRandomCropData.size"). KeyError naming the key if absent."""
     parts = dotted.split(".")
     cur = cfg
     for i, p in enumerate(parts[:-1]):
         try:
-            cur = cur[_index(cur, p)]
+            cur = _step(cur, p)
         except (KeyError, IndexError, ValueError, TypeError):
             raise KeyError(f"--set {dotted}: no {'.'.join(parts[:i + 1])} in the YAML") from None
     last = _index(cur, parts[-1])
@@ -110,8 +125,24 @@ def set_key(cfg: dict, dotted: str, value) -> None:
     cur[last] = value
 
 
-def derive_yaml(original: dict, edits: list[tuple[str, object]]) -> dict:
+def drop_key(cfg: dict, dotted: str) -> None:
+    """Remove "a.b.KEY" (a dict key, a list index or a named list entry such as
+    "Train.dataset.transforms.CopyPaste"). KeyError naming it if absent."""
+    parent, _, last = dotted.rpartition(".")
+    cur = cfg
+    try:
+        for p in parent.split(".") if parent else []:
+            cur = _step(cur, p)
+        del cur[_index(cur, last)]
+    except (KeyError, IndexError, ValueError, TypeError):
+        raise KeyError(f"--drop {dotted}: no such key in the YAML") from None
+
+
+def derive_yaml(original: dict, edits: list[tuple[str, object]], drops: list[str] = ()) -> dict:
+    """A copy of ``original`` with ``drops`` removed, then ``edits`` (key, value) set."""
     out = copy.deepcopy(original)
+    for k in drops:
+        drop_key(out, k)
     for k, v in edits:
         set_key(out, k, v)
     return out
@@ -131,11 +162,12 @@ def parse_set(items: list[str]) -> list[tuple[str, object]]:
 
 
 # ------------------------------------------------------------------ commands
-def common_overrides(data: str, dict_path: str, out_dir: str, epochs: int, batch: int, eval_every: int,
+def common_overrides(data: str, dict_path: str | None, out_dir: str, epochs: int, batch: int, eval_every: int,
                      workers: int = 0, extra: dict | None = None) -> dict:
-    """The -o keys both sides get (PaddleOCR's keys; our recipe reads the same)."""
-    o = {"Global.use_gpu": "false", "Global.epoch_num": str(epochs), "Global.character_dict_path": dict_path,
-         "Global.save_model_dir": out_dir, "Global.print_batch_step": "1",
+    """The -o keys both sides get (PaddleOCR's keys; our recipe reads the same); no dict key when dict_path is
+    empty (det YAMLs)."""
+    o = {"Global.use_gpu": "false", "Global.epoch_num": str(epochs),
+         **({"Global.character_dict_path": dict_path} if dict_path else {}), "Global.save_model_dir": out_dir, "Global.print_batch_step": "1",
          "Global.eval_batch_step": f"[0,{eval_every}]", "Global.save_epoch_step": str(10 ** 6),
          "Global.use_visualdl": "false",
          "Train.dataset.data_dir": f"{data}/train", "Train.dataset.label_file_list": f"[{data}/train/label.txt]",

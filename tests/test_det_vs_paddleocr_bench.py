@@ -1,0 +1,169 @@
+"""benchmarks/det_vs_paddleocr.py harness logic with a FAKE PaddleOCR trainer (and a fake recipe entry).
+
+The fakes are tiny scripts that write PaddleOCR-format det train.log lines with known batch costs; they exercise
+the harness (the derived YAML both sides read, the same -o keys, interleaving, log parsing, warm-up, ratios, the
+data-error count, the report), not any trainer. The real comparison needs a PaddleOCR checkout
+(benchmarks/README.md). No timing of a real run is asserted: every figure checked here is written by the fakes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from conftest import REPO_ROOT, fake_ppocr_checkout
+
+sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.harness import det_vs_paddleocr as D  # noqa: E402
+from benchmarks.harness import vs_paddleocr as H  # noqa: E402
+
+FAKE_YAML = {"Global": {"epoch_num": 500, "pretrained_model": "https://example.invalid/x.pdparams"},
+             "Train": {"dataset": {"name": "SimpleDataSet", "transforms": [
+                 {"DecodeImage": {"img_mode": "BGR"}}, {"DetLabelEncode": None}, {"CopyPaste": None},
+                 {"IaaAugment": {"augmenter_args": [{"type": "Fliplr", "args": {"p": 0.5}}]}},
+                 {"EastRandomCropData": {"size": [640, 640], "max_tries": 50, "keep_ratio": True}},
+                 {"MakeBorderMap": {"shrink_ratio": 0.4}}]}, "loader": {"batch_size_per_card": 8, "num_workers": 8}},
+             "Eval": {"dataset": {"name": "SimpleDataSet", "transforms": []}, "loader": {"batch_size_per_card": 1}}}
+
+
+def test_op_names_index_transform_lists_for_set_and_drop():
+    drops, edits = D.default_edits(FAKE_YAML, 320)
+    assert drops == ["Train.dataset.transforms.CopyPaste"]
+    out = H.derive_yaml(FAKE_YAML, edits, drops)
+    ops = [next(iter(t)) for t in out["Train"]["dataset"]["transforms"]]
+    assert ops == ["DecodeImage", "DetLabelEncode", "IaaAugment", "EastRandomCropData", "MakeBorderMap"]
+    assert out["Train"]["dataset"]["transforms"][3] == {"EastRandomCropData": {"size": [320, 320], "max_tries": 50,
+                                                                               "keep_ratio": True}}
+    assert len(FAKE_YAML["Train"]["dataset"]["transforms"]) == 6  # the original is untouched
+    H.set_key(out, "Train.dataset.transforms.0.DecodeImage.img_mode", "RGB")  # numbers still index
+    assert out["Train"]["dataset"]["transforms"][0]["DecodeImage"]["img_mode"] == "RGB"
+    with pytest.raises(KeyError, match="no Train.dataset.transforms.CopyPaste"):
+        H.set_key(out, "Train.dataset.transforms.CopyPaste.limit_paste", 1)
+    with pytest.raises(KeyError, match="--drop Train.dataset.transforms.CopyPaste: no such key"):
+        H.drop_key(out, "Train.dataset.transforms.CopyPaste")
+    H.drop_key(out, "Global.pretrained_model")
+    assert "pretrained_model" not in out["Global"]
+    assert D.default_edits({"Train": {"dataset": {"transforms": [{"EastRandomCropData": {}}]}}}, 96)[0] == []
+
+
+def test_summary_pairs_and_data_errors():
+    def run(cost, n=4, batch=4):
+        log = "".join(f"epoch: [1/1], global_step: {i}, loss: 1.0, avg_reader_cost: 0.01 s, avg_batch_cost: "
+                      f"{9.0 if i == 1 else cost} s, avg_samples: {batch}.0, ips: 1.0 samples/s\n" for i in range(1, n + 1))
+        return {"figures": H.run_figures(H.parse_train_log(log), 1, 1, n)}
+
+    runs = {"ppocr_p1": [run(2.0), run(2.5), run(3.0)], "ours_p1": [run(1.0), run(2.5), run(1.5)]}
+    s = D.summarize(runs)
+    assert [p["s_ratio"] for p in s["pairs"]] == [0.5, 1.0, 0.5]
+    assert s["s_per_step_ratio_ours_over_theirs"] == {"median": 0.5, "min": 0.5, "max": 1.0, "n": 3}
+    assert s["ips_ratio_ours_over_theirs"]["median"] == 2.0 and s["ppocr_ips"]["median"] == 1.6  # 4 / 2.5
+    assert s["ours_s_per_step"]["median"] == 1.5
+    log = "[2026/12/03 10:00:00] ppocr ERROR: When parsing line images/1.jpg\t[]\n, error happened with msg: x\n" * 3
+    assert D.data_errors(log + "ppocr INFO: epoch: [1/1]\n") == 3
+
+
+FAKE = textwrap.dedent('''\
+    """FAKE det trainer for tests/test_det_vs_paddleocr_bench.py: PaddleOCR-format step lines, known costs."""
+    import json, os, sys, time
+    SIDE = {side!r}
+    argv = sys.argv[1:]
+    cfg_path = argv[argv.index("-c") + 1]
+    opts = dict(kv.split("=", 1) for kv in argv[argv.index("-o") + 1:])
+    out = opts["Global.save_model_dir"]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(os.path.dirname(out), "order.jsonl"), "a") as f:
+        f.write(json.dumps({{"side": SIDE, "tag": os.path.basename(out), "cfg": cfg_path, "opts": opts,
+                            "cwd": os.getcwd(), "threads": os.environ.get("OMP_NUM_THREADS")}}) + "\\n")
+    batch = int(opts["Train.loader.batch_size_per_card"])
+    n = sum(1 for ln in open(opts["Train.dataset.label_file_list"].strip("[]"), encoding="utf-8") if ln.strip())
+    cost = {{"ppocr": 0.5, "ours": 0.4}}[SIDE]
+    ts = time.strftime("[%Y/%m/%d %H:%M:%S]")
+    lines = []
+    if SIDE == "ppocr":  # two failed samples, as PaddleOCR's SimpleDataSet logs them
+        lines += [f"{{ts}} ppocr ERROR: When parsing line images/0.jpg\\t[], error happened with msg: E"] * 2
+    for step in range(1, n // batch + 1):
+        c = 5.0 if step == 1 else cost
+        lines.append(f"{{ts}} ppocr INFO: epoch: [1/1], global_step: {{step}}, lr: 0.001, loss: 1.0, "
+                     f"avg_reader_cost: 0.01 s, avg_batch_cost: {{c}} s, avg_samples: {{float(batch)}}, "
+                     f"ips: {{batch / c}} samples/s, eta: 0:00:01")
+    open(os.path.join(out, "train.log"), "w").write("\\n".join(lines) + "\\n")
+''')
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("det_vs_paddleocr")
+    src, ours = fake_ppocr_checkout(tmp, D.YAMLS["v5_mobile"], yaml.safe_dump(FAKE_YAML), FAKE.format(side="ppocr"),
+                                    FAKE.format(side="ours"))
+    data = tmp / "data"
+    for split, n in (("train", 8), ("val", 1)):
+        (data / split).mkdir(parents=True)
+        (data / split / "label.txt").write_text("".join(f"images/{i}.jpg\t[]\n" for i in range(n)))
+    work, out = tmp / "work", tmp / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
+    cmd = [sys.executable, str(REPO_ROOT / "benchmarks/det_vs_paddleocr.py"), "--ppocr-src", str(src),
+           "--repeats", "2", "--batch", "2", "--steps", "3", "--warmup-steps", "1", "--data", str(data),
+           "--ours-entry", str(ours), "--set", "Train.dataset.transforms.MakeBorderMap.shrink_ratio=0.5",
+           "--work-dir", str(work), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "report.json").read_text()), work, out
+
+
+def test_fake_run_same_yaml_same_keys_interleaved(fake_run):
+    rep, work, _ = fake_run
+    seen = [json.loads(ln) for ln in (work / "order.jsonl").read_text().splitlines()]
+    assert [(s["side"], s["tag"], s["opts"]["Global.seed"]) for s in seen] == [
+        ("ppocr", "v5_mobile_ppocr_p1_r0", "42"), ("ours", "v5_mobile_ours_p1_r0", "42"),
+        ("ppocr", "v5_mobile_ppocr_p1_r1", "43"), ("ours", "v5_mobile_ours_p1_r1", "43")]
+    assert {s["cfg"] for s in seen} == {str(work / "v5_mobile.yml")} and {s["threads"] for s in seen} == {"1"}
+    assert seen[0]["cwd"] == str(work / "PaddleOCR") and seen[1]["cwd"] == str(REPO_ROOT)
+    pp, ours = dict(seen[0]["opts"]), dict(seen[1]["opts"])
+    assert pp.pop("Global.distributed") == "false" and ours.pop("Global.device") == "cpu"
+    pp.pop("Global.save_model_dir"), ours.pop("Global.save_model_dir")
+    assert pp == ours and pp["Global.pretrained_model"] == "" and pp["Train.loader.batch_size_per_card"] == "2"
+    assert pp["Global.epoch_num"] == "1" and pp["Global.eval_batch_step"] == f"[0,{D.NO_EVAL}]"
+    derived = yaml.safe_load((work / "v5_mobile.yml").read_text())
+    ops = {next(iter(t)): t[next(iter(t))] for t in derived["Train"]["dataset"]["transforms"]}
+    assert "CopyPaste" not in ops and ops["EastRandomCropData"]["size"] == [320, 320]
+    assert ops["MakeBorderMap"]["shrink_ratio"] == 0.5  # --set by op name, both sides
+    y = rep["yamls"][0]
+    assert y["drops"] == ["Train.dataset.transforms.CopyPaste"]
+    assert (work / "PaddleOCR" / "tools" / "train.py").exists() and rep["ppocr"]["changes"] == []
+
+
+def test_fake_run_figures_ratio_load_and_report(fake_run):
+    rep, _, out = fake_run
+    y = rep["yamls"][0]
+    s = y["summary"]
+    # 8 pages / batch 2 = 4 steps; step 1 (5.0 s) is the warm-up, then 0.5 s (PaddleOCR) and 0.4 s (ours)
+    assert s["ppocr_s_per_step"]["median"] == 0.5 and s["ours_s_per_step"]["median"] == 0.4
+    assert s["ppocr_ips"]["median"] == 4.0 and s["ours_ips"]["median"] == 5.0
+    assert s["s_per_step_ratio_ours_over_theirs"] == {"median": 0.8, "min": 0.8, "max": 0.8, "n": 2}
+    assert s["ips_ratio_ours_over_theirs"]["median"] == 1.25
+    assert s["ppocr_s_per_step_min"]["median"] == 0.5 and s["min_step_ratio_ours_over_theirs"] == 0.8
+    assert s["ours_reader_s"]["median"] == 0.01
+    assert D.refresh(json.loads(json.dumps(rep)))["yamls"][0]["summary"] == s  # --report-only recomputes the same
+    assert [r["data_errors"] for r in y["runs"]["ppocr_p1"]] == [2, 2] and y["runs"]["ours_p1"][0]["data_errors"] == 0
+    for rs in y["runs"].values():
+        for r in rs:
+            assert len(r["loadavg_before"]) == 3 and len(r["loadavg_after"]) == 3 and r["figures"]["steps"] == 4
+    for k in ("machine", "versions", "ppocr", "threads", "load", "data", "differences"):
+        assert rep[k], k
+    md = (out / "report.md").read_text()
+    assert "| 0 | PaddleOCR | 0.500 | 4.000 | 0.500 | 0.0100 | 4 | 2 |" in md and "**s/step ours/PaddleOCR 0.800" in md
+
+
+def test_without_checkout_it_says_how_and_exits_2(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    for extra in ([], ["--ppocr-src", str(tmp_path)], ["--ppocr-src", str(tmp_path / "none")]):
+        p = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks/det_vs_paddleocr.py"), *extra, "--work-dir",
+                            str(tmp_path / "w"), "--out", str(tmp_path / "o")], cwd=REPO_ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and "git clone" in p.stderr and "numpy<2" in p.stderr, p.stderr
