@@ -52,7 +52,7 @@ class SystemEval:
 class SystemConfig:
     Global: SystemGlobal = field(default_factory=SystemGlobal)
     Det: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_det.yml"))
-    Rec: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_rec.yml"))
+    Rec: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_rec_pages.yml"))
     Eval: SystemEval = field(default_factory=SystemEval)
     Predict: PredictConfig = field(default_factory=PredictConfig)
 
