@@ -1,5 +1,6 @@
 """Run paddleocr 3.x's full PaddleOCR pipeline with given det and rec model folders; print one JSON line
-{"results": [{"boxes": [...], "texts": [...]}, ...]} (dt_polys and rec_texts per image, in input order).
+{"results": [{"boxes": [...], "texts": [...], "rec_boxes": [...]}, ...]} per image, in input order: dt_polys (every
+detected box), rec_texts and rec_polys (the boxes whose text passed text_rec_score_thresh, one per text).
 
 Runs inside the side venv made by .ci/setup_paddleocr_venv.sh (not the project's python):
     .venv-paddleocr/bin/python tests/scripts/paddleocr_system_predict.py DET_DIR DET_NAME REC_DIR REC_NAME KWARGS_JSON IMG...
@@ -23,7 +24,8 @@ def main(argv):
     out = []
     for res in ocr.predict(images):
         out.append({"boxes": [[[int(v) for v in p] for p in box] for box in res["dt_polys"]],
-                    "texts": list(res["rec_texts"])})
+                    "texts": list(res["rec_texts"]),
+                    "rec_boxes": [[[int(v) for v in p] for p in box] for box in res["rec_polys"]]})
     print(json.dumps({"results": out}, ensure_ascii=False))
 
 
