@@ -224,7 +224,8 @@ def test_ratio_list_draws_a_fresh_fraction_of_each_label_file_per_epoch():
 def test_ratio_list_outside_train_with_a_sampler_is_one_line(tmp_path, capsys):
     data = write_label_set(tmp_path / "data", DICT_A)
     for extra, message in ((["Eval.dataset.ratio_list=[0.5]"], "Eval.dataset.ratio_list"),
-                           (["Train.sampler=null"], "needs Train with a MultiScaleSampler")):
+                           (["Train.sampler=null"], "Train.dataset.ratio_list: [0.5]: sampling a fraction of each "
+                            "label file is supported for Train label files with a MultiScaleSampler only")):
         fresh_logging()
         with pytest.raises(SystemExit) as exc:
             OcrRec.cli(["-c", str(FIXTURES / yml("medium")), "-o",
