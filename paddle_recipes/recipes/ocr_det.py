@@ -1,6 +1,7 @@
-"""DB text-detection recipe: PaddleOCR's det models (PP-OCRv5/v4 mobile, PP-OCRv5 server, ResNet-vd DB).
+"""DB text-detection recipe: PaddleOCR's det models (PP-OCRv5/v4 mobile, PP-OCRv5 server, ResNet-vd DB) and our
+CPU-sized default (DenseConvDet + DBFPN + DBHead).
 
-    python recipes/ocr_det.py                                  # = -c recipes/configs/ocr_det.yml (synthetic pages)
+    python -m paddle.distributed.launch --nproc_per_node 2 recipes/ocr_det.py   # = -c recipes/configs/ocr_det.yml
     python -m paddle.distributed.launch --nproc_per_node 2 recipes/ocr_det.py -c recipes/configs/ocr_det_smoke.yml
     paddle-recipes-ocr-det -c CFG --mode train|eval|predict|export -o Predict.images=page.jpg
     # export: output_dir/inference/ = PaddleOCR's det inference folder (paddleocr 3.x TextDetection; Export.legacy: 2.x)
