@@ -183,3 +183,24 @@ def test_system_crop_is_the_systems_crop_of_the_grown_box():
     np.testing.assert_array_equal(system_crop(img, tall), np.rot90(img[10:110, 90:110]))
     np.testing.assert_array_equal(system_crop(img, tall), crop_box(img, tall))
     assert system_crop(img, box, height=10).shape == (10, 50, 3)
+
+
+def test_rendering_pools_end_without_a_paddle_crash_dump(tmp_path, monkeypatch):
+    """The page and line renderers' worker pools are closed and joined before the pool is left: terminate() on
+    live workers SIGTERMs them, and a worker with paddle's signal handlers printed a C++ "FatalError" dump (seen
+    in a benchmark's console). Checked without the race: no worker may still be alive when terminate() runs."""
+    import multiprocessing.pool as mpp
+
+    from paddle_recipes.tasks.ocr.synth import SynthConfig, generate_samples
+
+    alive_at_terminate = []
+    terminate = mpp.Pool.terminate
+
+    def recording_terminate(self):
+        alive_at_terminate.append(sum(p.is_alive() for p in self._pool))
+        terminate(self)
+
+    monkeypatch.setattr(mpp.Pool, "terminate", recording_terminate)
+    write_pages(tmp_path, "train", 4, PageSynthConfig(width=96, height=96), CHARS, workers=2)
+    assert len(generate_samples(SynthConfig(), CHARS, "train", 64, workers=2)) == 64
+    assert len(alive_at_terminate) == 2 and alive_at_terminate == [0, 0]

@@ -403,6 +403,8 @@ def generate_samples(cfg: SynthConfig, chars: Sequence[str], split: str, num: in
         ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
         with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, chars)) as pool:
             out = pool.map(_make_sample, jobs, chunksize=max(16, num // (workers * 8)))
+            pool.close()  # workers exit on their own: the context's terminate() would SIGTERM them, and a worker
+            pool.join()   # with paddle's signal handler prints a C++ "FatalError" dump for it
     return out if return_fonts else [(d, t) for d, t, _ in out]
 
 

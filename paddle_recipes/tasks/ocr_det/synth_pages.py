@@ -321,6 +321,8 @@ def write_pages(out_dir: str | os.PathLike, split: str, num: int, cfg: PageSynth
         import multiprocessing as mp
         with mp.get_context("fork").Pool(workers) as pool:
             parts = pool.starmap(_render_range, [(root, split, a, b, cfg, chars) for a, b in bounds])
+            pool.close()  # let the workers exit (terminate() would SIGTERM them: paddle prints a C++ dump)
+            pool.join()
     det_lines = [ln for d, _ in parts for ln in d]
     rec_lines = [ln for _, r in parts for ln in r]
     (root / "label.txt").write_text("\n".join(det_lines) + "\n", encoding="utf-8")
