@@ -25,11 +25,13 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset  # noqa: E402
-from paddle_recipes.tasks.ocr_system.metric import E2EMetric  # noqa: E402
+from paddle_recipes.tasks.ocr_system.pipeline import score_pages  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -63,7 +65,6 @@ def run(cmd: list, log: Path) -> str:
 def export(recipe: str, config: str, weights: str, out: Path, log: Path, opt=()) -> dict:
     """Export ``weights`` ("" = the config's own output_dir/checkpoints) into out/inference."""
     if not weights:
-        import yaml
         weights = str(REPO / yaml.safe_load((REPO / config).read_text(encoding="utf-8"))["Global"]["output_dir"]
                       / Path("checkpoints"))
     opts = [*opt, f"Global.output_dir={out}", f"Global.weights={weights}"]
@@ -82,7 +83,6 @@ def main(argv=None) -> dict:
     ds = DetDataset(pages / "label.txt", pages, strict=True, name="e2e pages")  # the pages as the system's eval reads them
     images = [str(pages / path) for path, _, _ in ds.items]
     print(f"exporting det ({a.det_config}) and rec ({a.rec_config}) ...", flush=True)
-    import yaml
     system = yaml.safe_load((REPO / a.system_config).read_text(encoding="utf-8"))
     det_opt, drop_score = list(system.get("Det", {}).get("opt", [])), float(system["Global"]["drop_score"])
     det = export("recipes/ocr_det.py", a.det_config, a.det_weights, out / "det", out / "det_export.log", det_opt)
@@ -94,12 +94,9 @@ def main(argv=None) -> dict:
                   out / "rec/inference", rec["model_name"], json.dumps(kwargs), *images], out / "paddleocr.log")
     seconds = time.time() - t0
     results = json.loads(stdout.strip().splitlines()[-1])["results"]
-    metric = E2EMetric(0.5)
-    for i, res in enumerate(results):
-        s = ds.load(i)
-        gts = [(p, "###" if ign else t) for p, t, ign in zip(s["polys"], s["texts"], s["ignore_tags"])]
-        metric.update(list(zip(res["rec_boxes"], res["texts"])), gts)  # rec_polys: the boxes kept with a text
-    report = {"pages": str(pages), "images": len(images), "paddleocr_pipeline": metric.compute(),
+    # rec_polys: the boxes kept with a text; scored by the same loop as recipes/ocr_system.py --mode eval
+    scores = score_pages(ds, lambda i, _: list(zip(results[i]["rec_boxes"], results[i]["texts"])))
+    report = {"pages": str(pages), "images": len(images), "paddleocr_pipeline": scores,
               "paddleocr_pipeline_seconds": round(seconds, 1), "pipeline_kwargs": kwargs, "det_opt": det_opt,
               "det_model_name": det["model_name"], "rec_model_name": rec["model_name"],
               "det_weights": a.det_weights or "(det config's checkpoints)",

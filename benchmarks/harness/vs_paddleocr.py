@@ -167,7 +167,8 @@ def common_overrides(data: str, dict_path: str | None, out_dir: str, epochs: int
     """The -o keys both sides get (PaddleOCR's keys; our recipe reads the same); no dict key when dict_path is
     empty (det YAMLs)."""
     o = {"Global.use_gpu": "false", "Global.epoch_num": str(epochs),
-         **({"Global.character_dict_path": dict_path} if dict_path else {}), "Global.save_model_dir": out_dir, "Global.print_batch_step": "1",
+         **({"Global.character_dict_path": dict_path} if dict_path else {}),
+         "Global.save_model_dir": out_dir, "Global.print_batch_step": "1",
          "Global.eval_batch_step": f"[0,{eval_every}]", "Global.save_epoch_step": str(10 ** 6),
          "Global.use_visualdl": "false",
          "Train.dataset.data_dir": f"{data}/train", "Train.dataset.label_file_list": f"[{data}/train/label.txt]",

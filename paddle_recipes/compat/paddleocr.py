@@ -98,9 +98,11 @@ OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed throug
 IGNORED_SECTIONS = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
 OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir")
 
-# Keys found only in PaddleOCR configs: any one of them marks a file as PaddleOCR's.
-_SIGNATURE_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
-                     "use_gpu", "log_smooth_window", "cal_metric_during_train")
+# Global keys that mark a file as PaddleOCR's even beside our own keys (an -o override of ours on their file)...
+_PADDLEOCR_ONLY_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "save_epoch_step", "use_gpu")
+# ... and these, unless the Global also holds a key only ours has (both schemas take eval_batch_step and
+# cal_metric_during_train).
+_SIGNATURE_GLOBAL = (*_PADDLEOCR_ONLY_GLOBAL, "log_smooth_window", "eval_batch_step", "cal_metric_during_train")
 # Global keys of our schema that PaddleOCR's never has: any one of them marks a file as ours.
 _NATIVE_ONLY_GLOBAL = ("epochs", "output_dir", "log_every", "eval_every_epochs", "save_every_epochs")
 
@@ -203,7 +205,7 @@ def is_paddleocr_config(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     g = data.get("Global")
-    if isinstance(g, dict) and not any(k in g for k in _SIGNATURE_GLOBAL[:3] + ("save_epoch_step", "use_gpu")) \
+    if isinstance(g, dict) and not any(k in g for k in _PADDLEOCR_ONLY_GLOBAL) \
             and any(k in g for k in _NATIVE_ONLY_GLOBAL):
         return False
     if "PostProcess" in data or "Metric" in data:

@@ -130,9 +130,10 @@ def run_files(pipeline: OcrPipeline, files: Sequence[str], out_dir: str | Path, 
     return {**counts, "results": str(out_dir / "system_results.txt")}
 
 
-def evaluate_pages(pipeline: OcrPipeline, dataset, oracle: bool = False, iou: float = 0.5) -> dict:
-    """E2E metric (metric.E2EMetric) over a ``DetDataset`` (unreadable images / bad labels counted in its
-    stats). ``oracle``: GT polygons (not ``###``) replace the detector."""
+def score_pages(dataset, read: Callable[[int, dict], Sequence[Tuple[object, str]]], iou: float = 0.5) -> dict:
+    """E2E metric (metric.E2EMetric) over a ``DetDataset``: ``read(index, sample)`` gives the (points, text)
+    lines found on page ``index`` (the system's, or another OCR's recorded output); unreadable images / bad
+    labels are counted in the dataset's stats and not scored."""
     metric = E2EMetric(iou)
     for i in range(len(dataset)):
         sample = dataset.load(i)
@@ -140,7 +141,13 @@ def evaluate_pages(pipeline: OcrPipeline, dataset, oracle: bool = False, iou: fl
             dataset.stats.add(sample[1], sample[2])
             continue
         gts = [(p, "###" if ign else t) for p, t, ign in zip(sample["polys"], sample["texts"], sample["ignore_tags"])]
-        boxes = [p for p, ign in zip(sample["polys"], sample["ignore_tags"]) if not ign] if oracle else None
-        lines = pipeline(sample["image"], boxes=boxes)
-        metric.update([(ln["points"], ln["transcription"]) for ln in lines], gts)
+        metric.update(read(i, sample), gts)
     return metric.compute()
+
+
+def evaluate_pages(pipeline: OcrPipeline, dataset, oracle: bool = False, iou: float = 0.5) -> dict:
+    """score_pages with ``pipeline`` reading each page. ``oracle``: GT polygons (not ``###``) replace the detector."""
+    def read(_, sample):
+        boxes = [p for p, ign in zip(sample["polys"], sample["ignore_tags"]) if not ign] if oracle else None
+        return [(ln["points"], ln["transcription"]) for ln in pipeline(sample["image"], boxes=boxes)]
+    return score_pages(dataset, read, iou)
