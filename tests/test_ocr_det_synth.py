@@ -78,6 +78,39 @@ def test_polygon_covers_the_ink_of_a_bent_line():
     assert Polygon(poly).area < 1.3 * (box[2, 1] - box[0, 1]) * (box[1, 0] - box[0, 0])
 
 
+def _rect(points):
+    (_, _), (w, h), _ = cv2.minAreaRect(np.asarray(points, np.float32))
+    return min(w, h), max(w, h)
+
+
+def test_labels_have_an_annotators_margin_around_the_ink_and_never_overlap():
+    """Each label is the ink box grown by label_margin x its thickness on each side (curved lines: the same box,
+    bent), inside the page, and no two labels of a page overlap; label_margin (0, 0) gives the ink box itself."""
+    renderer = LineRenderer(CFG.line_config(), CHARS, "train")
+    margins = []
+    for seed in range(6):
+        img, lines = render_page(renderer, CFG, np.random.default_rng(seed))
+        polys = [Polygon(ln.points) for ln in lines]
+        for k, (ln, poly) in enumerate(zip(lines, polys)):
+            assert poly.is_valid and poly.buffer(1e-3).contains(Polygon(ln.ink))
+            assert ln.points.min() >= 0 and ln.points[:, 0].max() <= CFG.width and ln.points[:, 1].max() <= CFG.height
+            assert all(not poly.intersects(other) for other in polys[k + 1:])
+            if len(ln.points) == 4:
+                (thick, long), (ink_thick, ink_long) = _rect(ln.points), _rect(ln.ink)
+                margins.append((thick - ink_thick) / 2 / ink_thick)
+                assert long - ink_long == pytest.approx(thick - ink_thick, abs=0.05)  # the same pad on each side
+    assert len(margins) >= 10 and min(margins) >= 0.1 - 1e-3 and max(margins) <= 0.25 + 1e-3
+    assert max(margins) - min(margins) > 0.05  # drawn per line
+    tight = PageSynthConfig(**{**vars(CFG), "label_margin": (0.0, 0.0)})
+    _, lines = render_page(LineRenderer(tight.line_config(), CHARS, "train"), tight, np.random.default_rng(0))
+    for ln in lines:
+        np.testing.assert_allclose(ln.points, ln.ink, atol=1e-4)
+    with pytest.raises(ValueError, match="label_margin"):
+        PageSynthConfig(label_margin=(0.3, 0.1))
+    with pytest.raises(ValueError, match="crop_jitter"):
+        PageSynthConfig(crop_jitter=0.5)
+
+
 def test_train_and_eval_pipelines_make_db_batches(pages):
     np.random.seed(0)
     train = DetDataset(pages / "label.txt", pages, transform=DBTrainTransform(size=(96, 64)))
@@ -183,6 +216,12 @@ def test_system_crop_is_the_systems_crop_of_the_grown_box():
     np.testing.assert_array_equal(system_crop(img, tall), np.rot90(img[10:110, 90:110]))
     np.testing.assert_array_equal(system_crop(img, tall), crop_box(img, tall))
     assert system_crop(img, box, height=10).shape == (10, 50, 3)
+    # jitter moves each corner by (offset x the shorter side): the crop of that moved quad
+    jitter = np.float32([[0.1, -0.1], [0.0, 0.05], [-0.05, 0.1], [0.1, 0.0]])
+    from paddle_recipes.tasks.ocr_det.synth_pages import order_quad
+    moved = order_quad(cv2.boxPoints(cv2.minAreaRect(box)) + jitter * 20)  # offsets in cv2.boxPoints order
+    np.testing.assert_array_equal(system_crop(img, box, jitter=jitter), crop_box(img, moved))
+    assert not np.array_equal(system_crop(img, box, jitter=jitter), system_crop(img, box))
 
 
 def test_rendering_pools_end_without_a_paddle_crash_dump(tmp_path, monkeypatch):

@@ -55,7 +55,8 @@ class DatasetConfig:
     normalize_width: "none" (default: labels as written), "halfwidth" (full-width ASCII variants and
         U+3000 -> ASCII) or "fullwidth" (the reverse), applied to every label before the dict check.
     aug: augment training images (perspective, blur, noise, contrast; our stand-in for PaddleOCR's RecAug;
-    Train only). label_encoder: CTCLabelEncode (CTC labels) | MultiLabelEncode (CTC + NRTR labels for a
+    Train only). glyph_aug: with aug, also vary the glyphs' shape as another font would (piecewise stretch,
+    slant, stroke weight; augment.GlyphVariation), for reading fonts never trained on. label_encoder: CTCLabelEncode (CTC labels) | MultiLabelEncode (CTC + NRTR labels for a
     MultiHead model; labels longer than max_text_length - 2 are skipped, counted). gtc_encode: the second
     label of MultiLabelEncode: NRTRLabelEncode ("" = none).
     """
@@ -68,10 +69,13 @@ class DatasetConfig:
     max_image_pixels: int = MAX_IMAGE_PIXELS
     normalize_width: str = "none"
     aug: bool = False
+    glyph_aug: bool = False
     label_encoder: str = "CTCLabelEncode"
     gtc_encode: str = ""
 
     def __post_init__(self):
+        if self.glyph_aug and not self.aug:
+            raise ValueError("dataset.glyph_aug: true needs dataset.aug: true (it adds to that augmentation)")
         if self.format not in ("label_file", "lmdb"):
             raise ValueError(f"dataset.format must be 'label_file' or 'lmdb', got {self.format!r}")
         if self.ratio_list and (len(self.ratio_list) != len(self.label_file_list)
@@ -204,7 +208,7 @@ class RecDataset:
         self._aug = None
         if aug:
             from .augment import build_augment
-            self._aug = build_augment()
+            self._aug = build_augment(glyph=cfg.glyph_aug)
         self.replace_bad = replace_bad
         self.stats = SkipStats(key)
         self.items: List[Tuple[object, List[int], str, str]] = []  # (image key, ids, text, where)

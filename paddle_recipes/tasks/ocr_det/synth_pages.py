@@ -8,13 +8,17 @@ noise), distractors that are not text (lines, boxes, circles, scribbles, dots), 
 of random size, angle and letter spacing, some curved (the rec renderer's curvature) or vertical
 (characters stacked top to bottom), placed without overlapping; then mild blur/noise and JPEG.
 
-Labels: straight lines get the 4-point box of their ink (in the line's own frame, rotated with it);
-curved lines (bent along a sine, ``bend``) get a 2 x (``curve_points`` + 1)-point polygon: that box's top
-and bottom edges bent the same way.
-Crops are what the OCR system hands its recognizer for a detected box (``system_crop``): the line's
-min-area rectangle grown by a random margin (``crop_margin`` x its thickness on each side, as a DB box
-around the ink), perspective-cropped upright, turned 90 degrees counter-clockwise when tall (vertical
-lines, PaddleOCR's get_rotate_crop_image rule), then resized to ``crop_height``.
+Labels are drawn as an annotator draws them: a box around the ink with a margin (``label_margin`` x the
+line's thickness on each side, random per line; PaddleOCR's annotated data has such margins, and its DB
+post-processing, unclip_ratio 1.5, gives back boxes of that size). Straight lines get that 4-point box (in
+the line's own frame, rotated with it); curved lines (bent along a sine, ``bend``) get a
+2 x (``curve_points`` + 1)-point polygon: that box's top and bottom edges bent the same way. Labels of two
+lines never overlap.
+Crops are what the OCR system hands its recognizer for a detected box (``system_crop``): the min-area
+rectangle of the line's ink grown by a random margin (``crop_margin`` x its thickness on each side: a DB
+box, looser or tighter than the label), each corner then moved at random by up to ``crop_jitter`` x the
+thickness in x and y (a detector's box is a little off: its sides and angle), perspective-cropped upright, turned 90 degrees counter-clockwise
+when tall (vertical lines, PaddleOCR's get_rotate_crop_image rule), then resized to ``crop_height``.
 
 Page ``i`` of a split is drawn from its own seed (seed, split, i): identical output for any worker count.
 
@@ -52,9 +56,12 @@ class PageSynthConfig:
     max_angle: lines are rotated uniformly in +-max_angle (10). vertical_prob: share of vertical lines (0.1).
     curve_prob: share of horizontal lines bent along a sine of amplitude 0.15-0.45 x font size (0.15);
     curve_points: their polygon has 2 x (curve_points + 1) points (6). distractors: (min, max) non-text marks (1, 6).
-    crop_height: height of the rec crops (48). crop_margin: (min, max) margin of the crops' boxes, a fraction of
-    the line thickness added on each side ((0.05, 0.35)). jpeg_quality: 90. seed: base seed. fonts: restrict to
-    these registered font names (empty = all).
+    label_margin: (min, max) margin of the label polygons around the ink, a fraction of the line thickness on
+    each side ((0.1, 0.25); (0, 0): ink-tight labels). crop_height: height of the rec crops (48).
+    crop_margin: (min, max) margin of the crops' boxes around the ink, a fraction of the line thickness on each
+    side ((0.0, 0.3)). crop_jitter: each crop corner moves by up to this fraction of the thickness in x and y
+    (0.1; 0: exact boxes). jpeg_quality: 90. seed: base seed. fonts: restrict to these registered font names
+    (empty = all).
     """
 
     width: int = 320
@@ -68,8 +75,10 @@ class PageSynthConfig:
     curve_prob: float = 0.15
     curve_points: int = 6
     distractors: Tuple[int, int] = (1, 6)
+    label_margin: Tuple[float, float] = (0.1, 0.25)
     crop_height: int = 48
-    crop_margin: Tuple[float, float] = (0.05, 0.35)
+    crop_margin: Tuple[float, float] = (0.0, 0.3)
+    crop_jitter: float = 0.1
     jpeg_quality: int = 90
     seed: int = 0
     fonts: Tuple[str, ...] = ()
@@ -77,10 +86,13 @@ class PageSynthConfig:
     def __post_init__(self):
         self.lines, self.font_size, self.distractors = (tuple(int(v) for v in t) for t in
                                                          (self.lines, self.font_size, self.distractors))
-        self.crop_margin = tuple(float(v) for v in self.crop_margin)
-        if len(self.crop_margin) != 2 or not 0 <= self.crop_margin[0] <= self.crop_margin[1]:
-            raise ValueError(f"PageSynthConfig.crop_margin must be (min, max) with 0 <= min <= max, got "
-                             f"{self.crop_margin}")
+        for name in ("label_margin", "crop_margin"):
+            pair = tuple(float(v) for v in getattr(self, name))
+            if len(pair) != 2 or not 0 <= pair[0] <= pair[1]:
+                raise ValueError(f"PageSynthConfig.{name} must be (min, max) with 0 <= min <= max, got {pair}")
+            setattr(self, name, pair)
+        if not 0 <= self.crop_jitter < 0.5:
+            raise ValueError(f"PageSynthConfig.crop_jitter must be in [0, 0.5), got {self.crop_jitter}")
         self.fonts = tuple(self.fonts)
         if not 1 <= self.lines[0] <= self.lines[1]:
             raise ValueError(f"PageSynthConfig.lines must be (min, max) with 1 <= min <= max, got {self.lines}")
@@ -94,10 +106,11 @@ class PageSynthConfig:
 
 @dataclass
 class PageLine:
-    points: np.ndarray  # [K, 2] float32 page pixels
+    points: np.ndarray  # [K, 2] float32 page pixels: the label (ink + label_margin)
     text: str
     vertical: bool
     crop: np.ndarray  # RGB uint8 [crop_height, W, 3]: the recognizer's view (system_crop)
+    ink: np.ndarray  # [K, 2] float32 page pixels: the polygon of the ink itself (1 px out)
 
 
 # ------------------------------------------------------------------ geometry
@@ -127,17 +140,27 @@ def turn_if_tall(crop: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(crop)) if crop.shape[0] / float(crop.shape[1]) >= TALL_RATIO else crop
 
 
-def system_crop(img: np.ndarray, points: np.ndarray, margin: float = 0.0, height: int | None = None) -> np.ndarray:
+def system_crop(img: np.ndarray, points: np.ndarray, margin: float = 0.0, height: int | None = None,
+                jitter=None) -> np.ndarray:
     """The line image of polygon ``points`` as the OCR system cuts it for the recognizer: the min-area rectangle
-    grown by ``margin`` x its shorter side on each side, perspective-cropped upright (corners ordered as DB's
-    boxes), turned when tall; optionally resized to ``height`` keeping the aspect ratio."""
+    grown by ``margin`` x its shorter side on each side, its corners moved by ``jitter`` ([4, 2] offsets in
+    units of that shorter side, in cv2.boxPoints' corner order; None = none), perspective-cropped upright (corners ordered as DB's boxes),
+    turned when tall; optionally resized to ``height`` keeping the aspect ratio."""
     (cx, cy), (w, h), angle = cv2.minAreaRect(np.asarray(points, np.float32))
     grow = 2.0 * margin * min(w, h)
-    out = turn_if_tall(warp_quad(img, order_quad(cv2.boxPoints(((cx, cy), (w + grow, h + grow), angle)))))
+    quad = cv2.boxPoints(((cx, cy), (w + grow, h + grow), angle))
+    if jitter is not None:
+        quad = quad + np.asarray(jitter, np.float32).reshape(4, 2) * min(w, h)
+    out = turn_if_tall(warp_quad(img, order_quad(quad)))
     h, w = out.shape[:2]
     if height:
         out = cv2.resize(out, (max(1, int(round(w * height / h))), height), interpolation=cv2.INTER_AREA)
     return out
+
+
+def grow_box(box: np.ndarray, pad: float) -> np.ndarray:
+    """An axis-aligned 4-point box (tl, tr, br, bl) grown by ``pad`` px on each side."""
+    return (np.asarray(box, np.float32) + np.float32([[-pad, -pad], [pad, -pad], [pad, pad], [-pad, pad]]))
 
 
 def ink_box(mask: np.ndarray, pad: float = 1.0) -> np.ndarray | None:
@@ -210,8 +233,8 @@ def _place(mask: np.ndarray, poly: np.ndarray, angle: float, page_wh, placed: Li
     h, w = mask.shape
     pw, ph = page_wh
     rot = cv2.getRotationMatrix2D((w / 2.0, h / 2.0), angle, 1.0)
-    corners = np.float32([[0, 0], [w, 0], [w, h], [0, h]]) @ rot[:, :2].T + rot[:, 2]
-    lo, hi = corners.min(0), corners.max(0)
+    corners = np.concatenate([np.float32([[0, 0], [w, 0], [w, h], [0, h]]), poly]) @ rot[:, :2].T + rot[:, 2]
+    lo, hi = corners.min(0), corners.max(0)  # the mask and the label (which may reach past the mask)
     if hi[0] - lo[0] > pw - 4 or hi[1] - lo[1] > ph - 4:
         return None
     for _ in range(tries):
@@ -233,7 +256,7 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
     page = make_background(rng, cfg.height, cfg.width, bg)
     _draw_distractors(page, rng, int(rng.integers(cfg.distractors[0], cfg.distractors[1] + 1)))
     placed: List[Polygon] = []
-    lines: List[Tuple[np.ndarray, str, bool]] = []
+    lines: List[Tuple[np.ndarray, np.ndarray, str, bool]] = []
     wanted = int(rng.integers(cfg.lines[0], cfg.lines[1] + 1))
     for attempt in range(wanted + 5):  # up to 5 extra tries when lines did not fit
         if len(lines) >= wanted or (attempt >= wanted and lines):
@@ -249,29 +272,35 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
             mask = _vertical_mask(renderer, text, k, size, rng)
         else:
             mask = np.asarray(renderer._text_mask(text, k, size, rng)[0], np.float32) / 255.0
-        poly = ink_box(mask)
-        if poly is None:
+        ink = ink_box(mask)
+        if ink is None:
             continue
+        poly = grow_box(ink, rng.uniform(*cfg.label_margin) * float(min(np.ptp(ink, 0))))
         if not vertical and rng.random() < cfg.curve_prob:
-            mask, poly = bend(mask, poly, rng.uniform(0.15, 0.45) * size * rng.choice([-1, 1]),
-                              rng.uniform(0.3, 0.8), rng.uniform(0, 2 * np.pi), cfg.curve_points)
+            shape = (rng.uniform(0.15, 0.45) * size * rng.choice([-1, 1]), rng.uniform(0.3, 0.8),
+                     rng.uniform(0, 2 * np.pi), cfg.curve_points)
+            _, poly = bend(mask, poly, *shape)
+            mask, ink = bend(mask, ink, *shape)
         spot = _place(mask, poly, float(rng.uniform(-cfg.max_angle, cfg.max_angle)), (cfg.width, cfg.height),
                       placed, rng)
         if spot is None:
             continue
         m, page_poly = spot
+        page_ink = (ink @ m[:, :2].T + m[:, 2]).astype(np.float32)
         alpha = cv2.warpAffine(mask, m, (cfg.width, cfg.height), flags=cv2.INTER_LINEAR)[..., None]
         ink = np.asarray(fg, np.float32) * rng.uniform(0.8, 1.1)
         page = page * (1 - alpha) + np.clip(ink, 0, 255) * alpha
         placed.append(Polygon(page_poly).buffer(0))
-        lines.append((page_poly, text, vertical))
+        lines.append((page_poly, page_ink, text, vertical))
     if rng.random() < 0.3:
         page = cv2.GaussianBlur(page, (0, 0), rng.uniform(0.3, 0.9))
     if rng.random() < 0.3:
         page = page + rng.normal(0, rng.uniform(2, 8), page.shape).astype(np.float32)
     page = np.clip(page, 0, 255).astype(np.uint8)
-    out = [PageLine(p, t, v, system_crop(page, p, rng.uniform(*cfg.crop_margin), cfg.crop_height))
-           for p, t, v in lines]
+    out = []
+    for p, ink, t, v in lines:
+        margin, jitter = rng.uniform(*cfg.crop_margin), rng.uniform(-cfg.crop_jitter, cfg.crop_jitter, (4, 2))
+        out.append(PageLine(p, t, v, system_crop(page, ink, margin, cfg.crop_height, jitter), ink))
     return page, out
 
 
@@ -335,7 +364,7 @@ def ensure_pages(root: str | os.PathLike, splits: dict, cfg: PageSynthConfig, ch
     """Render ``splits`` ({split: pages}) under ``root`` unless ``root/meta.json`` already records the same
     settings (the cache), with ``workers`` processes; returns root."""
     root = Path(root)
-    meta = {"generator": 2, "splits": splits, "config": {k: list(v) if isinstance(v, tuple) else v
+    meta = {"generator": 3, "splits": splits, "config": {k: list(v) if isinstance(v, tuple) else v
                                                           for k, v in vars(cfg).items()}, "chars": "".join(chars)}
     meta_file = root / "meta.json"
     try:
