@@ -5,7 +5,8 @@ builds PaddleOCR's models with PaddleOCR's code from the Architecture section of
   <preset>.json          that section + the state_dict manifest (names -> shapes, counts);
   <preset>.outputs.json  float64 outputs for ``fixed_input`` with ``det_value`` weights: eval (batch 1)
                          and train (batch 2, batch statistics) probability maps and the binarize
-                         branch's pre-sigmoid logits, kept as the rec fixtures keep theirs
+                         branch's pre-sigmoid logits (PP-OCRv6: also the train maps of DBHead's
+                         auxiliary heads), kept as the rec fixtures keep theirs
                          (``ppocr_parity.summarize`` over image rows).
 Our model runs the same recipe in float64 and in float32 and is compared with the rec tests' rules
 (tests/ppocr_parity.py): float64 within 1e-6 of the output's RMS scale, float32 within 1e-4 (eval) and
@@ -61,7 +62,9 @@ def test_outputs_equal_paddleocr(preset):
     for dtype in ("float64", "float32"):
         set_det_weights(model, dtype)  # for each dtype: the train-mode forward moved the BN statistics
         outs[dtype] = det_outputs(model)
-    for key in KEYS:
+    aux = sorted(k for k in ref if k.startswith("train_aux_maps_"))  # PP-OCRv6's auxiliary heads
+    assert aux == sorted(k for k in outs["float64"] if k.startswith("train_aux_maps_"))
+    for key in KEYS + tuple(aux):
         rtol32 = TRAIN_RTOL32 if key.startswith("train") else EVAL_RTOL32
         assert_matches_reference(f"{preset}.{key}", outs["float64"][key], outs["float32"][key], ref[key], rtol32)
 
@@ -78,7 +81,7 @@ def test_bad_architecture_is_one_clear_error():
         build_ppocr_det_model({**arch, "algorithm": "EAST"})
 
 
-@pytest.mark.parametrize("preset", ["PP-OCRv5_mobile_det", "PP-OCRv5_server_det"])
+@pytest.mark.parametrize("preset", ["PP-OCRv5_mobile_det", "PP-OCRv5_server_det", "PP-OCRv6_tiny_det"])
 def test_repeat_upsample_for_export_gives_identical_maps(preset):
     from paddle_recipes.tasks.ocr_det.models import use_repeat_upsample
 

@@ -32,6 +32,10 @@ PRESET_YAMLS = {
     "ch_det_res18_db_v2.0": "configs/det/ch_ppocr_v2.0/ch_det_res18_db_v2.0.yml",
     "det_r50_vd_db": "configs/det/det_r50_vd_db.yml",
     "PP-OCRv3_server_det": "configs/det/PP-OCRv3/PP-OCRv3_server_det.yml",
+    # PP-OCRv6 (newer than a ~Dec 2025 checkout: its YAMLs, necks and DBHead aux heads must be in --ppocr-src)
+    "PP-OCRv6_tiny_det": "configs/det/PP-OCRv6/PP-OCRv6_tiny_det.yml",
+    "PP-OCRv6_small_det": "configs/det/PP-OCRv6/PP-OCRv6_small_det.yml",
+    "PP-OCRv6_medium_det": "configs/det/PP-OCRv6/PP-OCRv6_medium_det.yml",
 }
 EVAL_SHAPE = [1, 3, 64, 64]
 TRAIN_SHAPE = [2, 3, 64, 64]
@@ -61,13 +65,15 @@ def set_det_weights(model, dtype="float64"):
 
 def det_outputs(model):
     """Our test and this script run the same recipe: eval (batch 1), then train (batch 2, batch statistics), on
-    ``fixed_input``; the probability maps and the binarize branch's pre-sigmoid logits, [B, C, H, W] arrays."""
+    ``fixed_input``; the probability maps and the binarize branch's pre-sigmoid logits, [B, C, H, W] arrays, and in
+    train mode the auxiliary heads' maps of PP-OCRv6's DBHead (``train_aux_maps_p4`` ...) when it has them."""
     from ppocr_parity import fixed_input
     outs = {}
     for mode, shape in (("eval", EVAL_SHAPE), ("train", TRAIN_SHAPE)):
         getattr(model, mode)()
         out, logits = run_det_model(model, fixed_input(shape))
         outs.update({f"{mode}_maps": out["maps"], f"{mode}_logits": logits})
+        outs.update({f"{mode}_{k}": v for k, v in out.items() if k.startswith("aux_maps_")})
     return outs
 
 
