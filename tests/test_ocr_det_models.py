@@ -132,3 +132,34 @@ def test_dense_conv_det_is_a_dense_four_stage_det_backbone():
         ref = model(x)["maps"].numpy()
         assert ref.shape == (1, 1, 64, 96) and use_repeat_upsample(model) == 1
         np.testing.assert_array_equal(model(x)["maps"].numpy(), ref)
+
+
+def test_v6_aux_heads_train_with_the_v6_loss():
+    """PP-OCRv6 tiny in train mode: the neck's aux maps reach DBHead's aux heads (maps [B, 3, H, W] each, eval returns
+    only the probability map), DBLoss with the YAML's DiceFocalLoss + aux weights adds weight x aux loss per level,
+    and the gradient reaches every aux head."""
+    from make_ppocr_det_fixtures import V6_LOSS
+    from paddle_recipes.tasks.ocr_det.losses import DBLoss
+
+    paddle.seed(0)
+    model = build_ppocr_det_model(PPOCR_DET_PRESETS["PP-OCRv6_tiny_det"])
+    x = paddle.rand([2, 3, 64, 64])
+    model.eval()
+    with paddle.no_grad():
+        assert list(model(x)) == ["maps"] and model(x)["maps"].shape == [2, 1, 64, 64]
+    model.train()
+    out = model(x)
+    assert sorted(out) == ["aux_maps_p2", "aux_maps_p3", "aux_maps_p4", "maps"]
+    assert all(v.shape == [2, 3, 64, 64] for v in out.values())
+    rng = np.random.RandomState(0)
+    labels = [None] + [paddle.to_tensor(a.astype("float32")) for a in (
+        rng.uniform(0.3, 0.7, (2, 64, 64)), rng.uniform(size=(2, 64, 64)) < 0.4, rng.uniform(size=(2, 64, 64)) < 0.2,
+        rng.uniform(size=(2, 64, 64)) < 0.9)]
+    losses = DBLoss(**V6_LOSS)(out, labels)
+    main = losses["loss_shrink_maps"] + losses["loss_threshold_maps"] + losses["loss_binary_maps"]
+    aux = 0.2 * losses["loss_aux_maps_p4"] + 0.3 * losses["loss_aux_maps_p3"] + 0.4 * losses["loss_aux_maps_p2"]
+    np.testing.assert_allclose(float(losses["loss"]), float(main + aux), rtol=1e-6)
+    losses["loss"].backward()
+    for level in ("p4", "p3", "p2"):
+        grad = getattr(model.head, f"aux_binarize_{level}").conv1.weight.grad
+        assert grad is not None and float(grad.abs().sum()) > 0

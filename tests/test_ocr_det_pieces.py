@@ -28,9 +28,7 @@ REF = json.loads((Path(__file__).parent / "fixtures" / "ppocr_det" / "pieces.jso
 @pytest.mark.parametrize("name,kwargs,cbn", fx.LOSS_CASES, ids=[c[0] for c in fx.LOSS_CASES])
 def test_db_loss_equals_paddleocr(name, kwargs, cbn):
     maps, labels = fx.loss_inputs()
-    pred = {"maps": paddle.to_tensor(maps)}
-    if cbn:
-        pred.update(distance_maps=pred["maps"][:, :1], cbn_maps=pred["maps"][:, 2:3])
+    pred = fx.loss_predicts(maps, cbn, paddle.to_tensor)
     got = DBLoss(**kwargs)(pred, [None] + [paddle.to_tensor(x) for x in labels[1:]])
     assert set(got) == set(REF["loss"][name])
     for key, want in REF["loss"][name].items():

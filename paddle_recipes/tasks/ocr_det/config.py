@@ -46,7 +46,9 @@ class DetArchitecture:
 
 @dataclass
 class DBLossConfig:
-    """DBLoss (losses.py): alpha x shrink loss + beta x threshold L1 + binary dice; OHEM ratio."""
+    """DBLoss (losses.py): alpha x shrink loss + beta x threshold L1 + binary dice; OHEM ratio; main_loss_type
+    DiceLoss | BCELoss | DiceFocalLoss (PP-OCRv6: focal_alpha, focal_gamma, dice_weight, focal_weight); the
+    auxiliary heads' weights aux_weight_p4 / p3 / p2 (0 = off)."""
     name: str = "DBLoss"
     balance_loss: bool = True
     main_loss_type: str = "DiceLoss"
@@ -54,6 +56,13 @@ class DBLossConfig:
     beta: float = 10.0
     ohem_ratio: float = 3.0
     eps: float = 1e-6
+    focal_alpha: float = 0.25
+    focal_gamma: float = 2.0
+    dice_weight: float = 1.0
+    focal_weight: float = 1.0
+    aux_weight_p4: float = 0.0
+    aux_weight_p3: float = 0.0
+    aux_weight_p2: float = 0.0
 
     def __post_init__(self):
         _check_choice("Loss.name", self.name, ("DBLoss",))
