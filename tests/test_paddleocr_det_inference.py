@@ -323,3 +323,32 @@ def test_paddleocr2_predict_system_runs_our_legacy_det_and_rec(det):
     texts = [t for r in theirs for t in r["texts"]]
     print(f"paddleocr 2.x predict_system: {len(texts)} boxes read, {sum(1 for t in texts if t)} non-empty texts")
     assert sum(1 for t in texts if t) >= len(texts) // 2
+
+
+# ------------------------------------------------------------------ PaddleX's own v6 det inference network
+@pytest.mark.parametrize("size", ["tiny", pytest.param("small", marks=pytest.mark.slow),
+                                  pytest.param("medium", marks=pytest.mark.slow)])
+def test_paddlex_v6_det_inference_network_equals_ours(paddleocr_python, tmp_path, size):
+    """Independent of our PaddleOCR reading: PaddleX 3.7.2 ships its own PP-OCRv6 det inference networks and the
+    steps that bring PaddleOCR's released training checkpoints into them (drop head.thresh / head.aux_*, fuse the
+    RepDWConv and DilatedReparamBlock branches, map the names). Our PaddleOCR-named weights (det_value) through
+    those steps are taken whole (every key, every shape: tests/scripts/paddlex_v6_det_maps.py) and give PaddleX's
+    network our eval probability map in float64 (fusion rounding, measured <= 7.6e-12)."""
+    from ppocr_parity import det_value, fixed_input
+
+    name = f"PP-OCRv6_{size}_det"
+    model = build_ppocr_det_model(PPOCR_DET_PRESETS[name])
+    model.to(dtype="float64")
+    model.set_state_dict({k: paddle.to_tensor(det_value(k, v.shape)) for k, v in model.state_dict().items()})
+    model.eval()
+    x = fixed_input([1, 3, 64, 96])
+    with paddle.no_grad():
+        ours = model(paddle.to_tensor(x))["maps"].numpy()
+    paddle.save(model.state_dict(), str(tmp_path / "w.pdparams"))
+    np.save(tmp_path / "x.npy", x)
+    _run_json(paddleocr_python, "paddlex_v6_det_maps.py", [name, tmp_path / "w.pdparams", tmp_path / "x.npy",
+                                                            tmp_path / "px.npy"], tmp_path)
+    theirs = np.load(tmp_path / "px.npy")
+    assert theirs.shape == ours.shape == (1, 1, 64, 96) and 0.01 < ours.std()
+    print(f"PaddleX {name} vs ours (float64): max |map diff| {np.abs(theirs - ours).max():.2e}")
+    np.testing.assert_allclose(theirs, ours, rtol=0, atol=1e-9)
