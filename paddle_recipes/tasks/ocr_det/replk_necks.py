@@ -114,9 +114,4 @@ class UniRepLKPAN(_AuxOutputs):
 
     def forward(self, x):
         outs = self._top_down([conv(c) for conv, c in zip(self.ins_conv, x)])
-        f = [conv(o) for conv, o in zip(self.inp_conv, outs)]
-        pan = [f[0]]
-        for i in range(1, 4):
-            pan.append(f[i] + self.pan_head_conv[i - 1](pan[-1]))
-        ps = self._apply_intracl([conv(p) for conv, p in zip(self.pan_lat_conv, pan)])
-        return self._output(self._fuse(*ps), outs)
+        return self._output(self._pan_fuse(outs), outs)
