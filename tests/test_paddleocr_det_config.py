@@ -124,7 +124,7 @@ def test_values_follow_paddleocr():
 
 def test_v6_values_follow_paddleocr():
     """PP-OCRv6's new keys: Global EMA (ppdet's ModelEMA keys), DBLoss DiceFocalLoss + aux weights, the DBHead aux
-    heads, the Affine p PaddleOCR overwrites, ColorJitter / RandomPerspective reported as not applied."""
+    heads, the Affine p PaddleOCR overwrites, ColorJitter mapped, RandomPerspective reported as not applied."""
     name = "PP-OCRv6/PP-OCRv6_tiny_det.yml"
     ours, report = translate_det_config(load(name), name, DetConfig)
     v6 = from_dict(DetConfig, ours)
@@ -139,8 +139,9 @@ def test_v6_values_follow_paddleocr():
                                                                                                    1e-6)
     assert "Train.dataset.transforms[4].IaaAugment.augmenter_args[1].args.p" in report.no_effect
     assert {k for k in report.approximated if "transforms" in k} == {
-        "Train.dataset.transforms[2].CopyPaste", "Train.dataset.transforms[3].ColorJitter",
-        "Train.dataset.transforms[5].RandomPerspective"}
+        "Train.dataset.transforms[2].CopyPaste", "Train.dataset.transforms[5].RandomPerspective"}
+    assert v6.Train.transform.color_jitter == [0.4, 0.4, 0.7, 0.1]
+    assert report.mapped["Train.dataset.transforms[3].ColorJitter.hue"] == "Train.transform.color_jitter"
     bad = load(name)
     bad["Global"]["ema_decay_type"] = "cosine"
     with pytest.raises(Exception, match=r"Global.ema_decay_type: 'cosine' is not one of"):

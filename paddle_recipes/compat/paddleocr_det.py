@@ -19,8 +19,9 @@ Facts of PaddleOCR's det code that the mapping follows (read, not copied):
 - ``TextDetDataset`` is ``SimpleDataSet``; ``cal_metric_during_train: true`` post-processes every train batch.
 - PP-OCRv6 (configs/det/PP-OCRv6): ``Global.use_ema`` / ``ema_decay`` / ``ema_decay_type`` are ppdet's ModelEMA keys
   (decay 0.9998, threshold warm-up by default); ``DBLoss`` ``main_loss_type: DiceFocalLoss`` with ``focal_alpha``,
-  ``focal_gamma``, ``dice_weight``, ``focal_weight`` and ``aux_weight_p4/p3/p2``; ``ColorJitter`` (paddle's
-  ColorJitter on the decoded image) and ``RandomPerspective`` train ops, reported as not applied here.
+  ``focal_gamma``, ``dice_weight``, ``focal_weight`` and ``aux_weight_p4/p3/p2``; the ``ColorJitter`` train op
+  (paddle's ColorJitter on the decoded BGR image; 0 = that factor off) and ``RandomPerspective`` (reported as not
+  applied here).
 """
 from __future__ import annotations
 
@@ -282,7 +283,11 @@ class _DetTranslator(_Translator):
         self.report.approximated[op] = "text instances are not copy-pasted here"
 
     def _op_ColorJitter(self, split, op, args):
-        self.report.approximated[op] = "no colour jitter here"
+        keys = OP_ARGS["ColorJitter"]
+        self.put("Train.transform.color_jitter", [float(args.get(k) or 0.0) for k in keys])
+        for k in keys:
+            if k in args:
+                self.report.mapped[f"{op}.{k}"] = "Train.transform.color_jitter"
 
     def _op_RandomPerspective(self, split, op, args):
         self.report.approximated[op] = "no random perspective warp here"

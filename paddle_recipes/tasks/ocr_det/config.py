@@ -107,7 +107,8 @@ class DetDatasetConfig:
 @dataclass
 class DetTrainTransformConfig:
     """transforms.DBTrainTransform: EastRandomCropData size (W, H), max_tries, keep_ratio; MakeShrinkMap /
-    MakeBorderMap shrink_ratio, min_text_size, thresh_min/max; augment: flip + rotate + scale first."""
+    MakeBorderMap shrink_ratio, min_text_size, thresh_min/max; augment: flip + rotate + scale first; color_jitter:
+    PaddleOCR's ColorJitter (brightness, contrast, saturation, hue; all 0 = off) before it."""
     size: List[int] = field(default_factory=lambda: [640, 640])
     max_tries: int = 50
     keep_ratio: bool = True
@@ -118,8 +119,12 @@ class DetTrainTransformConfig:
     augment: bool = True
     max_rotate: float = 10.0
     scale: List[float] = field(default_factory=lambda: [0.5, 3.0])
+    color_jitter: List[float] = field(default_factory=lambda: [0.0, 0.0, 0.0, 0.0])
 
     def __post_init__(self):
+        if len(self.color_jitter) != 4 or min(self.color_jitter) < 0 or self.color_jitter[3] > 0.5:
+            raise ConfigError(f"Train.transform.color_jitter must be [brightness, contrast, saturation, hue], each >= 0, "
+                              f"hue <= 0.5, got {self.color_jitter}")
         if len(self.size) != 2 or min(self.size) < 32 or any(s % 32 for s in self.size):
             raise ConfigError(f"Train.transform.size must be [W, H], multiples of 32, got {self.size}")
 
