@@ -129,7 +129,7 @@ def test_det_metric_equals_paddleocr():
 def test_color_jitter_is_paddleocrs_op_with_seeded_draws():
     """PaddleOCR's ColorJitter op is paddle.vision.transforms.ColorJitter(brightness, contrast, saturation, hue) on the
     decoded BGR image, drawing from python's random and numpy's global state: ours is that op with both seeded from
-    the sample's rng (the caller's states restored), so equal rng -> equal image, and all-0 factors are off in the pipeline."""
+    the sample's rng (the caller's states restored), so equal rng -> equal image; all-0 factors are off."""
     import random
 
     from paddle.vision.transforms import ColorJitter

@@ -158,7 +158,8 @@ def test_model_names_follow_the_architecture():
     assert resolve_det_model_name("", "PPHGNetV2_B4") == "PP-OCRv5_server_det"
     assert resolve_det_model_name("", "ResNet_vd") == "PP-OCRv5_server_det"
     for size in ("tiny", "small", "medium"):  # PP-OCRv6: by the backbone section's model_size
-        assert resolve_det_model_name("", {"name": "PPLCNetV4", "det": True, "model_size": size}) == f"PP-OCRv6_{size}_det"
+        section = {"name": "PPLCNetV4", "det": True, "model_size": size}
+        assert resolve_det_model_name("", section) == f"PP-OCRv6_{size}_det"
     assert resolve_det_model_name("", {"name": "PPLCNetV3", "scale": 0.75, "det": True}) == "PP-OCRv5_mobile_det"
     assert resolve_det_model_name("PP-OCRv4_mobile_det", "ResNet_vd") == "PP-OCRv4_mobile_det"
     with pytest.raises(ValueError, match="not a text-detection model paddlex"):

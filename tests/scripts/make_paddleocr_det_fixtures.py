@@ -2,9 +2,9 @@
 
     python tests/scripts/make_paddleocr_det_fixtures.py --ppocr-src /path/to/PaddleOCR
 
-Covers every YAML under configs/det/PP-OCRv3 .. PP-OCRv6 (v6: newer than a ~Dec 2025 checkout) plus the ResNet DB files (LEGACY). Each fixture
-is ``yaml.safe_load`` of the real file dumped again in its key order (anchors resolved, comments dropped); the
-path under configs/det is kept.
+Covers every YAML under configs/det/PP-OCRv3 .. PP-OCRv6 (v6: newer than a ~Dec 2025 checkout) plus the ResNet DB
+files (LEGACY). Each fixture is ``yaml.safe_load`` of the real file dumped again in its key order (anchors resolved,
+comments dropped); the path under configs/det is kept.
 """
 from __future__ import annotations
 

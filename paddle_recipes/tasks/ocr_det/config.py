@@ -123,8 +123,8 @@ class DetTrainTransformConfig:
 
     def __post_init__(self):
         if len(self.color_jitter) != 4 or min(self.color_jitter) < 0 or self.color_jitter[3] > 0.5:
-            raise ConfigError(f"Train.transform.color_jitter must be [brightness, contrast, saturation, hue], each >= 0, "
-                              f"hue <= 0.5, got {self.color_jitter}")
+            raise ConfigError(f"Train.transform.color_jitter must be [brightness, contrast, saturation, hue], "
+                              f"each >= 0, hue <= 0.5, got {self.color_jitter}")
         if len(self.size) != 2 or min(self.size) < 32 or any(s % 32 for s in self.size):
             raise ConfigError(f"Train.transform.size must be [W, H], multiples of 32, got {self.size}")
 

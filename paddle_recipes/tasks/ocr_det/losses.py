@@ -35,7 +35,8 @@ def mask_l1_loss(pred, gt, mask, eps=1e-6):
 
 
 def masked_focal_loss(pred, gt, mask, alpha=0.25, gamma=2.0, eps=1e-6):
-    """Sigmoid focal loss of logit(clip(pred, eps, 1 - eps)) against ``gt``, summed over ``mask`` / (sum(mask) + eps)."""
+    """Sigmoid focal loss of logit(clip(pred, eps, 1 - eps)) against ``gt``, summed over ``mask``, divided by
+    (sum(mask) + eps)."""
     p = paddle.clip(pred, eps, 1.0 - eps)
     loss = F.sigmoid_focal_loss(paddle.log(p / (1.0 - p)), gt, alpha=alpha, gamma=gamma, reduction="none")
     return (loss * mask).sum() / (mask.sum() + eps)

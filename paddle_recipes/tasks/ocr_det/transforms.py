@@ -172,7 +172,8 @@ def color_jitter(img: np.ndarray, rng: np.random.RandomState, jitter: Sequence[f
 
 class DBTrainTransform:
     """Raw sample (dataset.py) -> DB training arrays, PaddleOCR's default det train pipeline:
-    [color_jitter when ``color_jitter`` (brightness, contrast, saturation, hue) is not all 0] -> random_affine -> east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio) -> make_border_map
+    [color_jitter when ``color_jitter`` (brightness, contrast, saturation, hue) is not all 0] -> random_affine ->
+    east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio) -> make_border_map
     -> make_shrink_map -> normalize_chw. Random draws: from (``seed``, epoch, index) of the sample being
     loaded (data.current_sample_key, set by the training loader), so a resumed run or any worker count
     sees the same crops; else from numpy's global state. ``augment``: False skips random_affine."""
