@@ -5,7 +5,8 @@ builds PaddleOCR's models with PaddleOCR's code from the Architecture section of
   <preset>.json          that section + the state_dict manifest (names -> shapes, counts);
   <preset>.outputs.json  float64 outputs for ``fixed_input`` with ``det_value`` weights: eval (batch 1)
                          and train (batch 2, batch statistics) probability maps and the binarize
-                         branch's pre-sigmoid logits, kept as the rec fixtures keep theirs
+                         branch's pre-sigmoid logits (PP-OCRv6: also the train maps of DBHead's
+                         auxiliary heads), kept as the rec fixtures keep theirs
                          (``ppocr_parity.summarize`` over image rows).
 Our model runs the same recipe in float64 and in float32 and is compared with the rec tests' rules
 (tests/ppocr_parity.py): float64 within 1e-6 of the output's RMS scale, float32 within 1e-4 (eval) and
@@ -61,7 +62,9 @@ def test_outputs_equal_paddleocr(preset):
     for dtype in ("float64", "float32"):
         set_det_weights(model, dtype)  # for each dtype: the train-mode forward moved the BN statistics
         outs[dtype] = det_outputs(model)
-    for key in KEYS:
+    aux = sorted(k for k in ref if k.startswith("train_aux_maps_"))  # PP-OCRv6's auxiliary heads
+    assert aux == sorted(k for k in outs["float64"] if k.startswith("train_aux_maps_"))
+    for key in KEYS + tuple(aux):
         rtol32 = TRAIN_RTOL32 if key.startswith("train") else EVAL_RTOL32
         assert_matches_reference(f"{preset}.{key}", outs["float64"][key], outs["float32"][key], ref[key], rtol32)
 
@@ -78,7 +81,7 @@ def test_bad_architecture_is_one_clear_error():
         build_ppocr_det_model({**arch, "algorithm": "EAST"})
 
 
-@pytest.mark.parametrize("preset", ["PP-OCRv5_mobile_det", "PP-OCRv5_server_det"])
+@pytest.mark.parametrize("preset", ["PP-OCRv5_mobile_det", "PP-OCRv5_server_det", "PP-OCRv6_tiny_det"])
 def test_repeat_upsample_for_export_gives_identical_maps(preset):
     from paddle_recipes.tasks.ocr_det.models import use_repeat_upsample
 
@@ -129,3 +132,34 @@ def test_dense_conv_det_is_a_dense_four_stage_det_backbone():
         ref = model(x)["maps"].numpy()
         assert ref.shape == (1, 1, 64, 96) and use_repeat_upsample(model) == 1
         np.testing.assert_array_equal(model(x)["maps"].numpy(), ref)
+
+
+def test_v6_aux_heads_train_with_the_v6_loss():
+    """PP-OCRv6 tiny in train mode: the neck's aux maps reach DBHead's aux heads (maps [B, 3, H, W] each, eval returns
+    only the probability map), DBLoss with the YAML's DiceFocalLoss + aux weights adds weight x aux loss per level,
+    and the gradient reaches every aux head."""
+    from make_ppocr_det_fixtures import V6_LOSS
+    from paddle_recipes.tasks.ocr_det.losses import DBLoss
+
+    paddle.seed(0)
+    model = build_ppocr_det_model(PPOCR_DET_PRESETS["PP-OCRv6_tiny_det"])
+    x = paddle.rand([2, 3, 64, 64])
+    model.eval()
+    with paddle.no_grad():
+        assert list(model(x)) == ["maps"] and model(x)["maps"].shape == [2, 1, 64, 64]
+    model.train()
+    out = model(x)
+    assert sorted(out) == ["aux_maps_p2", "aux_maps_p3", "aux_maps_p4", "maps"]
+    assert all(v.shape == [2, 3, 64, 64] for v in out.values())
+    rng = np.random.RandomState(0)
+    labels = [None] + [paddle.to_tensor(a.astype("float32")) for a in (
+        rng.uniform(0.3, 0.7, (2, 64, 64)), rng.uniform(size=(2, 64, 64)) < 0.4, rng.uniform(size=(2, 64, 64)) < 0.2,
+        rng.uniform(size=(2, 64, 64)) < 0.9)]
+    losses = DBLoss(**V6_LOSS)(out, labels)
+    main = losses["loss_shrink_maps"] + losses["loss_threshold_maps"] + losses["loss_binary_maps"]
+    aux = 0.2 * losses["loss_aux_maps_p4"] + 0.3 * losses["loss_aux_maps_p3"] + 0.4 * losses["loss_aux_maps_p2"]
+    np.testing.assert_allclose(float(losses["loss"]), float(main + aux), rtol=1e-6)
+    losses["loss"].backward()
+    for level in ("p4", "p3", "p2"):
+        grad = getattr(model.head, f"aux_binarize_{level}").conv1.weight.grad
+        assert grad is not None and float(grad.abs().sum()) > 0

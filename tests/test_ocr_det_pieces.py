@@ -28,9 +28,7 @@ REF = json.loads((Path(__file__).parent / "fixtures" / "ppocr_det" / "pieces.jso
 @pytest.mark.parametrize("name,kwargs,cbn", fx.LOSS_CASES, ids=[c[0] for c in fx.LOSS_CASES])
 def test_db_loss_equals_paddleocr(name, kwargs, cbn):
     maps, labels = fx.loss_inputs()
-    pred = {"maps": paddle.to_tensor(maps)}
-    if cbn:
-        pred.update(distance_maps=pred["maps"][:, :1], cbn_maps=pred["maps"][:, 2:3])
+    pred = fx.loss_predicts(maps, cbn, paddle.to_tensor)
     got = DBLoss(**kwargs)(pred, [None] + [paddle.to_tensor(x) for x in labels[1:]])
     assert set(got) == set(REF["loss"][name])
     for key, want in REF["loss"][name].items():
@@ -126,3 +124,42 @@ def test_det_metric_equals_paddleocr():
     metric.update([c[2] for c in cases[:3]], [c[0] for c in cases[:3]], [c[1] for c in cases[:3]])
     metric.update([c[2] for c in cases[3:]], [c[0] for c in cases[3:]], [c[1] for c in cases[3:]])
     assert metric.get_metric() == combine_results(per) and metric.results == []
+
+
+def test_color_jitter_is_paddleocrs_op_with_seeded_draws():
+    """PaddleOCR's ColorJitter op is paddle.vision.transforms.ColorJitter(brightness, contrast, saturation, hue) on the
+    decoded BGR image, drawing from python's random and numpy's global state: ours is that op with both seeded from
+    the sample's rng (the caller's states restored), so equal rng -> equal image; all-0 factors are off."""
+    import random
+
+    from paddle.vision.transforms import ColorJitter
+
+    from paddle_recipes.config import ConfigError
+    from paddle_recipes.tasks.ocr_det.config import DetTrainTransformConfig
+    from paddle_recipes.tasks.ocr_det.transforms import DBTrainTransform, color_jitter
+
+    img = np.random.RandomState(0).randint(0, 256, (48, 64, 3)).astype("uint8")
+    jitter = [0.4, 0.4, 0.7, 0.1]
+    random.seed(123)
+    np.random.seed(123)
+    before = random.random(), np.random.random()
+    random.seed(123)
+    np.random.seed(123)
+    got = color_jitter(img, np.random.RandomState(5), jitter)
+    assert (random.random(), np.random.random()) == before  # the caller's random states untouched
+    seeds = np.random.RandomState(5).randint(2 ** 31 - 1, size=2)
+    random.seed(int(seeds[0]))
+    np.random.seed(int(seeds[1]))
+    want = np.asarray(ColorJitter(*jitter)(img))
+    np.testing.assert_array_equal(got, want)
+    assert got.shape == img.shape and got.dtype == np.uint8 and np.abs(got.astype(int) - img).max() > 0
+    np.testing.assert_array_equal(color_jitter(img, np.random.RandomState(5), jitter), got)
+    sample = {"image": img, "polys": [np.array([[4, 4], [40, 4], [40, 20], [4, 20]], "float32")],
+              "ignore_tags": [False], "texts": ["ab"]}
+    np.random.seed(1)
+    plain = DBTrainTransform(size=[32, 32], augment=False)(dict(sample))["image"]
+    np.random.seed(1)
+    jittered = DBTrainTransform(size=[32, 32], augment=False, color_jitter=jitter)(dict(sample))["image"]
+    assert plain.shape == jittered.shape and np.abs(plain - jittered).max() > 0
+    with pytest.raises(ConfigError, match="Train.transform.color_jitter must be"):
+        DetTrainTransformConfig(color_jitter=[0.4, 0.4, 0.7, 0.9])

@@ -1,5 +1,5 @@
 """PaddleOCR det YAMLs through the det recipe's -c (compat.paddleocr_det), on our fixtures of the real files
-(tests/fixtures/paddleocr_det_configs, written by tests/scripts/make_paddleocr_det_fixtures.py: PP-OCRv3..v5 and
+(tests/fixtures/paddleocr_det_configs, written by tests/scripts/make_paddleocr_det_fixtures.py: PP-OCRv3..v6 and
 the ResNet DB files). Each file either translates with every key accounted for and builds the network of our
 preset (PaddleOCR's manifest: names and shapes), then trains one step on a 4-image label set; or exits with one
 line naming the piece not built here."""
@@ -33,7 +33,10 @@ TRAINS = {"PP-OCRv5/PP-OCRv5_mobile_det.yml": "PP-OCRv5_mobile_det",
           "PP-OCRv5/PP-OCRv5_server_det.yml": "PP-OCRv5_server_det",
           "det_r50_vd_db.yml": "det_r50_vd_db",
           "ch_ppocr_v2.0/ch_det_res18_db_v2.0.yml": "ch_det_res18_db_v2.0",
-          "PP-OCRv3/PP-OCRv3_server_det.yml": "PP-OCRv3_server_det"}
+          "PP-OCRv3/PP-OCRv3_server_det.yml": "PP-OCRv3_server_det",
+          "PP-OCRv6/PP-OCRv6_tiny_det.yml": "PP-OCRv6_tiny_det",
+          "PP-OCRv6/PP-OCRv6_small_det.yml": "PP-OCRv6_small_det",
+          "PP-OCRv6/PP-OCRv6_medium_det.yml": "PP-OCRv6_medium_det"}
 # file -> (the key the one-line error names, a fragment of its message)
 EXITS = {"PP-OCRv3/PP-OCRv3_det_cml.yml": ("Architecture.name", "distillation models"),
          "PP-OCRv3/PP-OCRv3_det_dml.yml": ("Architecture.name", "distillation models"),
@@ -41,8 +44,10 @@ EXITS = {"PP-OCRv3/PP-OCRv3_det_cml.yml": ("Architecture.name", "distillation mo
          "PP-OCRv3/PP-OCRv3_mobile_det.yml": ("Architecture.Backbone.name", "'MobileNetV3' is not built here"),
          "ch_ppocr_v2.0/ch_det_mv3_db_v2.0.yml": ("Architecture.Backbone.name", "'MobileNetV3' is not built here"),
          "PP-OCRv4/PP-OCRv4_server_det.yml": ("Architecture.Backbone.name", "'PPHGNet_small' is not built here"),
-         "PP-OCRv4/PP-OCRv4_server_seal_det.yml": ("Architecture.Backbone.name", "'PPHGNet_small' is not built here")}
-CHEAP = ("PP-OCRv5/PP-OCRv5_mobile_det.yml",)  # trained in the default suite; the others are slow
+         "PP-OCRv4/PP-OCRv4_server_seal_det.yml": ("Architecture.Backbone.name", "'PPHGNet_small' is not built here"),
+         "PP-OCRv6/PP-OCRv6_base_det.yml": ("Architecture.Backbone", "det layout 'base' unknown")}
+# trained in the default suite; the others are slow
+CHEAP = ("PP-OCRv5/PP-OCRv5_mobile_det.yml", "PP-OCRv6/PP-OCRv6_tiny_det.yml")
 
 
 def load(name: str) -> dict:
@@ -115,6 +120,32 @@ def test_values_follow_paddleocr():
     seal = from_dict(DetConfig, translate_det_config(load("PP-OCRv4/PP-OCRv4_mobile_seal_det.yml"), "s", DetConfig)[0])
     assert (seal.Eval.transform.resize_long, seal.Train.transform.shrink_ratio, seal.PostProcess.box_type,
             seal.PostProcess.unclip_ratio, seal.Optimizer.weight_decay) == (736, 0.8, "poly", 0.5, 1e-6)
+
+
+def test_v6_values_follow_paddleocr():
+    """PP-OCRv6's new keys: Global EMA (ppdet's ModelEMA keys), DBLoss DiceFocalLoss + aux weights, the DBHead aux
+    heads, the Affine p PaddleOCR overwrites, ColorJitter mapped, RandomPerspective reported as not applied."""
+    name = "PP-OCRv6/PP-OCRv6_tiny_det.yml"
+    ours, report = translate_det_config(load(name), name, DetConfig)
+    v6 = from_dict(DetConfig, ours)
+    assert (v6.EMA.enable, v6.EMA.decay, v6.EMA.warmup) == (True, 0.9998, "threshold")
+    lo = v6.Loss
+    assert (lo.main_loss_type, lo.alpha, lo.beta, lo.focal_alpha, lo.focal_gamma, lo.aux_weight_p4, lo.aux_weight_p3,
+            lo.aux_weight_p2, lo.dice_weight, lo.focal_weight) == ("DiceFocalLoss", 5, 10, 0.25, 2.5, 0.2, 0.3, 0.4,
+                                                                    1.0, 1.0)
+    assert v6.Architecture.Head == {"name": "DBHead", "k": 50, "fix_nan": True, "aux_in_channels": 64}
+    assert v6.Architecture.Neck["name"] == "UniRepLKFPN" and v6.Architecture.Backbone["model_size"] == "tiny"
+    assert (v6.Train.transform.max_rotate, v6.Train.transform.scale, v6.Optimizer.weight_decay) == (45.0, [0.1, 2.0],
+                                                                                                   1e-6)
+    assert "Train.dataset.transforms[4].IaaAugment.augmenter_args[1].args.p" in report.no_effect
+    assert {k for k in report.approximated if "transforms" in k} == {
+        "Train.dataset.transforms[2].CopyPaste", "Train.dataset.transforms[5].RandomPerspective"}
+    assert v6.Train.transform.color_jitter == [0.4, 0.4, 0.7, 0.1]
+    assert report.mapped["Train.dataset.transforms[3].ColorJitter.hue"] == "Train.transform.color_jitter"
+    bad = load(name)
+    bad["Global"]["ema_decay_type"] = "cosine"
+    with pytest.raises(Exception, match=r"Global.ema_decay_type: 'cosine' is not one of"):
+        translate_det_config(bad, name, DetConfig)
 
 
 def fresh_logging() -> None:

@@ -10,13 +10,18 @@ Facts of PaddleOCR's det code that the mapping follows (read, not copied):
 - ``DetResizeForTest``: ``image_shape`` (+ ``keep_ratio``) wins, else ``limit_side_len`` (+ ``limit_type``,
   default min), else ``resize_long`` (sides ceil to 128); no argument at all = limit_side_len 736, min;
 - ``IaaAugment`` without ``augmenter_args`` = Fliplr p 0.5, Affine rotate [-10, 10], Resize size [0.5, 3];
-  an empty list = no augmentation; Resize without size = scale 1;
+  an empty list = no augmentation; Resize without size = scale 1; an Affine ``p`` is overwritten with 1.0;
 - ``MakeBorderMap`` / ``MakeShrinkMap`` grow shrink_ratio with the epoch only when an ``epoch`` is passed
   to them, which PaddleOCR's datasets never do: ``total_epoch`` changes nothing;
 - ``DecodeImage`` without ``img_mode`` decodes RGB; ``NormalizeImage`` ``scale`` may be a string ("1./255.");
 - ``DBPostProcess`` class defaults: thresh 0.3, box_thresh 0.7, max_candidates 1000, unclip_ratio 2.0,
   use_dilation false, score_mode fast, box_type quad (a key the file omits gets that value here too);
 - ``TextDetDataset`` is ``SimpleDataSet``; ``cal_metric_during_train: true`` post-processes every train batch.
+- PP-OCRv6 (configs/det/PP-OCRv6): ``Global.use_ema`` / ``ema_decay`` / ``ema_decay_type`` are ppdet's ModelEMA keys
+  (decay 0.9998, threshold warm-up by default); ``DBLoss`` ``main_loss_type: DiceFocalLoss`` with ``focal_alpha``,
+  ``focal_gamma``, ``dice_weight``, ``focal_weight`` and ``aux_weight_p4/p3/p2``; the ``ColorJitter`` train op
+  (paddle's ColorJitter on the decoded BGR image; 0 = that factor off) and ``RandomPerspective`` (reported as not
+  applied here).
 """
 from __future__ import annotations
 
@@ -32,12 +37,14 @@ from .paddleocr import TranslationReport, _canon, _schema_has, _Translator, padd
 REC_ONLY_GLOBAL = ("character_dict_path", "character_type", "max_text_length", "infer_mode", "use_space_char")
 DATASETS = ("SimpleDataSet", "TextDetDataset")
 # The one det pipeline each split runs here, in PaddleOCR's order; (optional ops in OPTIONAL).
-TRAIN_OPS = ("DecodeImage", "DetLabelEncode", "CopyPaste", "IaaAugment", "EastRandomCropData", "MakeBorderMap",
-             "MakeShrinkMap", "NormalizeImage", "ToCHWImage", "KeepKeys")
+TRAIN_OPS = ("DecodeImage", "DetLabelEncode", "CopyPaste", "ColorJitter", "IaaAugment", "RandomPerspective",
+             "EastRandomCropData", "MakeBorderMap", "MakeShrinkMap", "NormalizeImage", "ToCHWImage", "KeepKeys")
 EVAL_OPS = ("DecodeImage", "DetLabelEncode", "DetResizeForTest", "NormalizeImage", "ToCHWImage", "KeepKeys")
-OPTIONAL = ("CopyPaste", "IaaAugment", "KeepKeys")
+OPTIONAL = ("CopyPaste", "ColorJitter", "IaaAugment", "RandomPerspective", "KeepKeys")
 OP_ARGS = {"DecodeImage": ("img_mode", "channel_first", "ignore_orientation"), "DetLabelEncode": (),
            "CopyPaste": ("objects_paste_ratio", "limit_paste"), "IaaAugment": ("augmenter_args",),
+           "ColorJitter": ("brightness", "contrast", "saturation", "hue"),
+           "RandomPerspective": ("prob", "scale", "shear", "perspective", "fit_output", "fill_value"),
            "EastRandomCropData": ("size", "max_tries", "keep_ratio", "min_crop_side_ratio"),
            "MakeBorderMap": ("shrink_ratio", "thresh_min", "thresh_max", "total_epoch"),
            "MakeShrinkMap": ("shrink_ratio", "min_text_size", "total_epoch"),
@@ -50,7 +57,10 @@ DEFAULT_IAA = [{"type": "Fliplr", "args": {"p": 0.5}}, {"type": "Affine", "args"
                {"type": "Resize", "args": {"size": [0.5, 3]}}]
 POSTPROCESS_DEFAULTS = {"thresh": 0.3, "box_thresh": 0.7, "max_candidates": 1000, "unclip_ratio": 2.0,
                         "use_dilation": False, "score_mode": "fast", "box_type": "quad"}
-LOSS_KEYS = ("balance_loss", "main_loss_type", "alpha", "beta", "ohem_ratio", "eps")
+LOSS_KEYS = ("balance_loss", "main_loss_type", "alpha", "beta", "ohem_ratio", "eps", "focal_alpha", "focal_gamma",
+             "dice_weight", "focal_weight", "aux_weight_p4", "aux_weight_p3", "aux_weight_p2")
+EMA_GLOBAL = {"use_ema": "EMA.enable", "ema_decay": "EMA.decay", "ema_decay_type": "EMA.warmup"}
+EMA_DECAY_TYPES = {"threshold": "threshold", "exponential": "exponential", "normal": "none"}  # ppdet -> ours
 
 
 def _registries():
@@ -67,12 +77,13 @@ class _DetTranslator(_Translator):
         self.schema = schema
 
     def _global_keys(self):
-        return [k for k in super()._global_keys() if k not in REC_ONLY_GLOBAL]
+        return [k for k in super()._global_keys() if k not in REC_ONLY_GLOBAL] + list(EMA_GLOBAL)
 
     def global_(self) -> None:
         """The shared Global keys (compat.paddleocr), then det's own meaning of three of them."""
         g = self.g
-        self.g = {k: v for k, v in g.items() if k not in ("cal_metric_during_train", "model_name", "save_res_path")}
+        self.g = {k: v for k, v in g.items() if k not in ("cal_metric_during_train", "model_name", "save_res_path")
+                  and k not in EMA_GLOBAL}
         super().global_()
         self.g = g
         self.det_global()
@@ -97,9 +108,22 @@ class _DetTranslator(_Translator):
             node = a.get(part)
             name = node.get("name") if isinstance(node, dict) else None
             if str(name).lower() not in registry:
-                built = ", ".join(c.__name__ for c in registry.values())
+                built = ", ".join(sorted({c.__name__ for c in registry.values()}))
                 raise self.error(f"Architecture.{part}.name", f"{name!r} is not built here for detection; "
                                  f"built: {built}")
+        self.backbone_builds(a["Backbone"])
+
+    def backbone_builds(self, node: dict) -> None:
+        """A backbone option value not built here (e.g. PPLCNetV4 det model_size: base) is named before any key of
+        the file is reported: the backbone is built once (seconds at most)."""
+        from paddle_recipes.tasks.ocr.ppocr_models import _construct
+        from paddle_recipes.tasks.ocr_det.models import DET_BACKBONES
+
+        kw = {k: v for k, v in node.items() if k != "in_channels"}
+        try:
+            _construct(DET_BACKBONES, "Backbone", kw)
+        except (ValueError, TypeError, KeyError) as e:
+            raise self.error("Architecture.Backbone", f"{node.get('name')!r} with {kw}: {e}") from None
 
     def det_global(self) -> None:
         g = self.g
@@ -110,6 +134,15 @@ class _DetTranslator(_Translator):
             self.fixed("Global.cal_metric_during_train", "false: no metric on train batches")
         if "save_res_path" in g:
             self.map("Global.save_res_path", g["save_res_path"] or "", "Predict.save_res_path")
+        for k, dst in EMA_GLOBAL.items():
+            if k not in g:
+                continue
+            v = g[k]
+            if k == "ema_decay_type":
+                if v not in EMA_DECAY_TYPES:
+                    raise self.error(f"Global.{k}", f"{v!r} is not one of {list(EMA_DECAY_TYPES)} (ppdet's ModelEMA)")
+                v = EMA_DECAY_TYPES[v]
+            self.map(f"Global.{k}", v, dst)
         if "model_name" in g:
             if self.schema is not None and _schema_has(self.schema, "Export.model_name"):
                 self.map("Global.model_name", g["model_name"], "Export.model_name")
@@ -149,8 +182,8 @@ class _DetTranslator(_Translator):
         _canon(lo.get("name"), ("DBLoss",), "Loss.name", "loss", self.source)
         self.map("Loss.name", "DBLoss", "Loss.name")
         if "main_loss_type" in lo:
-            _canon(lo["main_loss_type"], ("DiceLoss", "BCELoss", "MaskL1Loss"), "Loss.main_loss_type", "loss",
-                   self.source)
+            _canon(lo["main_loss_type"], ("DiceLoss", "BCELoss", "MaskL1Loss", "DiceFocalLoss"), "Loss.main_loss_type",
+                   "loss", self.source)
         for k in LOSS_KEYS:
             if k in lo:
                 self.map(f"Loss.{k}", lo[k], f"Loss.{k}")
@@ -249,6 +282,16 @@ class _DetTranslator(_Translator):
     def _op_CopyPaste(self, split, op, args):
         self.report.approximated[op] = "text instances are not copy-pasted here"
 
+    def _op_ColorJitter(self, split, op, args):
+        keys = OP_ARGS["ColorJitter"]
+        self.put("Train.transform.color_jitter", [float(args.get(k) or 0.0) for k in keys])
+        for k in keys:
+            if k in args:
+                self.report.mapped[f"{op}.{k}"] = "Train.transform.color_jitter"
+
+    def _op_RandomPerspective(self, split, op, args):
+        self.report.approximated[op] = "no random perspective warp here"
+
     def _op_IaaAugment(self, split, op, args):
         aug = DEFAULT_IAA if args.get("augmenter_args") is None else args["augmenter_args"]
         path = f"{op}.augmenter_args"
@@ -268,7 +311,7 @@ class _DetTranslator(_Translator):
         self.put("Train.transform.augment", True)
         for i, a in enumerate(aug):
             ap = f"{path}[{i}]"
-            a_args = self.check_keys(a.get("args") or {}, {"Fliplr": ("p",), "Affine": ("rotate",),
+            a_args = self.check_keys(a.get("args") or {}, {"Fliplr": ("p",), "Affine": ("rotate", "p"),
                                                            "Resize": ("size",)}[a["type"]], f"{ap}.args")
             if "type" in a:
                 self.fixed(f"{ap}.type", a["type"])
@@ -284,6 +327,9 @@ class _DetTranslator(_Translator):
                                      "[-a, a] is supported here")
                 self.put("Train.transform.max_rotate", abs(float(rot[1])))
                 self.report.mapped[f"{ap}.args.rotate"] = "Train.transform.max_rotate"
+                if "p" in a_args:
+                    self.none(f"{ap}.args.p", "PaddleOCR's IaaAugment sets the Affine probability to 1.0 (always "
+                              "rotated)")
             else:
                 size = a_args.get("size") or [1.0, 1.0]
                 self.put("Train.transform.scale", [float(s) for s in size])

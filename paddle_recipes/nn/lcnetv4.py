@@ -255,7 +255,8 @@ class PPLCNetV4(nn.Layer):
     @staticmethod
     def _layout(table: dict, name: str, what: str):
         if name not in table:
-            hint = " (PP-OCRv6 base is PaddleOCR's earlier form: config_name: base)" if name == "base" else ""
+            hint = (" (PP-OCRv6 base is PaddleOCR's earlier form: config_name: base)"
+                    if name == "base" and what == "rec" else "")
             raise ValueError(f"PPLCNetV4: {what} layout {name!r} unknown; choose one of {sorted(table)}{hint}")
         return table[name]
 

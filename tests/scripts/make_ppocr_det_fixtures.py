@@ -32,6 +32,10 @@ PRESET_YAMLS = {
     "ch_det_res18_db_v2.0": "configs/det/ch_ppocr_v2.0/ch_det_res18_db_v2.0.yml",
     "det_r50_vd_db": "configs/det/det_r50_vd_db.yml",
     "PP-OCRv3_server_det": "configs/det/PP-OCRv3/PP-OCRv3_server_det.yml",
+    # PP-OCRv6 (newer than a ~Dec 2025 checkout: its YAMLs, necks and DBHead aux heads must be in --ppocr-src)
+    "PP-OCRv6_tiny_det": "configs/det/PP-OCRv6/PP-OCRv6_tiny_det.yml",
+    "PP-OCRv6_small_det": "configs/det/PP-OCRv6/PP-OCRv6_small_det.yml",
+    "PP-OCRv6_medium_det": "configs/det/PP-OCRv6/PP-OCRv6_medium_det.yml",
 }
 EVAL_SHAPE = [1, 3, 64, 64]
 TRAIN_SHAPE = [2, 3, 64, 64]
@@ -61,13 +65,15 @@ def set_det_weights(model, dtype="float64"):
 
 def det_outputs(model):
     """Our test and this script run the same recipe: eval (batch 1), then train (batch 2, batch statistics), on
-    ``fixed_input``; the probability maps and the binarize branch's pre-sigmoid logits, [B, C, H, W] arrays."""
+    ``fixed_input``; the probability maps and the binarize branch's pre-sigmoid logits, [B, C, H, W] arrays, and in
+    train mode the auxiliary heads' maps of PP-OCRv6's DBHead (``train_aux_maps_p4`` ...) when it has them."""
     from ppocr_parity import fixed_input
     outs = {}
     for mode, shape in (("eval", EVAL_SHAPE), ("train", TRAIN_SHAPE)):
         getattr(model, mode)()
         out, logits = run_det_model(model, fixed_input(shape))
         outs.update({f"{mode}_maps": out["maps"], f"{mode}_logits": logits})
+        outs.update({f"{mode}_{k}": v for k, v in out.items() if k.startswith("aux_maps_")})
     return outs
 
 
@@ -116,12 +122,29 @@ def loss_inputs(seed=0, shape=(2, 32, 32)):
     return maps, labels
 
 
-LOSS_CASES = [  # (name, DBLoss kwargs, with cbn_maps)
+V6_LOSS = dict(main_loss_type="DiceFocalLoss", alpha=5, beta=10, focal_alpha=0.25, focal_gamma=2.5,
+               aux_weight_p4=0.2, aux_weight_p3=0.3, aux_weight_p2=0.4)  # PP-OCRv6_{tiny,small,medium}_det.yml
+LOSS_CASES = [  # (name, DBLoss kwargs, extra predictions: False | True (cbn_maps) | "aux" (aux_maps_p4/p3/p2))
     ("dice_ohem3", dict(balance_loss=True, main_loss_type="DiceLoss", alpha=5, beta=10, ohem_ratio=3), False),
     ("bce_ohem3", dict(balance_loss=True, main_loss_type="BCELoss", alpha=5, beta=10, ohem_ratio=3), False),
     ("bce_ohem1_cbn", dict(balance_loss=True, main_loss_type="BCELoss", alpha=1, beta=2, ohem_ratio=1), True),
     ("dice_unbalanced", dict(balance_loss=False, main_loss_type="DiceLoss", alpha=2, beta=3), False),
+    ("v6_dicefocal_aux", V6_LOSS, "aux"),
+    ("dicefocal_weights_cbn", dict(main_loss_type="DiceFocalLoss", alpha=2, beta=3, focal_alpha=0.6, focal_gamma=2.0,
+                                   dice_weight=0.7, focal_weight=1.5), True),
+    ("dice_ohem3_aux", dict(main_loss_type="DiceLoss", aux_weight_p4=0.5, aux_weight_p2=0.1), "aux"),
 ]
+
+
+def loss_predicts(maps, extra, to_tensor):
+    """The head's train output for a loss case: ``maps`` plus the extra predictions it names (see LOSS_CASES)."""
+    pred = {"maps": to_tensor(maps)}
+    if extra is True:
+        pred.update(distance_maps=pred["maps"][:, :1], cbn_maps=pred["maps"][:, 2:3])
+    elif extra == "aux":
+        for i, level in enumerate(("p4", "p3", "p2")):
+            pred[f"aux_maps_{level}"] = to_tensor(np.roll(maps, i + 1, axis=1) ** (1 + 0.5 * i))
+    return pred
 
 
 def map_polygons():
@@ -232,10 +255,8 @@ def pieces(src: Path):
     out = {}
     maps, labels = loss_inputs()
     out["loss"] = {}
-    for name, kw, cbn in LOSS_CASES:
-        pred = {"maps": paddle.to_tensor(maps)}
-        if cbn:
-            pred.update(distance_maps=pred["maps"][:, :1], cbn_maps=pred["maps"][:, 2:3])
+    for name, kw, extra in LOSS_CASES:
+        pred = loss_predicts(maps, extra, paddle.to_tensor)
         got = DBLoss(**kw)(pred, [None] + [paddle.to_tensor(x) for x in labels[1:]])
         out["loss"][name] = {k: float(v.numpy().reshape(-1)[0]) for k, v in got.items()}
     h, w, polys, ignore = map_polygons()

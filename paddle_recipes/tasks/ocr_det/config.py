@@ -46,7 +46,9 @@ class DetArchitecture:
 
 @dataclass
 class DBLossConfig:
-    """DBLoss (losses.py): alpha x shrink loss + beta x threshold L1 + binary dice; OHEM ratio."""
+    """DBLoss (losses.py): alpha x shrink loss + beta x threshold L1 + binary dice; OHEM ratio; main_loss_type
+    DiceLoss | BCELoss | DiceFocalLoss (PP-OCRv6: focal_alpha, focal_gamma, dice_weight, focal_weight); the
+    auxiliary heads' weights aux_weight_p4 / p3 / p2 (0 = off)."""
     name: str = "DBLoss"
     balance_loss: bool = True
     main_loss_type: str = "DiceLoss"
@@ -54,6 +56,13 @@ class DBLossConfig:
     beta: float = 10.0
     ohem_ratio: float = 3.0
     eps: float = 1e-6
+    focal_alpha: float = 0.25
+    focal_gamma: float = 2.0
+    dice_weight: float = 1.0
+    focal_weight: float = 1.0
+    aux_weight_p4: float = 0.0
+    aux_weight_p3: float = 0.0
+    aux_weight_p2: float = 0.0
 
     def __post_init__(self):
         _check_choice("Loss.name", self.name, ("DBLoss",))
@@ -98,7 +107,8 @@ class DetDatasetConfig:
 @dataclass
 class DetTrainTransformConfig:
     """transforms.DBTrainTransform: EastRandomCropData size (W, H), max_tries, keep_ratio; MakeShrinkMap /
-    MakeBorderMap shrink_ratio, min_text_size, thresh_min/max; augment: flip + rotate + scale first."""
+    MakeBorderMap shrink_ratio, min_text_size, thresh_min/max; augment: flip + rotate + scale first; color_jitter:
+    PaddleOCR's ColorJitter (brightness, contrast, saturation, hue; all 0 = off) before it."""
     size: List[int] = field(default_factory=lambda: [640, 640])
     max_tries: int = 50
     keep_ratio: bool = True
@@ -109,8 +119,12 @@ class DetTrainTransformConfig:
     augment: bool = True
     max_rotate: float = 10.0
     scale: List[float] = field(default_factory=lambda: [0.5, 3.0])
+    color_jitter: List[float] = field(default_factory=lambda: [0.0, 0.0, 0.0, 0.0])
 
     def __post_init__(self):
+        if len(self.color_jitter) != 4 or min(self.color_jitter) < 0 or self.color_jitter[3] > 0.5:
+            raise ConfigError(f"Train.transform.color_jitter must be [brightness, contrast, saturation, hue], "
+                              f"each >= 0, hue <= 0.5, got {self.color_jitter}")
         if len(self.size) != 2 or min(self.size) < 32 or any(s % 32 for s in self.size):
             raise ConfigError(f"Train.transform.size must be [W, H], multiples of 32, got {self.size}")
 

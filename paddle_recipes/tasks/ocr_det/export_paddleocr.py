@@ -45,8 +45,11 @@ __all__ = ["PADDLEX_DET_MODEL_NAMES", "BACKBONE_MODEL_NAMES", "DEFAULT_MODEL_NAM
 PADDLEX_DET_MODEL_NAMES = ("PP-OCRv6_medium_det", "PP-OCRv6_small_det", "PP-OCRv6_tiny_det", "PP-OCRv5_mobile_det",
                            "PP-OCRv5_server_det", "PP-OCRv4_mobile_det", "PP-OCRv4_server_det", "PP-OCRv3_mobile_det",
                            "PP-OCRv3_server_det", "PP-OCRv4_mobile_seal_det", "PP-OCRv4_server_seal_det")
-# Export.model_name "" follows the exported architecture's backbone (PaddleOCR's published det models).
-BACKBONE_MODEL_NAMES = {"pplcnetv3": "PP-OCRv5_mobile_det", "pphgnetv2_b4": "PP-OCRv5_server_det"}
+# Export.model_name "" follows the exported architecture's backbone (PaddleOCR's published det models); PPLCNetV4
+# (PP-OCRv6) by its model_size.
+BACKBONE_MODEL_NAMES = {"pplcnetv3": "PP-OCRv5_mobile_det", "pphgnetv2_b4": "PP-OCRv5_server_det",
+                        ("pplcnetv4", "tiny"): "PP-OCRv6_tiny_det", ("pplcnetv4", "small"): "PP-OCRv6_small_det",
+                        ("pplcnetv4", "medium"): "PP-OCRv6_medium_det"}
 DEFAULT_MODEL_NAME = "PP-OCRv5_server_det"  # architectures without a paddlex name (ResNet_vd DB)
 
 
@@ -56,11 +59,15 @@ def paddlex_limit_type(model_name: str) -> str:
     return "min" if "_seal_" in model_name else "max"
 
 
-def resolve_det_model_name(name: str | None, backbone: str = "") -> str:
-    """``Global.model_name`` for the yml: a name paddlex knows -> itself; "" / None -> the backbone's
-    (BACKBONE_MODEL_NAMES, else DEFAULT_MODEL_NAME); anything else -> ValueError listing the accepted names."""
+def resolve_det_model_name(name: str | None, backbone: str | dict = "") -> str:
+    """``Global.model_name`` for the yml: a name paddlex knows -> itself; "" / None -> the backbone's (a name or the
+    Architecture.Backbone section: BACKBONE_MODEL_NAMES by name, or by (name, model_size), else DEFAULT_MODEL_NAME);
+    anything else -> ValueError listing the accepted names."""
     if not name:
-        return BACKBONE_MODEL_NAMES.get(str(backbone).lower(), DEFAULT_MODEL_NAME)
+        section = backbone if isinstance(backbone, dict) else {"name": backbone}
+        key = str(section.get("name", "")).lower()
+        return BACKBONE_MODEL_NAMES.get((key, section.get("model_size")),
+                                        BACKBONE_MODEL_NAMES.get(key, DEFAULT_MODEL_NAME))
     if name not in PADDLEX_DET_MODEL_NAMES:
         raise ValueError(f"model_name {name!r} is not a text-detection model paddlex 3.x accepts; "
                          f"use one of {list(PADDLEX_DET_MODEL_NAMES)} (or '' to follow the architecture)")
@@ -95,7 +102,8 @@ def paddlex_det_config(limit_side_len: int, limit_type: str, post: DBPostProcess
 @dataclass
 class DetExportConfig(PPOCRExportConfig):
     """PPOCRExportConfig of the detector: model_name "" = the architecture's (PPLCNetV3 -> PP-OCRv5_mobile_det,
-    PPHGNetV2_B4 -> PP-OCRv5_server_det, else PP-OCRv5_server_det); legacy: inference.pdmodel for 2.x predict_det."""
+    PPHGNetV2_B4 -> PP-OCRv5_server_det, PPLCNetV4 model_size tiny/small/medium -> PP-OCRv6_<size>_det, else
+    PP-OCRv5_server_det); legacy: inference.pdmodel for 2.x predict_det."""
     resolve_model_name = staticmethod(resolve_det_model_name)
 
 
@@ -121,7 +129,7 @@ class DetPaddleOCRExport:
     def export_files(self, deploy, prefix: str):
         cfg, out_dir = self.cfg, Path(prefix).parent
         t = cfg.Eval.transform
-        name = resolve_det_model_name(cfg.Export.model_name, cfg.Architecture.Backbone.get("name", ""))
+        name = resolve_det_model_name(cfg.Export.model_name, cfg.Architecture.Backbone)
         infer_cfg = paddlex_det_config(t.limit_side_len, t.limit_type, self.post, name)
         write_inference_dir(deploy, self.input_spec(), out_dir, infer_cfg, legacy=cfg.Export.legacy)
         post = infer_cfg["PostProcess"]

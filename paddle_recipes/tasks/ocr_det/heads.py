@@ -6,7 +6,8 @@ a full-resolution map [B, 1, H, W]. The approximate binary map is 1 / (1 + exp(-
 
 Outputs (dicts, as PaddleOCR):
 * eval: ``{"maps": P}`` (probability map, [B, 1, H, W]);
-* train: ``{"maps": concat([P, T, B], 1)}`` ([B, 3, H, W]).
+* train: ``{"maps": concat([P, T, B], 1)}`` ([B, 3, H, W]), plus ``aux_maps_p4/p3/p2`` with PP-OCRv6's
+  auxiliary heads (DBHead ``aux_in_channels``).
 """
 from __future__ import annotations
 
@@ -57,15 +58,41 @@ class Head(nn.Layer):
         return (out, f) if return_f else out
 
 
+AUX_LEVELS = (("p4", 4), ("p3", 2), ("p2", 1))  # PP-OCRv6 auxiliary heads: level, upsampling to stride 4
+
+
 class DBHead(nn.Layer):
-    """Differentiable binarization head. ``k``: steepness of the step function (50)."""
+    """Differentiable binarization head. ``k``: steepness of the step function (50). ``aux_in_channels`` > 0
+    (PP-OCRv6): one more binarize/thresh pair per neck level p4, p3, p2 (``aux_binarize_p4``, ``aux_thresh_p4``,
+    ...), fed in training with the neck's ``aux_p*`` maps upsampled bilinearly to stride 4; their train maps are
+    returned as ``aux_maps_p4`` / ``aux_maps_p3`` / ``aux_maps_p2`` ([B, 3, H, W] each) for DBLoss's aux terms."""
 
     def __init__(self, in_channels: int, k: float = 50, kernel_list: Sequence[int] = (3, 2, 2),
-                 fix_nan: bool = False):
+                 fix_nan: bool = False, aux_in_channels: int = 0):
         super().__init__()
         self.k = k
         self.binarize = Head(in_channels, kernel_list, fix_nan)
         self.thresh = Head(in_channels, kernel_list, fix_nan)
+        self.aux_in_channels = aux_in_channels
+        if aux_in_channels > 0:
+            for level, _ in AUX_LEVELS:
+                setattr(self, f"aux_binarize_{level}", Head(aux_in_channels, kernel_list, fix_nan))
+                setattr(self, f"aux_thresh_{level}", Head(aux_in_channels, kernel_list, fix_nan))
+
+    def _aux_maps(self, feats: dict) -> dict:
+        """The auxiliary heads' train maps for the neck's ``aux_p*`` maps present in ``feats``."""
+        out = {}
+        if self.aux_in_channels <= 0:
+            return out
+        for level, scale in AUX_LEVELS:
+            if f"aux_{level}" not in feats:
+                continue
+            f = feats[f"aux_{level}"]
+            if scale > 1:
+                f = F.interpolate(f, scale_factor=scale, mode="bilinear", align_corners=False)
+            p, t = getattr(self, f"aux_binarize_{level}")(f), getattr(self, f"aux_thresh_{level}")(f)
+            out[f"aux_maps_{level}"] = paddle.concat([p, t, self.step_function(p, t)], axis=1)
+        return out
 
     def step_function(self, x, y):
         return paddle.reciprocal(1 + paddle.exp(-self.k * (x - y)))
@@ -76,10 +103,12 @@ class DBHead(nn.Layer):
         return paddle.concat([first, threshold_maps, binary_maps], axis=1), binary_maps
 
     def forward(self, x, targets=None):
+        feats = x if isinstance(x, dict) else {}  # a PP-OCRv6 neck in training: {"fuse", "aux_p4", ...}
+        x = feats.get("fuse", x)
         shrink_maps = self.binarize(x)
         if not self.training:
             return {"maps": shrink_maps}
-        return {"maps": self._train_maps(x, shrink_maps, shrink_maps)[0]}
+        return {"maps": self._train_maps(x, shrink_maps, shrink_maps)[0], **self._aux_maps(feats)}
 
 
 class LocalModule(nn.Layer):
@@ -114,6 +143,7 @@ class PFHeadLocal(DBHead):
         self.cbn_layer = LocalModule(in_channels // 4, in_channels // 4 if mode == "large" else in_channels // 8)
 
     def forward(self, x, targets=None):
+        x = x["fuse"] if isinstance(x, dict) else x
         shrink_maps, f = self.binarize(x, return_f=True)
         f = upsample_nearest(f, 2, self.repeat_upsample)
         cbn_maps = F.sigmoid(self.cbn_layer(f, shrink_maps))

@@ -9,7 +9,12 @@ loss = alpha * L_shrink + beta * L_threshold + L_binary (+ L_cbn for PFHeadLocal
 * L_threshold: masked L1 between threshold map and its label (inside the dilated text regions);
 * L_binary: dice between the approximate binary map and the shrink label;
 * L_cbn (PFHeadLocal): the shrink loss applied to ``cbn_maps``.
-Defaults as PaddleOCR: alpha 5, beta 10, ohem_ratio 3, eps 1e-6.
+``main_loss_type: DiceFocalLoss`` (PP-OCRv6) replaces both the balanced shrink loss and the binary dice by
+dice_weight x dice + focal_weight x masked focal loss (``focal_alpha``, ``focal_gamma``: sigmoid focal loss of
+the logit of the clipped probability, averaged over the mask), as PaddleOCR. ``aux_weight_p4/p3/p2`` > 0 add
+weight x (the same three terms) on the auxiliary heads' ``aux_maps_p*`` (PP-OCRv6's DBHead ``aux_in_channels``),
+each also reported as ``loss_aux_maps_p*``.
+Defaults as PaddleOCR: alpha 5, beta 10, ohem_ratio 3, eps 1e-6, focal_alpha 0.25, focal_gamma 2, weights 1 / 0.
 """
 from __future__ import annotations
 
@@ -27,6 +32,28 @@ def dice_loss(pred, gt, mask, eps=1e-6):
 def mask_l1_loss(pred, gt, mask, eps=1e-6):
     """sum(|pred - gt| * mask) / (sum(mask) + eps)."""
     return (paddle.abs(pred - gt) * mask).sum() / (mask.sum() + eps)
+
+
+def masked_focal_loss(pred, gt, mask, alpha=0.25, gamma=2.0, eps=1e-6):
+    """Sigmoid focal loss of logit(clip(pred, eps, 1 - eps)) against ``gt``, summed over ``mask``, divided by
+    (sum(mask) + eps)."""
+    p = paddle.clip(pred, eps, 1.0 - eps)
+    loss = F.sigmoid_focal_loss(paddle.log(p / (1.0 - p)), gt, alpha=alpha, gamma=gamma, reduction="none")
+    return (loss * mask).sum() / (mask.sum() + eps)
+
+
+class DiceFocalLoss(nn.Layer):
+    """dice_weight x dice_loss + focal_weight x masked_focal_loss (PaddleOCR's default focal_alpha here: 0.75;
+    DBLoss passes its own, 0.25)."""
+
+    def __init__(self, dice_weight=1.0, focal_weight=1.0, focal_alpha=0.75, focal_gamma=2.0, eps=1e-6):
+        super().__init__()
+        self.dice_weight, self.focal_weight, self.alpha, self.gamma, self.eps = (
+            dice_weight, focal_weight, focal_alpha, focal_gamma, eps)
+
+    def forward(self, pred, gt, mask):
+        return (self.dice_weight * dice_loss(pred, gt, mask, self.eps)
+                + self.focal_weight * masked_focal_loss(pred, gt, mask, self.alpha, self.gamma, self.eps))
 
 
 PIXEL_LOSSES = {
@@ -69,24 +96,40 @@ class DBLoss(nn.Layer):
     """``forward(predicts, labels)``: ``predicts["maps"]`` [B, 3, H, W] (probability, threshold,
     binary) from the head in train mode; ``labels`` = [image, threshold_map, threshold_mask,
     shrink_map, shrink_mask] (PaddleOCR's KeepKeys order; maps [B, H, W]). Returns a dict of scalars:
-    ``loss``, ``loss_shrink_maps``, ``loss_threshold_maps``, ``loss_binary_maps``, ``loss_cbn``."""
+    ``loss``, ``loss_shrink_maps``, ``loss_threshold_maps``, ``loss_binary_maps``, ``loss_cbn`` (and
+    ``loss_aux_maps_p*`` for the auxiliary maps weighted > 0)."""
 
     def __init__(self, balance_loss: bool = True, main_loss_type: str = "DiceLoss", alpha: float = 5,
-                 beta: float = 10, ohem_ratio: float = 3, eps: float = 1e-6):
+                 beta: float = 10, ohem_ratio: float = 3, eps: float = 1e-6, focal_alpha: float = 0.25,
+                 focal_gamma: float = 2.0, dice_weight: float = 1.0, focal_weight: float = 1.0,
+                 aux_weight_p4: float = 0.0, aux_weight_p3: float = 0.0, aux_weight_p2: float = 0.0):
         super().__init__()
         self.alpha, self.beta, self.eps = alpha, beta, eps
-        self.bce_loss = BalanceLoss(balance_loss, main_loss_type, ohem_ratio, eps)
+        if main_loss_type == "DiceFocalLoss":
+            self.bce_loss = DiceFocalLoss(dice_weight, focal_weight, focal_alpha, focal_gamma, eps)
+            self.dice_loss = self.bce_loss
+        else:
+            self.bce_loss = BalanceLoss(balance_loss, main_loss_type, ohem_ratio, eps)
+            self.dice_loss = lambda pred, gt, mask: dice_loss(pred, gt, mask, eps)
+        self.aux_weights = {"aux_maps_p4": aux_weight_p4, "aux_maps_p3": aux_weight_p3, "aux_maps_p2": aux_weight_p2}
+
+    def _terms(self, maps, threshold_map, threshold_mask, shrink_map, shrink_mask):
+        return (self.alpha * self.bce_loss(maps[:, 0], shrink_map, shrink_mask),
+                self.beta * mask_l1_loss(maps[:, 1], threshold_map, threshold_mask, self.eps),
+                self.dice_loss(maps[:, 2], shrink_map, shrink_mask))
 
     def forward(self, predicts, labels):
         maps = predicts["maps"]
-        threshold_map, threshold_mask, shrink_map, shrink_mask = labels[1:5]
-        l_shrink = self.alpha * self.bce_loss(maps[:, 0], shrink_map, shrink_mask)
-        l_thresh = self.beta * mask_l1_loss(maps[:, 1], threshold_map, threshold_mask, self.eps)
-        l_binary = dice_loss(maps[:, 2], shrink_map, shrink_mask, self.eps)
+        targets = labels[1:5]  # threshold_map, threshold_mask, shrink_map, shrink_mask
+        l_shrink, l_thresh, l_binary = self._terms(maps, *targets)
         if "cbn_maps" in predicts:
-            l_cbn = self.bce_loss(predicts["cbn_maps"][:, 0], shrink_map, shrink_mask)
+            l_cbn = self.bce_loss(predicts["cbn_maps"][:, 0], targets[2], targets[3])
         else:
             l_cbn = paddle.zeros([], dtype=maps.dtype)
-        total = l_shrink + l_thresh + l_binary
-        return {"loss": total + l_cbn, "loss_shrink_maps": l_shrink, "loss_threshold_maps": l_thresh,
-                "loss_binary_maps": l_binary, "loss_cbn": l_cbn}
+        out = {"loss": l_shrink + l_thresh + l_binary + l_cbn, "loss_shrink_maps": l_shrink,
+               "loss_threshold_maps": l_thresh, "loss_binary_maps": l_binary, "loss_cbn": l_cbn}
+        for key, weight in self.aux_weights.items():
+            if weight > 0 and key in predicts:
+                out[f"loss_{key}"] = paddle.add_n(list(self._terms(predicts[key], *targets)))
+                out["loss"] = out["loss"] + weight * out[f"loss_{key}"]
+        return out

@@ -3,7 +3,8 @@
 ``build_ppocr_det_model(arch)`` takes the section PaddleOCR's det configs hold (dict or dataclass)::
 
     Backbone: {name: PPLCNetV3, scale: 0.75, det: true}  # | {name: PPHGNetV2_B4, det: true} | {name: ResNet_vd, layers: 18}
-    Neck:     {name: RSEFPN, out_channels: 96, shortcut: true}  # | {name: LKPAN, ...} | {name: DBFPN, ...}
+                                                         # | {name: PPLCNetV4, det: true, model_size: tiny} (PP-OCRv6)
+    Neck:     {name: RSEFPN, out_channels: 96, shortcut: true}  # | LKPAN | DBFPN | UniRepLKFPN | UniRepLKPAN
     Head:     {name: DBHead, k: 50, fix_nan: true}               # | {name: PFHeadLocal, k: 50, mode: large}
 
 Names are matched case-insensitively; an option a network does not take is a ``ValueError`` naming
@@ -15,15 +16,18 @@ from typing import Any
 
 import paddle.nn as nn
 
+from ...nn.lcnetv4 import PPLCNetV4
 from ..ocr.ppocr_backbones import PPHGNetV2_B4, PPLCNetV3
 from ..ocr.ppocr_models import _construct, _section, arch_dict
 from .backbones import DenseConvDet, ResNet_vd
 from .heads import DBHead, PFHeadLocal
 from .necks import DBFPN, LKPAN, RSEFPN
+from .replk_necks import UniRepLKFPN, UniRepLKPAN
 
-DET_BACKBONES = {"pplcnetv3": PPLCNetV3, "pphgnetv2_b4": PPHGNetV2_B4, "resnet_vd": ResNet_vd,
-                 "denseconvdet": DenseConvDet}
-DET_NECKS = {"dbfpn": DBFPN, "rsefpn": RSEFPN, "lkpan": LKPAN}
+DET_BACKBONES = {"pplcnetv3": PPLCNetV3, "pplcnetv4": PPLCNetV4, "pphgnetv2_b4": PPHGNetV2_B4,
+                 "resnet_vd": ResNet_vd, "denseconvdet": DenseConvDet}
+DET_NECKS = {"dbfpn": DBFPN, "rsefpn": RSEFPN, "lkpan": LKPAN, "unireplkfpn": UniRepLKFPN, "replkfpn": UniRepLKFPN,
+             "unireplkpan": UniRepLKPAN, "replkpan": UniRepLKPAN}
 DET_HEADS = {"dbhead": DBHead, "pfheadlocal": PFHeadLocal}
 
 
@@ -31,7 +35,8 @@ class PPOCRDetModel(nn.Layer):
     """backbone -> neck -> head with PaddleOCR's sub-layer names (``backbone.``, ``neck.``, ``head.``).
 
     forward(x [B, 3, H, W], H and W multiples of 32) -> dict: eval ``{"maps": P [B, 1, H, W]}``
-    (text probability); train ``{"maps": [B, 3, H, W]}`` (probability, threshold, binary)."""
+    (text probability); train ``{"maps": [B, 3, H, W]}`` (probability, threshold, binary), plus ``aux_maps_p4/p3/p2``
+    (same layout) with PP-OCRv6's auxiliary heads."""
 
     def __init__(self, backbone: nn.Layer, neck: nn.Layer, head: nn.Layer):
         super().__init__()
@@ -108,7 +113,22 @@ PPOCR_V3_SERVER_DET_ARCH = {  # PP-OCRv3_server_det.yml (its Backbone in_channel
     "Neck": {"name": "LKPAN", "out_channels": 256},
     "Head": {"name": "DBHead", "kernel_list": [7, 2, 2], "k": 50},
 }
+
+def _v6_det_arch(size, neck, aux):
+    """PP-OCRv6_<size>_det.yml's Architecture (PaddleOCR configs/det/PP-OCRv6)."""
+    return {"model_type": "det", "algorithm": "DB", "Backbone": {"name": "PPLCNetV4", "det": True, "model_size": size},
+            "Neck": neck, "Head": {"name": "DBHead", "k": 50, "fix_nan": True, "aux_in_channels": aux}}
+
+
+PPOCR_V6_DET_ARCHS = {
+    "PP-OCRv6_tiny_det": _v6_det_arch("tiny", {"name": "UniRepLKFPN", "out_channels": 64, "dilated_kernel_size": 5,
+                                               "shortcut": True}, 64),
+    "PP-OCRv6_small_det": _v6_det_arch("small", {"name": "UniRepLKFPN", "out_channels": 96, "dilated_kernel_size": 7,
+                                                 "shortcut": True}, 96),
+    "PP-OCRv6_medium_det": _v6_det_arch("medium", {"name": "UniRepLKPAN", "out_channels": 256, "intracl": True}, 256),
+}
 PPOCR_DET_PRESETS = {
+    **PPOCR_V6_DET_ARCHS,
     "PP-OCRv5_mobile_det": PPOCR_MOBILE_DET_ARCH,
     "PP-OCRv4_mobile_det": PPOCR_MOBILE_DET_ARCH,
     "PP-OCRv5_server_det": PPOCR_SERVER_DET_ARCH,

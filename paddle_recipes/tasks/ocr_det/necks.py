@@ -113,6 +113,15 @@ class _IntraCL(_Neck):
     def _apply_intracl(self, ps):
         return [getattr(self, f"incl{i + 1}")(p) for i, p in enumerate(ps)] if self.intracl else ps
 
+    def _pan_fuse(self, outs):
+        """LKPAN's path after the top-down sums ``outs``: ``inp_conv``, bottom-up ``pan_head_conv`` sums,
+        ``pan_lat_conv``, optional intracl, upsample and concatenate."""
+        f = [conv(o) for conv, o in zip(self.inp_conv, outs)]
+        pan = [f[0]]
+        for i in range(1, 4):
+            pan.append(f[i] + self.pan_head_conv[i - 1](pan[-1]))
+        return self._fuse(*self._apply_intracl([conv(p) for conv, p in zip(self.pan_lat_conv, pan)]))
+
 
 class DBFPN(_Neck):
     """1x1 lateral convs ``in{2..5}_conv`` to ``out_channels``, top-down sum, 3x3 ``p{2..5}_conv`` to
@@ -197,9 +206,4 @@ class LKPAN(_IntraCL):
         self._make_intracl(intracl)
 
     def forward(self, x):
-        outs = self._top_down([conv(c) for conv, c in zip(self.ins_conv, x)])
-        f = [conv(o) for conv, o in zip(self.inp_conv, outs)]
-        pan = [f[0]]
-        for i in range(1, 4):
-            pan.append(f[i] + self.pan_head_conv[i - 1](pan[-1]))
-        return self._fuse(*self._apply_intracl([conv(p) for conv, p in zip(self.pan_lat_conv, pan)]))
+        return self._pan_fuse(self._top_down([conv(c) for conv, c in zip(self.ins_conv, x)]))

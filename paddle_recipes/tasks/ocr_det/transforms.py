@@ -151,17 +151,39 @@ def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.R
     return img, polys
 
 
+def color_jitter(img: np.ndarray, rng: np.random.RandomState, jitter: Sequence[float]) -> np.ndarray:
+    """PaddleOCR's ColorJitter op: paddle.vision.transforms.ColorJitter(brightness, contrast, saturation, hue =
+    ``jitter``) on the decoded HWC uint8 image (BGR, as PaddleOCR passes it). Its draws come from python's
+    ``random`` and numpy's global state: both seeded here from ``rng`` and restored after, so the sample's key
+    fixes them."""
+    import random
+
+    from paddle.vision.transforms import ColorJitter
+
+    states = random.getstate(), np.random.get_state()
+    random.seed(int(rng.randint(2 ** 31 - 1)))
+    np.random.seed(int(rng.randint(2 ** 31 - 1)))
+    try:
+        return np.asarray(ColorJitter(*[float(v) for v in jitter])(img))
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+
+
 class DBTrainTransform:
     """Raw sample (dataset.py) -> DB training arrays, PaddleOCR's default det train pipeline:
-    random_affine -> east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio) -> make_border_map
+    [color_jitter when ``color_jitter`` (brightness, contrast, saturation, hue) is not all 0] -> random_affine ->
+    east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio) -> make_border_map
     -> make_shrink_map -> normalize_chw. Random draws: from (``seed``, epoch, index) of the sample being
     loaded (data.current_sample_key, set by the training loader), so a resumed run or any worker count
     sees the same crops; else from numpy's global state. ``augment``: False skips random_affine."""
 
     def __init__(self, size: Sequence[int] = (640, 640), max_tries: int = 50, keep_ratio: bool = True,
                  shrink_ratio: float = 0.4, min_text_size: int = 8, thresh_min: float = 0.3, thresh_max: float = 0.7,
-                 augment: bool = True, max_rotate: float = 10.0, scale: Sequence[float] = (0.5, 3.0), seed: int = 0):
+                 augment: bool = True, max_rotate: float = 10.0, scale: Sequence[float] = (0.5, 3.0), seed: int = 0,
+                 color_jitter: Sequence[float] = (0.0, 0.0, 0.0, 0.0)):
         self.size, self.max_tries, self.keep_ratio, self.augment = list(size), max_tries, keep_ratio, augment
+        self.color_jitter = list(color_jitter)
         self.seed = seed
         self.shrink_ratio, self.min_text_size = shrink_ratio, min_text_size
         self.thresh_min, self.thresh_max = thresh_min, thresh_max
@@ -176,6 +198,8 @@ class DBTrainTransform:
         key = current_sample_key()
         rng = np.random.RandomState(sample_seed(self.seed, *key) if key else np.random.randint(2 ** 31 - 1))
         img, polys = sample["image"], sample["polys"]
+        if any(self.color_jitter):
+            img = color_jitter(img, rng, self.color_jitter)
         if self.augment:
             img, polys = random_affine(img, polys, rng, max_rotate=self.max_rotate, scale=self.scale)
         img, polys, tags, _ = east_random_crop(img, polys, sample["ignore_tags"], sample["texts"], self.size,
