@@ -86,8 +86,12 @@ def draw_result(img: np.ndarray, lines: Sequence[dict], font_path: str, font_ind
         dl.polygon(pts, outline=color, width=2)
         dr.polygon(pts, outline=color, width=1)
         q = np.asarray(ln["points"], np.float32)
-        size = max(8, int(min(np.ptp(q[:, 1]), np.ptp(q[:, 0])) * 0.8))
+        (_, _), (bw, bh), _ = cv2.minAreaRect(q)
+        size = max(8, int(min(bw, bh) * 0.8))  # the box's thickness, then shrunk until the text fits its length
         font = ImageFont.truetype(font_path, size, index=font_index)
+        while size > 8 and font.getlength(ln["transcription"]) > max(bw, bh):
+            size -= 1
+            font = ImageFont.truetype(font_path, size, index=font_index)
         dr.text((float(q[:, 0].min()) + 2, float(q[:, 1].min()) + 1), ln["transcription"], fill=(0, 0, 0), font=font)
     both = Image.new("RGB", (2 * w, h))
     both.paste(left, (0, 0)), both.paste(right, (w, 0))
