@@ -243,3 +243,39 @@ def test_rendering_pools_end_without_a_paddle_crash_dump(tmp_path, monkeypatch):
     write_pages(tmp_path, "train", 4, PageSynthConfig(width=96, height=96), CHARS, workers=2)
     assert len(generate_samples(SynthConfig(), CHARS, "train", 64, workers=2)) == 64
     assert len(alive_at_terminate) == 2 and alive_at_terminate == [0, 0]
+
+
+def test_rendering_pools_do_not_hang_after_the_parent_used_opencv_threads(tmp_path):
+    """A parent whose OpenCV thread pool has run (a large blur / resize) then forks the line and page renderers:
+    before render_pool.fork_map switched the parent's OpenCV to 1 thread around the fork, the workers blocked
+    forever in cv2.setNumThreads (pthread_cond_destroy on the inherited pool). Run in a subprocess with a
+    deadline, so a regression fails instead of hanging the suite; the parent's thread count is restored."""
+    import subprocess
+    import sys
+
+    code = f"""
+import cv2, numpy as np
+from pathlib import Path
+from paddle_recipes.tasks.ocr.synth import SynthConfig, generate_samples
+from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, write_pages
+chars = {CHARS[:40]!r}
+big = np.random.default_rng(0).integers(0, 255, (1500, 1500, 3), dtype=np.uint8)
+for _ in range(3):
+    cv2.GaussianBlur(big, (0, 0), 3); cv2.resize(big, (2500, 2500))
+threads = cv2.getNumThreads()
+assert len(generate_samples(SynthConfig(), chars, "train", 64, workers=2)) == 64
+write_pages({str(tmp_path)!r}, "train", 4, PageSynthConfig(width=96, height=96), chars, workers=2)
+assert cv2.getNumThreads() == threads, (cv2.getNumThreads(), threads)
+print("ok")
+"""
+    cmd = [sys.executable, "-c", code]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        import os
+        import signal
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("rendering pools hung after the parent used OpenCV's threads")
+    assert proc.returncode == 0 and out.strip().endswith("ok"), err[-2000:]
+    assert len((tmp_path / "train" / "label.txt").read_text(encoding="utf-8").splitlines()) == 4

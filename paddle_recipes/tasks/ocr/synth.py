@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import multiprocessing as mp
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -34,6 +33,7 @@ import cv2
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from ...data.render_pool import fork_map
 from .backgrounds import make_background, pick_colors
 from .fonts import FONTS, FontError, FontSpec, coverage, font_available, fonts_for
 from .textgen import DEFAULT_FREQ_FILE, TextSampler, load_char_freq
@@ -400,11 +400,8 @@ def generate_samples(cfg: SynthConfig, chars: Sequence[str], split: str, num: in
         _init_worker(cfg, chars)
         out = [_make_sample(j) for j in jobs]
     else:
-        ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(cfg, chars)) as pool:
-            out = pool.map(_make_sample, jobs, chunksize=max(16, num // (workers * 8)))
-            pool.close()  # workers exit on their own: the context's terminate() would SIGTERM them, and a worker
-            pool.join()   # with paddle's signal handler prints a C++ "FatalError" dump for it
+        out = fork_map(_make_sample, jobs, workers, initializer=_init_worker, initargs=(cfg, chars),
+                       chunksize=max(16, num // (workers * 8)))
     return out if return_fonts else [(d, t) for d, t, _ in out]
 
 

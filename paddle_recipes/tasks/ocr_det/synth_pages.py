@@ -43,6 +43,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 from shapely.geometry import Polygon
 
+from ...data.render_pool import fork_map
 from ..ocr.backgrounds import make_background, pick_colors
 from ..ocr.synth import SPLIT_IDS, LineRenderer, SynthConfig, font_side
 
@@ -347,11 +348,7 @@ def write_pages(out_dir: str | os.PathLike, split: str, num: int, cfg: PageSynth
     if workers == 1:
         parts = [_render_range(root, split, 0, num, cfg, chars)]
     else:
-        import multiprocessing as mp
-        with mp.get_context("fork").Pool(workers) as pool:
-            parts = pool.starmap(_render_range, [(root, split, a, b, cfg, chars) for a, b in bounds])
-            pool.close()  # let the workers exit (terminate() would SIGTERM them: paddle prints a C++ dump)
-            pool.join()
+        parts = fork_map(_render_range, [(root, split, a, b, cfg, chars) for a, b in bounds], workers, star=True)
     det_lines = [ln for d, _ in parts for ln in d]
     rec_lines = [ln for _, r in parts for ln in r]
     (root / "label.txt").write_text("\n".join(det_lines) + "\n", encoding="utf-8")
