@@ -17,8 +17,9 @@ lines never overlap.
 Crops are what the OCR system hands its recognizer for a detected box (``system_crop``): the min-area
 rectangle of the line's ink grown by a random margin (``crop_margin`` x its thickness on each side: a DB
 box, looser or tighter than the label), each corner then moved at random by up to ``crop_jitter`` x the
-thickness in x and y (a detector's box is a little off: its sides and angle), perspective-cropped upright, turned 90 degrees counter-clockwise
-when tall (vertical lines, PaddleOCR's get_rotate_crop_image rule), then resized to ``crop_height``.
+thickness in x and y (a detector's box is a little off: its sides and angle), perspective-cropped upright,
+turned 90 degrees counter-clockwise when tall (vertical lines, PaddleOCR's get_rotate_crop_image rule), then
+resized to ``crop_height``.
 
 Page ``i`` of a split is drawn from its own seed (seed, split, i): identical output for any worker count.
 
@@ -145,8 +146,8 @@ def system_crop(img: np.ndarray, points: np.ndarray, margin: float = 0.0, height
                 jitter=None) -> np.ndarray:
     """The line image of polygon ``points`` as the OCR system cuts it for the recognizer: the min-area rectangle
     grown by ``margin`` x its shorter side on each side, its corners moved by ``jitter`` ([4, 2] offsets in
-    units of that shorter side, in cv2.boxPoints' corner order; None = none), perspective-cropped upright (corners ordered as DB's boxes),
-    turned when tall; optionally resized to ``height`` keeping the aspect ratio."""
+    units of that shorter side, in cv2.boxPoints' corner order; None = none), perspective-cropped upright
+    (corners ordered as DB's boxes), turned when tall; optionally resized to ``height`` keeping the aspect ratio."""
     (cx, cy), (w, h), angle = cv2.minAreaRect(np.asarray(points, np.float32))
     grow = 2.0 * margin * min(w, h)
     quad = cv2.boxPoints(((cx, cy), (w + grow, h + grow), angle))
