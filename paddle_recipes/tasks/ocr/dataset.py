@@ -56,9 +56,10 @@ class DatasetConfig:
         U+3000 -> ASCII) or "fullwidth" (the reverse), applied to every label before the dict check.
     aug: augment training images (perspective, blur, noise, contrast; our stand-in for PaddleOCR's RecAug;
     Train only). glyph_aug: with aug, also vary the glyphs' shape as another font would (piecewise stretch,
-    slant, stroke weight; augment.GlyphVariation), for reading fonts never trained on. label_encoder: CTCLabelEncode (CTC labels) | MultiLabelEncode (CTC + NRTR labels for a
-    MultiHead model; labels longer than max_text_length - 2 are skipped, counted). gtc_encode: the second
-    label of MultiLabelEncode: NRTRLabelEncode ("" = none).
+    slant, stroke weight; augment.GlyphVariation), for reading fonts never trained on. label_encoder:
+    CTCLabelEncode (CTC labels) | MultiLabelEncode (CTC + NRTR labels for a MultiHead model; labels longer
+    than max_text_length - 2 are skipped, counted). gtc_encode: the second label of MultiLabelEncode:
+    NRTRLabelEncode ("" = none).
     """
 
     format: str = "label_file"

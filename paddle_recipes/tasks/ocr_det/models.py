@@ -114,6 +114,7 @@ PPOCR_V3_SERVER_DET_ARCH = {  # PP-OCRv3_server_det.yml (its Backbone in_channel
     "Head": {"name": "DBHead", "kernel_list": [7, 2, 2], "k": 50},
 }
 
+
 def _v6_det_arch(size, neck, aux):
     """PP-OCRv6_<size>_det.yml's Architecture (PaddleOCR configs/det/PP-OCRv6)."""
     return {"model_type": "det", "algorithm": "DB", "Backbone": {"name": "PPLCNetV4", "det": True, "model_size": size},

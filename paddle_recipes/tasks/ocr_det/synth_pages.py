@@ -175,20 +175,29 @@ def ink_box(mask: np.ndarray, pad: float = 1.0) -> np.ndarray | None:
     return np.float32([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
 
 
-def bend(mask: np.ndarray, box: np.ndarray, amp: float, cycles: float, phase: float, points: int):
-    """Curve a straight line: column x moves down by amp * sin(phase + 2 pi cycles x / w). Returns the
-    bent mask (taller by 2 amp) and its polygon: the box's top and bottom edges displaced the same way at
-    ``points`` + 1 x positions (top left to right, then bottom right to left)."""
-    h, w = mask.shape
-    pad = int(math.ceil(abs(amp))) + 1
-    shift = lambda x: amp * np.sin(phase + 2 * np.pi * cycles * x / max(w, 1))  # noqa: E731
-    map_x = np.tile(np.arange(w, dtype=np.float32), (h + 2 * pad, 1))
-    map_y = (np.arange(h + 2 * pad, dtype=np.float32)[:, None] - pad - shift(map_x[0])[None, :]).astype(np.float32)
-    bent = cv2.remap(mask, map_x, map_y, cv2.INTER_LINEAR, borderValue=0)
+def _sine_shift(width: int, amp: float, cycles: float, phase: float):
+    return lambda x: amp * np.sin(phase + 2 * np.pi * cycles * x / max(width, 1))
+
+
+def bent_outline(box: np.ndarray, width: int, amp: float, cycles: float, phase: float, points: int) -> np.ndarray:
+    """The polygon of ``box`` on a line mask ``width`` px wide bent as :func:`bend` bends it: the box's top and
+    bottom edges displaced at ``points`` + 1 x positions (top left to right, then bottom right to left)."""
+    pad, shift = int(math.ceil(abs(amp))) + 1, _sine_shift(width, amp, cycles, phase)
     xs = np.linspace(box[0, 0], box[1, 0], points + 1)
     top = np.stack([xs, box[0, 1] + pad + shift(xs)], 1)
     bottom = np.stack([xs, box[2, 1] + pad + shift(xs)], 1)[::-1]
-    return bent, np.concatenate([top, bottom]).astype(np.float32)
+    return np.concatenate([top, bottom]).astype(np.float32)
+
+
+def bend(mask: np.ndarray, box: np.ndarray, amp: float, cycles: float, phase: float, points: int):
+    """Curve a straight line: column x moves down by amp * sin(phase + 2 pi cycles x / w). Returns the
+    bent mask (taller by 2 amp) and the bent polygon of ``box`` (:func:`bent_outline`)."""
+    h, w = mask.shape
+    pad, shift = int(math.ceil(abs(amp))) + 1, _sine_shift(w, amp, cycles, phase)
+    map_x = np.tile(np.arange(w, dtype=np.float32), (h + 2 * pad, 1))
+    map_y = (np.arange(h + 2 * pad, dtype=np.float32)[:, None] - pad - shift(map_x[0])[None, :]).astype(np.float32)
+    bent = cv2.remap(mask, map_x, map_y, cv2.INTER_LINEAR, borderValue=0)
+    return bent, bent_outline(box, w, amp, cycles, phase, points)
 
 
 # ------------------------------------------------------------------ drawing
@@ -281,7 +290,7 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
         if not vertical and rng.random() < cfg.curve_prob:
             shape = (rng.uniform(0.15, 0.45) * size * rng.choice([-1, 1]), rng.uniform(0.3, 0.8),
                      rng.uniform(0, 2 * np.pi), cfg.curve_points)
-            _, poly = bend(mask, poly, *shape)
+            poly = bent_outline(poly, mask.shape[1], *shape)
             mask, ink = bend(mask, ink, *shape)
         spot = _place(mask, poly, float(rng.uniform(-cfg.max_angle, cfg.max_angle)), (cfg.width, cfg.height),
                       placed, rng)
