@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -86,18 +87,23 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="tiny data (6 steps at 1 process, 3 at 2), reduced widths: pipeline only")
     p.add_argument("--no-our-eval", action="store_true", help="skip scoring the best weights with our evaluator")
     p.add_argument("--ours-entry", default=str(H.RECIPE), help="our recipe entry point (default recipes/ocr_rec.py)")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="run the 1-process rows of a repeat at the same time, each pinned to its own core(s), so they "
+                        "share the machine's load alike (2-process rows still run alone)")
     p.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds per process before it is killed")
     p.add_argument("--out", default=None)
     p.add_argument("--work-dir", default=None)
     return p.parse_args(argv)
 
 
-def _cores(nproc: int, threads: int) -> list[str]:
-    """taskset prefix: the last nproc*threads available cores (all of them if fewer)."""
+def _cores(nproc: int, threads: int, slot: int = 0) -> list[str]:
+    """taskset prefix: nproc*threads available cores, counted from the last one; slot k skips the last k*n
+    (side-by-side runs get disjoint cores). All cores if there are fewer."""
     if not hasattr(os, "sched_getaffinity") or shutil.which("taskset") is None:
         return []
     cores = sorted(os.sched_getaffinity(0))
-    mine = cores[-nproc * threads:]
+    n = nproc * threads
+    mine = cores[max(0, len(cores) - (slot + 1) * n):len(cores) - slot * n] or cores[-n:]
     return ["taskset", "-c", ",".join(map(str, mine))]
 
 
@@ -241,6 +247,7 @@ def main(argv=None) -> int:
     peak = matmul_peak()
     report_yamls = []
     all_ok = True
+    n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     for yn in yaml_names:
         original = yaml.safe_load((scratch / H.YAMLS[yn]).read_text())
         edits = H.parse_set((QUICK_SET[yn] if q else []) + args.set)
@@ -255,36 +262,46 @@ def main(argv=None) -> int:
         steps_per_epoch = n_train // batch  # drop_last on both sides; per process when 1 process
         runs: dict = {r.name: [] for r in rows}
         fast_keys = H.speedup_keys(derived)
+        def run_row(row, rep: int, slot: int) -> dict:
+            tag = f"{yn}_{row.name}_r{rep}"
+            o = H.common_overrides(str(data), str(DICT), str(work / tag), epochs, batch, eval_every,
+                                   extra=H.YAML_KEYS[yn])
+            cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
+                                  42 + rep, has_sampler, args.ours_entry, fast_keys)
+            cwd = scratch if kind == "ppocr" else REPO
+            rec = run_proc(_cores(row.nproc, args.threads, slot) + cmd, cwd, work / f"{tag}.stdout", args.threads,
+                           args.timeout, args.budget_min * 60.0)
+            rec["side_by_side_slot"] = slot if args.side_by_side else None
+            train_log = work / tag / "train.log"
+            parsed = H.parse_train_log(train_log.read_text(errors="replace")) if train_log.exists() else \
+                {"steps": [], "evals": [], "best": None}
+            rec["parsed"] = parsed
+            rec["figures"] = H.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
+                                           completed=rec["returncode"] == 0 and not rec["stopped"])
+            if not parsed["steps"]:
+                rec["error"] = f"no step lines in {train_log} (see {rec['log']})"
+            rec["_o"], rec["_tag"] = o, tag
+            return rec
+
+        slots = H.side_by_side_groups(rows, n_cores // args.threads if args.side_by_side else 1)
         for rep in range(repeats):
-            for row in rows:
-                tag = f"{yn}_{row.name}_r{rep}"
-                o = H.common_overrides(str(data), str(DICT), str(work / tag), epochs, batch, eval_every,
-                                       extra=H.YAML_KEYS[yn])
-                cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
-                                      42 + rep, has_sampler, args.ours_entry, fast_keys)
-                cwd = scratch if kind == "ppocr" else REPO
-                rec = run_proc(_cores(row.nproc, args.threads) + cmd, cwd, work / f"{tag}.stdout", args.threads,
-                               args.timeout, args.budget_min * 60.0)
-                train_log = work / tag / "train.log"
-                parsed = H.parse_train_log(train_log.read_text(errors="replace")) if train_log.exists() else \
-                    {"steps": [], "evals": [], "best": None}
-                rec["parsed"] = parsed
-                rec["figures"] = H.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
-                                               completed=rec["returncode"] == 0 and not rec["stopped"])
-                if not parsed["steps"]:
-                    rec["error"] = f"no step lines in {train_log} (see {rec['log']})"
-                    all_ok = False
-                if rec["returncode"] != 0:
-                    all_ok = False
-                weights = (work / tag / "best_accuracy") if row.side == "ppocr" else (work / tag / "checkpoints" / "best")
-                if not args.no_our_eval and (weights.with_suffix(".pdparams").exists() or weights.exists()):
-                    rec["our_eval"] = our_eval(args, str(ypath), o, weights, work, tag)
-                f = rec["figures"]
-                print(f"[{yn} r{rep}] {row.name}: rc {rec['returncode']}{' (budget)' if rec['stopped'] else ''}, "
-                      f"{f['steps']} steps, {H._f(f['s_per_step'], '{:.3f}')} s/step, ips {H._f(f['ips'])}, best acc "
-                      f"{f['best_acc']}, our eval {(rec.get('our_eval') or {}).get('acc')}, {rec['wall_s']} s wall, "
-                      f"load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
-                runs[row.name].append(rec)
+            for group in slots:  # one group runs at a time; its runs at the same time, each on its own cores
+                with ThreadPoolExecutor(max_workers=len(group)) as pool:
+                    recs = list(pool.map(lambda rs: run_row(rs[1], rep, rs[0]), enumerate(group)))
+                for row, rec in zip(group, recs):
+                    o, tag = rec.pop("_o"), rec.pop("_tag")
+                    if rec["returncode"] != 0 or rec.get("error"):
+                        all_ok = False
+                    weights = (work / tag / "best_accuracy") if row.side == "ppocr" else \
+                        (work / tag / "checkpoints" / "best")
+                    if not args.no_our_eval and (weights.with_suffix(".pdparams").exists() or weights.exists()):
+                        rec["our_eval"] = our_eval(args, str(ypath), o, weights, work, tag)
+                    f = rec["figures"]
+                    print(f"[{yn} r{rep}] {row.name}: rc {rec['returncode']}{' (budget)' if rec['stopped'] else ''}, "
+                          f"{f['steps']} steps, {H._f(f['s_per_step'], '{:.3f}')} s/step, ips {H._f(f['ips'])}, "
+                          f"best acc {f['best_acc']}, our eval {(rec.get('our_eval') or {}).get('acc')}, "
+                          f"{rec['wall_s']} s wall, load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
+                    runs[row.name].append(rec)
         target = H.target_accuracy(runs.get("ppocr_p1", []))
         summary = H.summarize(rows, runs, target)
         gf, gf_err = model_gflops(str(ypath), {**H.common_overrides(str(data), str(DICT), str(work / "flops"), 1, batch,
@@ -304,7 +321,7 @@ def main(argv=None) -> int:
     rep = {"suite": "vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
-           "warmup_steps": warmup, "budget_min": args.budget_min, "peak_gflops": peak, "load": load,
+           "warmup_steps": warmup, "budget_min": args.budget_min, "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
            "not_switched_on": H.NOT_SWITCHED_ON,
            "data": f"synthetic 100-hanzi lines (2-6 chars, height 48), {n_train} train / {n_val} val, PaddleOCR label "
                    f"files under {data}", "yamls": report_yamls, "work_dir": str(work)}

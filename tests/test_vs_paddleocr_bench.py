@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -167,6 +168,11 @@ FAKE = textwrap.dedent('''\
     out = opts["Global.save_model_dir"]
     with open(os.path.join(os.path.dirname(out), "order.txt"), "a") as f:
         f.write(f"{{os.path.basename(out)}} {{opts['Global.seed']}} {{rank}}/{{world}}\\n")
+    t0 = time.time()
+    time.sleep(float(os.environ.get("FAKE_SLEEP_S", "0")))
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    with open(os.path.join(os.path.dirname(out), "spans.txt"), "a") as f:
+        f.write(f"{{os.path.basename(out)}} {{rank}} {{t0}} {{time.time()}} {{','.join(map(str, cores))}}\\n")
     if rank:
         sys.exit(0)
     fast = opts.get("EMA.enable") == "true"
@@ -220,6 +226,40 @@ def fake_run(tmp_path_factory):
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads((out / "report.json").read_text()), work, out, src
+
+
+def test_side_by_side_groups_pack_one_process_rows_only():
+    r = {x.name: x for x in H.ROWS}
+    rows = [r["ppocr_p1"], r["ppocr_p2"], r["ours_p1"], r["fast_p1"], r["ours_p2"], r["fast_p2"]]
+    names = lambda gs: [[x.name for x in g] for g in gs]  # noqa: E731
+    assert names(H.side_by_side_groups(rows, 2)) == [["ppocr_p1"], ["ppocr_p2"], ["ours_p1", "fast_p1"], ["ours_p2"],
+                                                     ["fast_p2"]]
+    assert names(H.side_by_side_groups([r["ppocr_p1"], r["fast_p1"], r["ours_p1"]], 2)) == [["ppocr_p1", "fast_p1"],
+                                                                                            ["ours_p1"]]
+    assert names(H.side_by_side_groups(rows[:1] + rows[2:4], 1)) == [["ppocr_p1"], ["ours_p1"], ["fast_p1"]]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2
+                    or shutil.which("taskset") is None, reason="needs 2 cores and taskset")
+def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
+    src, ours = fake_ppocr_checkout(tmp_path, H.YAMLS["r34"], yaml.safe_dump(FAKE_YAML), FAKE.format(side="ppocr"),
+                                    FAKE.format(side="ours"))
+    work, out = tmp_path / "work", tmp_path / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT), FAKE_SLEEP_S="1.5")
+    cmd = [sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--ppocr-src", str(src), "--yamls", "r34",
+           "--rows", "ppocr_p1,fast_p1", "--repeats", "2", "--num-train", "16", "--num-val", "8", "--epochs", "1",
+           "--batch", "8", "--eval-every", "2", "--warmup-steps", "0", "--ours-entry", str(ours), "--side-by-side",
+           "--no-our-eval", "--work-dir", str(work), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    spans = {ln.split()[0]: ln.split()[2:] for ln in (work / "spans.txt").read_text().splitlines()}
+    for rep in (0, 1):
+        a, b = spans[f"r34_ppocr_p1_r{rep}"], spans[f"r34_fast_p1_r{rep}"]
+        assert max(float(a[0]), float(b[0])) < min(float(a[1]), float(b[1])), (a, b)  # ran at the same time
+        assert a[2] and b[2] and not set(a[2].split(",")) & set(b[2].split(","))  # on different cores
+    assert float(spans["r34_fast_p1_r0"][1]) <= float(spans["r34_ppocr_p1_r1"][0])  # repeats one after the other
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["side_by_side"] is True and "SIDE BY SIDE" in (out / "report.md").read_text()
 
 
 def test_fake_run_interleaves_fresh_processes_and_copies_the_checkout(fake_run):

@@ -90,6 +90,18 @@ def pick_rows(names: list[str] | None) -> list[Row]:
     return [r for r in ROWS if r.name in names]
 
 
+def side_by_side_groups(rows: list[Row], slots: int) -> list[list[Row]]:
+    """Rows in run order, grouped: up to `slots` consecutive 1-process rows share a group (they run at the same
+    time, each on its own core); a multi-process row is a group of its own. slots <= 1: one row per group."""
+    groups: list[list[Row]] = []
+    for r in rows:
+        if slots > 1 and r.nproc == 1 and groups and len(groups[-1]) < slots and groups[-1][0].nproc == 1:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    return groups
+
+
 # ------------------------------------------------------------------ YAML edits (identical for both sides)
 def _index(cur, key: str):
     """A list takes a number, or the name of its one ``{name: args}`` entry (a PaddleOCR transform op)."""
@@ -358,7 +370,8 @@ def to_markdown(rep: dict) -> str:
              f"{'QUICK MODE: tiny data and steps, checks the pipeline; the figures mean nothing. ' if rep['quick'] else ''}"
              f"PaddleOCR checkout: {rep['ppocr']['src']} (commit {rep['ppocr'].get('commit')}), run from a scratch "
              f"copy; changes to it: {rep['ppocr']['changes'] or 'none'}. Versions: {rep['versions']}.", "",
-             f"Data: {rep['data']}. Threads per process {rep['threads']}; 1-process rows pinned to one core, "
+             f"Data: {rep['data']}. Threads per process {rep['threads']}; 1-process rows pinned to one core"
+             f"{' each and run SIDE BY SIDE (the 1-process rows of a repeat at the same time, on different cores)' if rep.get('side_by_side') else ''}, "
              f"2-process rows on {rep['cores']}. Repeats {rep['repeats']} (interleaved). Load (1/5/15 min) before "
              f"{rep['load']['before']}, after {rep['load']['after']}. Matmul peak (fp32, 1 thread, this process): "
              f"{_f(rep['peak_gflops'])} GFLOP/s.", "",
