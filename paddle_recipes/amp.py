@@ -114,10 +114,26 @@ def grads_of(optimizer) -> list:
     return [p.grad for p in _param_list(optimizer) if p.grad is not None]
 
 
-def unscale_and_check(grads: list, inv_scale: float) -> bool:
-    """Multiply `grads` in place by `inv_scale`; return True if any gradient is inf/nan."""
+def any_nonfinite(grads: list) -> bool:
+    """True if any element of `grads` is inf/nan, without writing to them: one float32 sum per tensor, one
+    add_n, one host sync (a non-finite element makes its sum inf/nan). A non-finite total is confirmed
+    element-wise, so finite gradients whose sum overflows float32 are not reported."""
     if not grads:
         return False
+    with paddle.no_grad():
+        total = paddle.add_n([g.sum(dtype="float32") if g.dtype != paddle.float32 else g.sum() for g in grads])
+        if bool(paddle.isfinite(total).item()):
+            return False
+        return any(not bool(paddle.isfinite(g.astype("float32")).all().item()) for g in grads)
+
+
+def unscale_and_check(grads: list, inv_scale: float) -> bool:
+    """Multiply `grads` in place by `inv_scale`; return True if any gradient is inf/nan.
+    inv_scale 1.0 (loss scaling off, e.g. AMP on CPU) only checks (any_nonfinite): no write pass."""
+    if not grads:
+        return False
+    if inv_scale == 1.0:
+        return any_nonfinite(grads)
     try:
         from paddle import _C_ops
 

@@ -5,7 +5,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.amp import Amp, AmpConfig, DynamicLossScaler
+from paddle_recipes.amp import Amp, AmpConfig, DynamicLossScaler, any_nonfinite, unscale_and_check
 
 
 def _setup(lr=0.1):
@@ -122,3 +122,26 @@ def test_amp_off_message_and_bad_config():
         AmpConfig(level="O3")
     with pytest.raises(ValueError, match="dtype"):
         AmpConfig(dtype="float8")
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_check_only_guard_finds_any_bad_element_and_writes_nothing(bad, dtype):
+    grads = [paddle.ones([3, 4]).astype(dtype), paddle.full([5], 2.0).astype(dtype)]
+    assert not any_nonfinite(grads)
+    grads[1][2] = bad
+    before = [g.astype("float32").numpy().copy() for g in grads]
+    assert any_nonfinite(grads) and unscale_and_check(grads, 1.0)
+    for g, b in zip(grads, before):  # scale 1.0: a check, no write pass
+        np.testing.assert_array_equal(g.astype("float32").numpy(), b)
+
+
+def test_check_only_guard_has_no_false_alarm_when_the_sum_overflows():
+    assert not any_nonfinite([paddle.full([4], 3e38), paddle.full([3], 60000.0).astype("float16")])
+    assert any_nonfinite([paddle.to_tensor([math.inf, -math.inf])])  # +inf and -inf in one tensor
+
+
+def test_unscale_below_one_still_scales_in_place():
+    g = [paddle.full([3], 2.0)]
+    assert not unscale_and_check(g, 0.5)
+    np.testing.assert_array_equal(g[0].numpy(), [1.0, 1.0, 1.0])
