@@ -80,6 +80,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup-steps", type=int, default=3, help="step lines left out of s/step")
     p.add_argument("--num-train", type=int, default=2000)
     p.add_argument("--num-val", type=int, default=200)
+    p.add_argument("--text-len", default="2,6", help="MIN,MAX characters per synthetic line (both sides read the "
+                                                      "same set)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="edit of the YAML for BOTH sides (a number indexes a list), repeatable")
     p.add_argument("--budget-min", type=float, default=0.0, help="stop a training run after this many minutes (0 = "
@@ -223,6 +225,11 @@ def main(argv=None) -> int:
     if bad:
         raise SystemExit(f"--yamls: unknown {sorted(bad)}; choose from {sorted(H.YAMLS)}")
     rows = H.pick_rows([r for r in args.rows.split(",") if r] or None)
+    lens = args.text_len.split(",")
+    if len(lens) != 2 or not all(x.strip().isdigit() for x in lens) or not 1 <= int(lens[0]) <= int(lens[1]):
+        print(f"--text-len {args.text_len!r}: want MIN,MAX with 1 <= MIN <= MAX, e.g. 2,6", file=sys.stderr)
+        return 2
+    min_len, max_len = int(lens[0]), int(lens[1])
     name = "cpu_vs_paddleocr" + ("_quick" if q else "")
     out_dir = Path(args.out or REPO / "benchmarks" / "results" / name)
     work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}").resolve()
@@ -241,7 +248,7 @@ def main(argv=None) -> int:
     data = work / "data"
     from benchmarks.harness.tta_ocr import prepare_data
 
-    prepare_data(str(data), str(DICT), n_train, n_val, 2, 6, 48)  # PaddleOCR label files: <split>/label.txt
+    prepare_data(str(data), str(DICT), n_train, n_val, min_len, max_len, 48)  # PaddleOCR label files
     load = {"before": loadavg()}
     t_start = time.time()
     peak = matmul_peak()
@@ -321,10 +328,11 @@ def main(argv=None) -> int:
     rep = {"suite": "vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
-           "warmup_steps": warmup, "budget_min": args.budget_min, "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
+           "warmup_steps": warmup, "budget_min": args.budget_min, "side_by_side": args.side_by_side,
+           "peak_gflops": peak, "load": load,
            "not_switched_on": H.NOT_SWITCHED_ON,
-           "data": f"synthetic 100-hanzi lines (2-6 chars, height 48), {n_train} train / {n_val} val, PaddleOCR label "
-                   f"files under {data}", "yamls": report_yamls, "work_dir": str(work)}
+           "data": f"synthetic 100-hanzi lines ({min_len}-{max_len} chars, height 48), {n_train} train / {n_val} val, "
+                   f"PaddleOCR label files under {data}", "yamls": report_yamls, "work_dir": str(work)}
     (out_dir / "report.json").write_text(json.dumps(rep, indent=1, default=str, ensure_ascii=False))
     (out_dir / "report.md").write_text(H.to_markdown(rep))
     print((out_dir / "report.md").read_text())

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import paddle
 
+from .finite import all_finite
+
 from .config import check_name
 
 logger = logging.getLogger(__name__)
@@ -115,16 +117,9 @@ def grads_of(optimizer) -> list:
 
 
 def any_nonfinite(grads: list) -> bool:
-    """True if any element of `grads` is inf/nan, without writing to them: one float32 sum per tensor, one
-    add_n, one host sync (a non-finite element makes its sum inf/nan). A non-finite total is confirmed
-    element-wise, so finite gradients whose sum overflows float32 are not reported."""
-    if not grads:
-        return False
-    with paddle.no_grad():
-        total = paddle.add_n([g.sum(dtype="float32") if g.dtype != paddle.float32 else g.sum() for g in grads])
-        if bool(paddle.isfinite(total).item()):
-            return False
-        return any(not bool(paddle.isfinite(g.astype("float32")).all().item()) for g in grads)
+    """True if any element of `grads` is inf/nan; nothing is written (finite.all_finite: one sum per tensor,
+    one host sync, exact)."""
+    return not all_finite(grads)
 
 
 def unscale_and_check(grads: list, inv_scale: float) -> bool:

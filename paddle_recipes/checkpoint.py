@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import paddle
 
+from .finite import FLOAT_DTYPES, first_bad_index
 from .serialization import UnsafeWeightsError, dump_plain, load_plain, load_weights_file
 
 TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams"}
@@ -63,22 +64,33 @@ class NonFiniteStateError(CheckpointError):
     """save_checkpoint refused a state holding inf/nan tensors (nothing was written)."""
 
 
+def _named_leaves(state, prefix: str = ""):
+    for key, value in state.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _named_leaves(value, name + ".")
+        else:
+            yield name, value
+
+
 def first_nonfinite(state_dict) -> str | None:
-    """Name of the first floating tensor holding inf/nan in a (nested) state dict, else None."""
+    """Name ("outer.inner" for nested dicts) of the first floating tensor or array holding inf/nan in a
+    state dict, else None. Paddle tensors are checked together (finite.first_bad_index: one host sync)."""
     if not isinstance(state_dict, dict):
         return None
-    for key, value in state_dict.items():
-        if isinstance(value, dict):
-            bad = first_nonfinite(value)
-            if bad is not None:
-                return f"{key}.{bad}"
-        elif isinstance(value, paddle.Tensor) and value.dtype in (paddle.float32, paddle.float16,
-                                                                    paddle.bfloat16, paddle.float64):
-            if not bool(paddle.isfinite(value.astype("float32")).all()):
-                return str(key)
+    names, tensors = [], []
+    for name, value in _named_leaves(state_dict):
+        if isinstance(value, paddle.Tensor) and value.dtype in FLOAT_DTYPES:
+            names.append(name)
+            tensors.append(value)
         elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
-            return str(key)
-    return None
+            names.append(name)
+            tensors.append(None)  # known bad; keeps dict order for "first"
+    bad_np = next((i for i, t in enumerate(tensors) if t is None), None)
+    bad = first_bad_index(tensors[:bad_np] if bad_np is not None else tensors)  # the tensors before it
+    if bad is not None:
+        return names[bad]
+    return names[bad_np] if bad_np is not None else None
 
 
 def rng_state() -> dict:

@@ -72,6 +72,17 @@ def _is_float(t: paddle.Tensor) -> bool:
     return t.dtype in (paddle.float16, paddle.bfloat16, paddle.float32, paddle.float64)
 
 
+def _lerp_(shadow: paddle.Tensor, new: paddle.Tensor, weight: paddle.Tensor) -> None:
+    """shadow += weight * (new - shadow) in place, in one pass (weight: a 1-element float32 tensor; a Python float
+    costs a conversion per call). Over flat views when reshape is a view: paddle's CPU lerp is ~8x slower on 4-D
+    tensors than on 1-D (22 vs 2.7 ms for a 512x512x3x3 conv weight, 1 thread)."""
+    flat = shadow.reshape([-1])
+    if flat.data_ptr() == shadow.data_ptr():
+        flat.lerp_(new.reshape([-1]), weight)
+    else:
+        shadow.lerp_(new, weight)
+
+
 class ModelEMA:
     """fp32 shadow copy of a model's weights.
 
@@ -102,6 +113,7 @@ class ModelEMA:
         return ema_decay(self.num_updates, self.decay, self.warmup, self.warmup_steps)
 
     @paddle.no_grad()
+    @paddle.no_grad()
     def update(self, model: paddle.nn.Layer, step: int | None = None) -> float:
         """Fold the current weights into the shadow; returns the decay used.
 
@@ -110,6 +122,7 @@ class ModelEMA:
         if step is not None:
             self.num_updates = int(step)
         d = self.current_decay
+        weight = paddle.full([1], 1.0 - d, dtype="float32")
         for name, value in unwrap(model).state_dict().items():
             shadow = self.shadow.get(name)
             if shadow is None:
@@ -118,8 +131,7 @@ class ModelEMA:
             if self.device is not None:
                 new = new.to(self.device)
             if _is_float(value):
-                shadow.scale_(d)
-                shadow.add_(new.astype("float32") * (1.0 - d))
+                _lerp_(shadow, new if new.dtype == paddle.float32 else new.astype("float32"), weight)
             else:
                 paddle.assign(new, shadow)
         self.num_updates += 1

@@ -274,6 +274,23 @@ def _median(vals):
     return statistics.median(vals) if vals else None
 
 
+def wall_s_per_step(parsed: dict, warmup: int, min_steps: int = 20) -> float | None:
+    """Seconds per step by the log's own timestamps (1 s resolution), over stretches of step lines after ``warmup``
+    with no eval inside and at least ``min_steps`` steps: a check on each trainer's avg_batch_cost that also counts
+    whatever a trainer does per step outside its own timer (logging, checks). None when no stretch is long enough."""
+    eval_steps = {e["step"] for e in parsed["evals"]}
+    dt = n = 0.0
+    seg: list[dict] = []
+    for s in [s for s in parsed["steps"] if s["step"] > warmup and s.get("t") is not None] + [None]:
+        if s is None or (seg and (seg[-1]["step"] in eval_steps or s["step"] != seg[-1]["step"] + 1)):
+            if len(seg) > min_steps:
+                dt, n = dt + seg[-1]["t"] - seg[0]["t"], n + seg[-1]["step"] - seg[0]["step"]
+            seg = []
+        if s is not None:
+            seg.append(s)
+    return dt / n if n else None
+
+
 def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | None, completed: bool = False) -> dict:
     """Per-run figures from a parsed log (print_batch_step 1): s/step (median of the step lines after ``warmup``
     steps), ips (all processes = nproc x their samples / their seconds; multi-scale batches vary in size),
@@ -290,9 +307,11 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
     full_ep1 = bool(ep1) and (any(s["epoch"] > 1 for s in steps) or completed)
     steps_per_epoch = ep1[-1]["step"] if full_ep1 else steps_per_epoch
     evals = parsed["evals"]
-    curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get("acc")} for e in evals]
+    t0 = steps[0].get("t") if steps else None
+    curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get("acc"),
+              "wall_s": e["t"] - t0 if e.get("t") is not None and t0 is not None else None} for e in evals]
     return {"steps": steps[-1]["step"] if steps else 0, "steps_per_epoch": steps_per_epoch, "timed_steps": len(timed), "s_per_step": s_step,
-            "samples_per_step_per_proc": per_proc, "ips": ips,
+            "samples_per_step_per_proc": per_proc, "ips": ips, "wall_s_per_step": wall_s_per_step(parsed, warmup),
             "epoch_s_measured": ep1[-1]["train_s"] if full_ep1 else None,
             "epoch_s_projected": s_step * steps_per_epoch if s_step and steps_per_epoch else None,
             "train_s": steps[-1]["train_s"] if steps else None,
@@ -301,13 +320,15 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
             "losses": [s["loss"] for s in steps], "curve": curve}
 
 
-def time_to(curve: list[dict], target: float | None) -> float | None:
-    """Training seconds at the first eval point with acc >= target (None if never or no target)."""
+def time_to(curve: list[dict], target: float | None, key: str = "train_s") -> float | None:
+    """Training seconds (key "train_s": the trainer's own step meter, evals excluded; "wall_s": log timestamps
+    since the first step line, evals and saves included) at the first eval point with acc >= target (None if
+    never or no target)."""
     if target is None:
         return None
     for c in curve:
         if c.get("acc") is not None and c["acc"] >= target:
-            return c["train_s"]
+            return c.get(key)
     return None
 
 
@@ -327,8 +348,11 @@ def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
         figs = [x.get("figures") or {} for x in runs.get(r.name, [])]
         s = {"name": r.name, "side": r.side, "nproc": r.nproc, "fast": r.fast, "label": r.label,
              "repeats": len(figs), "failed": sum(1 for x in runs.get(r.name, []) if x.get("returncode") != 0)}
-        for k in ("s_per_step", "ips", "epoch_s_measured", "epoch_s_projected", "train_s", "final_acc", "best_acc"):
+        for k in ("s_per_step", "wall_s_per_step", "ips", "epoch_s_measured", "epoch_s_projected", "train_s",
+                  "final_acc", "best_acc"):
             s[k] = _median([f.get(k) for f in figs])
+        s["wall_to_target_all"] = [time_to(f.get("curve") or [], target, "wall_s") for f in figs]
+        s["wall_to_target"] = _median(s["wall_to_target_all"])
         tt = [time_to(f.get("curve") or [], target) for f in figs]
         s["time_to_target_all"] = tt
         s["reached_target"] = sum(t is not None for t in tt)
@@ -343,6 +367,10 @@ def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
         s["ips_ratio"] = s["ips"] / ref["ips"] if ref and s["ips"] and ref["ips"] else None
         ep, rep = s["epoch_s_projected"], (ref or {}).get("epoch_s_projected")
         s["epoch_ratio"] = rep / ep if ep and rep else None
+        w, rw = s["wall_s_per_step"], (ref or {}).get("wall_s_per_step")
+        s["wall_step_ratio"] = rw / w if w and rw else None
+        w, rw = s["wall_to_target"], (ref or {}).get("wall_to_target")
+        s["wall_tta_ratio"] = rw / w if w and rw else None
         t, rt = s["time_to_target"], (ref or {}).get("time_to_target")
         s["tta_ratio"] = rt / t if t and rt else None
         s["tta_ratio_at_least"] = ((ref or {}).get("train_s") / t) if (ref and not rt and t and ref.get("train_s")) \
@@ -386,23 +414,28 @@ def to_markdown(rep: dict) -> str:
                   f"Target = PaddleOCR 1-process best acc in its budget: **{_f(y['target'], '{:.4f}')}** "
                   f"(n/a: it reached 0 or did not run, so no time-to-target). "
                   f"Forward FLOPs/sample: {_f(y['fwd_gflops'], '{:.3f}')} GFLOP.", "",
-                  "| row | s/step | ips | epoch s (projected) | x epoch vs PaddleOCR | x ips | best acc | our eval | "
-                  "time to target s | reached | x time to target | GFLOP/s | utilisation | load before |",
-                  "|" + "---|" * 14]
+                  "| row | s/step | wall s/step (x) | ips | epoch s (projected) | x epoch vs PaddleOCR | x ips | best "
+                  "acc | our eval | time to target s | reached | x time to target | wall to target s (x) | GFLOP/s | "
+                  "utilisation | load before |",
+                  "|" + "---|" * 16]
         for s in y["rows"]:
             tta = (f"x{s['tta_ratio']:.2f}" if s["tta_ratio"] else
                    f">= x{s['tta_ratio_at_least']:.2f} (PaddleOCR missed it)" if s["tta_ratio_at_least"] else "n/a")
             lines.append(
-                f"| {s['name']} ({s['label']}) | {_f(s['s_per_step'], '{:.3f}')} | {_f(s['ips'])} | "
+                f"| {s['name']} ({s['label']}) | {_f(s['s_per_step'], '{:.3f}')} | "
+                f"{_f(s.get('wall_s_per_step'), '{:.3f}')} ({_f(s.get('wall_step_ratio'))}) | {_f(s['ips'])} | "
                 f"{_f(s['epoch_s_projected'], '{:.1f}')} | {_f(s['epoch_ratio'])} | {_f(s['ips_ratio'], '{:.3f}')} | "
                 f"{_f(s['best_acc'], '{:.4f}')} | {_f(s['our_eval_acc'], '{:.4f}')} | {_f(s['time_to_target'], '{:.1f}')}"
-                f" | {s['reached_target']}/{s['repeats']} | {tta} | {_f(s['achieved_gflops'])} | "
+                f" | {s['reached_target']}/{s['repeats']} | {tta} | {_f(s.get('wall_to_target'), '{:.0f}')} "
+                f"({_f(s.get('wall_tta_ratio'))}) | {_f(s['achieved_gflops'])} | "
                 f"{_f(s['utilisation'] and 100 * s['utilisation'], '{:.1f}%')} | {s['loadavg']} |")
         lines.append("")
     lines += ["s/step = median avg_batch_cost after the warm-up steps (data loading included, eval excluded, both "
-              "trainers' own meters); ips = samples of all processes / s; epoch = steps per epoch x s/step; "
+              "trainers' own meters); wall s/step = the same from the logs' timestamps over eval-free stretches "
+              "(counts what a trainer does per step outside its own meter); ips = samples of all processes / s; epoch = steps per epoch x s/step; "
               "x = ours vs PaddleOCR's row with the same process count (> 1 = ours faster); time to target = "
-              "training seconds (eval excluded) at the first eval at or above the target; GFLOP/s = 3 x forward "
+              "training seconds (eval excluded) at the first eval at or above the target; wall to target = log-timestamp "
+              "seconds from the first step line to that eval (evals and saves included); GFLOP/s = 3 x forward "
               "FLOPs x ips; utilisation = that / (matmul peak x processes).", "",
               "Plot: acc_vs_time_<yaml>.png. Every raw figure: report.json."]
     return "\n".join(lines) + "\n"
