@@ -294,7 +294,9 @@ def main(argv=None) -> int:
         for rep in range(repeats):
             for group in slots:  # one group runs at a time; its runs at the same time, each on its own cores
                 with ThreadPoolExecutor(max_workers=len(group)) as pool:
-                    recs = list(pool.map(lambda rs: run_row(rs[1], rep, rs[0]), enumerate(group)))
+                    # cores rotate with the repeat: each row runs on each core in turn (no core bias)
+                    recs = list(pool.map(lambda rs: run_row(rs[1], rep, (rs[0] + rep) % len(group)),
+                                         enumerate(group)))
                 for row, rec in zip(group, recs):
                     o, tag = rec.pop("_o"), rec.pop("_tag")
                     if rec["returncode"] != 0 or rec.get("error"):

@@ -172,6 +172,13 @@ def test_summary_target_ratios_and_lower_bound():
     s3 = {x["name"]: x for x in H.summarize(rows, {**runs, "ppocr_p1": runs["ppocr_p1"][:2]}, 0.65)}
     assert s3["fast_p1"]["tta_ratio"] is None and s3["fast_p1"]["tta_ratio_at_least"] == 6.0 / 1.0
     assert H.target_accuracy([run(2.0, [0.0, 0.0])]) is None  # PaddleOCR learnt nothing: no target
+    # the plateau's end: first eval that reads any line; PaddleOCR stuck at 0 gives a lower bound
+    stuck = {"ppocr_p1": [run(2.0, [0.0, 0.0, 0.0])], "ours_p1": [run(1.0, [0.0, 0.2])], "fast_p1": [run(1.0, [0.0])]}
+    s4 = {x["name"]: x for x in H.summarize(rows, stuck, None)}
+    assert s4["ppocr_p1"]["first_learnt"] is None and s4["ours_p1"]["first_learnt"] == 2.0
+    assert s4["ours_p1"]["first_learnt_ratio_at_least"] == 6.0 / 2.0 and s4["ours_p1"]["first_learnt_ratio"] is None
+    assert s4["fast_p1"]["first_learnt"] is None and s4["fast_p1"]["first_learnt_ratio_at_least"] is None
+    assert s["ours_p1"]["first_learnt"] == 1.0 and s["ours_p1"]["first_learnt_ratio"] == 2.0  # 0.1 at step 1 each
     assert H.utilisation(10.0, 1e9, 15.0, 2) == {"achieved_gflops": 30.0, "utilisation": 1.0}
 
 
@@ -281,6 +288,8 @@ def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
         assert max(float(a[0]), float(b[0])) < min(float(a[1]), float(b[1])), (a, b)  # ran at the same time
         assert a[2] and b[2] and not set(a[2].split(",")) & set(b[2].split(","))  # on different cores
     assert float(spans["r34_fast_p1_r0"][1]) <= float(spans["r34_ppocr_p1_r1"][0])  # repeats one after the other
+    assert spans["r34_ppocr_p1_r0"][2] == spans["r34_fast_p1_r1"][2]  # the cores rotate with the repeat
+    assert spans["r34_fast_p1_r0"][2] == spans["r34_ppocr_p1_r1"][2]
     rep = json.loads((out / "report.json").read_text())
     assert rep["side_by_side"] is True and "SIDE BY SIDE" in (out / "report.md").read_text()
 

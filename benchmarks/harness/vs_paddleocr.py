@@ -320,6 +320,9 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
             "losses": [s["loss"] for s in steps], "curve": curve}
 
 
+FIRST_LEARNT = 1e-9  # "first eval with any line read right" (acc > 0): the plateau's end, reported next to the target
+
+
 def time_to(curve: list[dict], target: float | None, key: str = "train_s") -> float | None:
     """Training seconds (key "train_s": the trainer's own step meter, evals excluded; "wall_s": log timestamps
     since the first step line, evals and saves included) at the first eval point with acc >= target (None if
@@ -351,6 +354,8 @@ def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
         for k in ("s_per_step", "wall_s_per_step", "ips", "epoch_s_measured", "epoch_s_projected", "train_s",
                   "final_acc", "best_acc"):
             s[k] = _median([f.get(k) for f in figs])
+        s["first_learnt_all"] = [time_to(f.get("curve") or [], FIRST_LEARNT) for f in figs]
+        s["first_learnt"] = _median(s["first_learnt_all"])
         s["wall_to_target_all"] = [time_to(f.get("curve") or [], target, "wall_s") for f in figs]
         s["wall_to_target"] = _median(s["wall_to_target_all"])
         tt = [time_to(f.get("curve") or [], target) for f in figs]
@@ -375,6 +380,10 @@ def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
         s["tta_ratio"] = rt / t if t and rt else None
         s["tta_ratio_at_least"] = ((ref or {}).get("train_s") / t) if (ref and not rt and t and ref.get("train_s")) \
             else None
+        t, rt = s["first_learnt"], (ref or {}).get("first_learnt")
+        s["first_learnt_ratio"] = rt / t if t and rt else None
+        s["first_learnt_ratio_at_least"] = ((ref or {}).get("train_s") / t) if (ref and not rt and t and
+                                                                                 ref.get("train_s")) else None
     return out
 
 
@@ -390,6 +399,15 @@ def utilisation(ips: float | None, fwd_flops_per_sample: float | None, peak_gflo
 # ------------------------------------------------------------------ report
 def _f(v, fmt="{:.2f}"):
     return "n/a" if v is None else fmt.format(v)
+
+
+def _first_learnt(s: dict) -> str:
+    t = s.get("first_learnt")
+    if t is None:
+        return f"not in {_f(s.get('train_s'), '{:.0f}')} s"
+    ratio = (f"x{s['first_learnt_ratio']:.2f}" if s.get("first_learnt_ratio") else
+             f">= x{s['first_learnt_ratio_at_least']:.2f}" if s.get("first_learnt_ratio_at_least") else "n/a")
+    return f"{t:.0f} ({ratio})"
 
 
 def to_markdown(rep: dict) -> str:
@@ -415,9 +433,9 @@ def to_markdown(rep: dict) -> str:
                   f"(n/a: it reached 0 or did not run, so no time-to-target). "
                   f"Forward FLOPs/sample: {_f(y['fwd_gflops'], '{:.3f}')} GFLOP.", "",
                   "| row | s/step | wall s/step (x) | ips | epoch s (projected) | x epoch vs PaddleOCR | x ips | best "
-                  "acc | our eval | time to target s | reached | x time to target | wall to target s (x) | GFLOP/s | "
-                  "utilisation | load before |",
-                  "|" + "---|" * 16]
+                  "acc | our eval | time to target s | reached | x time to target | wall to target s (x) | first acc > 0 "
+                  "at s (x) | GFLOP/s | utilisation | load before |",
+                  "|" + "---|" * 17]
         for s in y["rows"]:
             tta = (f"x{s['tta_ratio']:.2f}" if s["tta_ratio"] else
                    f">= x{s['tta_ratio_at_least']:.2f} (PaddleOCR missed it)" if s["tta_ratio_at_least"] else "n/a")
@@ -427,7 +445,7 @@ def to_markdown(rep: dict) -> str:
                 f"{_f(s['epoch_s_projected'], '{:.1f}')} | {_f(s['epoch_ratio'])} | {_f(s['ips_ratio'], '{:.3f}')} | "
                 f"{_f(s['best_acc'], '{:.4f}')} | {_f(s['our_eval_acc'], '{:.4f}')} | {_f(s['time_to_target'], '{:.1f}')}"
                 f" | {s['reached_target']}/{s['repeats']} | {tta} | {_f(s.get('wall_to_target'), '{:.0f}')} "
-                f"({_f(s.get('wall_tta_ratio'))}) | {_f(s['achieved_gflops'])} | "
+                f"({_f(s.get('wall_tta_ratio'))}) | {_first_learnt(s)} | {_f(s['achieved_gflops'])} | "
                 f"{_f(s['utilisation'] and 100 * s['utilisation'], '{:.1f}%')} | {s['loadavg']} |")
         lines.append("")
     lines += ["s/step = median avg_batch_cost after the warm-up steps (data loading included, eval excluded, both "
@@ -435,7 +453,9 @@ def to_markdown(rep: dict) -> str:
               "(counts what a trainer does per step outside its own meter); ips = samples of all processes / s; epoch = steps per epoch x s/step; "
               "x = ours vs PaddleOCR's row with the same process count (> 1 = ours faster); time to target = "
               "training seconds (eval excluded) at the first eval at or above the target; wall to target = log-timestamp "
-              "seconds from the first step line to that eval (evals and saves included); GFLOP/s = 3 x forward "
+              "seconds from the first step line to that eval (evals and saves included); first acc > 0 = training seconds "
+              "to the first eval that reads any line right (the end of CTC's blank plateau; >= when PaddleOCR's row "
+              "never got there: its whole training time / ours); GFLOP/s = 3 x forward "
               "FLOPs x ips; utilisation = that / (matmul peak x processes).", "",
               "Plot: acc_vs_time_<yaml>.png. Every raw figure: report.json."]
     return "\n".join(lines) + "\n"
