@@ -22,6 +22,11 @@ seed 42 + repeat, a fresh process each, load average recorded before/after each 
 still training after that many minutes is stopped (its process group gets SIGTERM) and its figures are what
 its log holds (a time-to-target ratio against a PaddleOCR row that missed the target is then a lower bound).
 
+``--side-by-side``: the 1-process rows of a repeat run at the same time, each pinned to its own core (rotating
+with the repeat), so both trainers see the same load; the way to get time-to-accuracy rows on a 2-core box.
+``--num-chars N`` / ``--text-len MIN,MAX``: a smaller recognition problem (the first N of the 100 hanzi, shorter
+lines), the same for both sides, for machines where the YAMLs' CTC plateau outlasts the budget.
+
 Evaluation: each trainer logs its own ``cur metric`` lines every ``--eval-every`` steps (curves, time to target);
 afterwards the best weights of BOTH sides (their best_accuracy, our checkpoints/best) are scored by one evaluator,
 ``recipes/ocr_rec.py --mode eval -o Global.checkpoints=...`` on the same val set.
@@ -80,6 +85,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup-steps", type=int, default=3, help="step lines left out of s/step")
     p.add_argument("--num-train", type=int, default=2000)
     p.add_argument("--num-val", type=int, default=200)
+    p.add_argument("--num-chars", type=int, default=0, help="use the first N characters of the 100-hanzi dict "
+                                                               "(a smaller problem, same for both sides; 0 = all)")
     p.add_argument("--text-len", default="2,6", help="MIN,MAX characters per synthetic line (both sides read the "
                                                       "same set)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -248,7 +255,15 @@ def main(argv=None) -> int:
     data = work / "data"
     from benchmarks.harness.tta_ocr import prepare_data
 
-    prepare_data(str(data), str(DICT), n_train, n_val, min_len, max_len, 48)  # PaddleOCR label files
+    chars = DICT.read_text(encoding="utf-8").splitlines()
+    if not 0 <= args.num_chars <= len(chars):
+        print(f"--num-chars {args.num_chars}: the dict {DICT} has {len(chars)} characters", file=sys.stderr)
+        return 2
+    dict_path = DICT
+    if args.num_chars:
+        dict_path = work / f"dict_{args.num_chars}.txt"
+        dict_path.write_text("\n".join(chars[:args.num_chars]) + "\n", encoding="utf-8")
+    prepare_data(str(data), str(dict_path), n_train, n_val, min_len, max_len, 48)  # PaddleOCR label files
     load = {"before": loadavg()}
     t_start = time.time()
     peak = matmul_peak()
@@ -271,7 +286,7 @@ def main(argv=None) -> int:
         fast_keys = H.speedup_keys(derived)
         def run_row(row, rep: int, slot: int) -> dict:
             tag = f"{yn}_{row.name}_r{rep}"
-            o = H.common_overrides(str(data), str(DICT), str(work / tag), epochs, batch, eval_every,
+            o = H.common_overrides(str(data), str(dict_path), str(work / tag), epochs, batch, eval_every,
                                    extra=H.YAML_KEYS[yn])
             cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
                                   42 + rep, has_sampler, args.ours_entry, fast_keys)
@@ -313,9 +328,9 @@ def main(argv=None) -> int:
                     runs[row.name].append(rec)
         target = H.target_accuracy(runs.get("ppocr_p1", []))
         summary = H.summarize(rows, runs, target)
-        gf, gf_err = model_gflops(str(ypath), {**H.common_overrides(str(data), str(DICT), str(work / "flops"), 1, batch,
-                                                                     eval_every, extra=H.YAML_KEYS[yn])},
-                                  train_shape(derived, batch))
+        flops_o = H.common_overrides(str(data), str(dict_path), str(work / "flops"), 1, batch, eval_every,
+                                     extra=H.YAML_KEYS[yn])
+        gf, gf_err = model_gflops(str(ypath), flops_o, train_shape(derived, batch))
         for s in summary:
             s.update(H.utilisation(s["ips"], gf and gf * 1e9, peak, s["nproc"]))
         shown = {k: v for k, v in o.items() if k != "Global.save_model_dir"}
@@ -333,7 +348,8 @@ def main(argv=None) -> int:
            "warmup_steps": warmup, "budget_min": args.budget_min, "side_by_side": args.side_by_side,
            "peak_gflops": peak, "load": load,
            "not_switched_on": H.NOT_SWITCHED_ON,
-           "data": f"synthetic 100-hanzi lines ({min_len}-{max_len} chars, height 48), {n_train} train / {n_val} val, "
+           "data": f"synthetic lines of {args.num_chars or len(chars)} hanzi ({dict_path.name}; {min_len}-{max_len} "
+                   f"chars, height 48), {n_train} train / {n_val} val, "
                    f"PaddleOCR label files under {data}", "yamls": report_yamls, "work_dir": str(work)}
     (out_dir / "report.json").write_text(json.dumps(rep, indent=1, default=str, ensure_ascii=False))
     (out_dir / "report.md").write_text(H.to_markdown(rep))

@@ -401,6 +401,10 @@ def _f(v, fmt="{:.2f}"):
     return "n/a" if v is None else fmt.format(v)
 
 
+SIDE_BY_SIDE_NOTE = (" each and run SIDE BY SIDE (the 1-process rows of a repeat at the same time, on different "
+                     "cores that rotate with the repeat)")
+
+
 def _first_learnt(s: dict) -> str:
     t = s.get("first_learnt")
     if t is None:
@@ -417,7 +421,7 @@ def to_markdown(rep: dict) -> str:
              f"PaddleOCR checkout: {rep['ppocr']['src']} (commit {rep['ppocr'].get('commit')}), run from a scratch "
              f"copy; changes to it: {rep['ppocr']['changes'] or 'none'}. Versions: {rep['versions']}.", "",
              f"Data: {rep['data']}. Threads per process {rep['threads']}; 1-process rows pinned to one core"
-             f"{' each and run SIDE BY SIDE (the 1-process rows of a repeat at the same time, on different cores)' if rep.get('side_by_side') else ''}, "
+             f"{SIDE_BY_SIDE_NOTE if rep.get('side_by_side') else ''}, "
              f"2-process rows on {rep['cores']}. Repeats {rep['repeats']} (interleaved). Load (1/5/15 min) before "
              f"{rep['load']['before']}, after {rep['load']['after']}. Matmul peak (fp32, 1 thread, this process): "
              f"{_f(rep['peak_gflops'])} GFLOP/s.", "",
@@ -450,10 +454,11 @@ def to_markdown(rep: dict) -> str:
         lines.append("")
     lines += ["s/step = median avg_batch_cost after the warm-up steps (data loading included, eval excluded, both "
               "trainers' own meters); wall s/step = the same from the logs' timestamps over eval-free stretches "
-              "(counts what a trainer does per step outside its own meter); ips = samples of all processes / s; epoch = steps per epoch x s/step; "
-              "x = ours vs PaddleOCR's row with the same process count (> 1 = ours faster); time to target = "
-              "training seconds (eval excluded) at the first eval at or above the target; wall to target = log-timestamp "
-              "seconds from the first step line to that eval (evals and saves included); first acc > 0 = training seconds "
+              "(counts what a trainer does per step outside its own meter); ips = samples of all processes / s; "
+              "epoch = steps per epoch x s/step; x = ours vs PaddleOCR's row with the same process count (> 1 = ours "
+              "faster); time to target = training seconds (eval excluded) at the first eval at or above the target; "
+              "wall to target = log-timestamp seconds from the first step line to that eval (evals and saves "
+              "included); first acc > 0 = training seconds "
               "to the first eval that reads any line right (the end of CTC's blank plateau; >= when PaddleOCR's row "
               "never got there: its whole training time / ours); GFLOP/s = 3 x forward "
               "FLOPs x ips; utilisation = that / (matmul peak x processes).", "",
