@@ -284,7 +284,8 @@ def main(argv=None) -> int:
         steps_per_epoch = n_train // batch  # drop_last on both sides; per process when 1 process
         runs: dict = {r.name: [] for r in rows}
         fast_keys = H.speedup_keys(derived)
-        def run_row(row, rep: int, slot: int) -> dict:
+        def run_row(row, rep: int, slot: int) -> tuple[dict, dict, str]:
+            """(record, -o keys, tag) of one training run."""
             tag = f"{yn}_{row.name}_r{rep}"
             o = H.common_overrides(str(data), str(dict_path), str(work / tag), epochs, batch, eval_every,
                                    extra=H.YAML_KEYS[yn])
@@ -302,8 +303,7 @@ def main(argv=None) -> int:
                                            completed=rec["returncode"] == 0 and not rec["stopped"])
             if not parsed["steps"]:
                 rec["error"] = f"no step lines in {train_log} (see {rec['log']})"
-            rec["_o"], rec["_tag"] = o, tag
-            return rec
+            return rec, o, tag
 
         slots = H.side_by_side_groups(rows, n_cores // args.threads if args.side_by_side else 1)
         for rep in range(repeats):
@@ -312,8 +312,7 @@ def main(argv=None) -> int:
                     # cores rotate with the repeat: each row runs on each core in turn (no core bias)
                     recs = list(pool.map(lambda rs: run_row(rs[1], rep, (rs[0] + rep) % len(group)),
                                          enumerate(group)))
-                for row, rec in zip(group, recs):
-                    o, tag = rec.pop("_o"), rec.pop("_tag")
+                for row, (rec, o, tag) in zip(group, recs):
                     if rec["returncode"] != 0 or rec.get("error"):
                         all_ok = False
                     weights = (work / tag / "best_accuracy") if row.side == "ppocr" else \

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 
 import paddle
 
-from .finite import all_finite
-
 from .config import check_name
+from .finite import all_finite
 
 logger = logging.getLogger(__name__)
 
@@ -142,13 +141,10 @@ def unscale_and_check(grads: list, inv_scale: float) -> bool:
             flags.append(found_inf.reshape([-1])[0])
         return bool(paddle.stack(flags).any().item())
     except (AttributeError, RuntimeError, ValueError):  # pragma: no cover - op missing on a build
-        bad = False
         with paddle.no_grad():
             for g in grads:
-                if inv_scale != 1.0:
-                    g.scale_(inv_scale)
-                bad = bad or not bool(paddle.isfinite(g.astype("float32")).all().item())
-        return bad
+                g.scale_(inv_scale)
+        return any_nonfinite(grads)
 
 
 class DynamicLossScaler:

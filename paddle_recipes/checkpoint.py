@@ -78,19 +78,16 @@ def first_nonfinite(state_dict) -> str | None:
     state dict, else None. Paddle tensors are checked together (finite.first_bad_index: one host sync)."""
     if not isinstance(state_dict, dict):
         return None
-    names, tensors = [], []
+    names, tensors, bad_array = [], [], None
     for name, value in _named_leaves(state_dict):
         if isinstance(value, paddle.Tensor) and value.dtype in FLOAT_DTYPES:
             names.append(name)
             tensors.append(value)
         elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
-            names.append(name)
-            tensors.append(None)  # known bad; keeps dict order for "first"
-    bad_np = next((i for i, t in enumerate(tensors) if t is None), None)
-    bad = first_bad_index(tensors[:bad_np] if bad_np is not None else tensors)  # the tensors before it
-    if bad is not None:
-        return names[bad]
-    return names[bad_np] if bad_np is not None else None
+            bad_array = name  # the first bad array: only the tensors before it can come first
+            break
+    bad = first_bad_index(tensors)
+    return names[bad] if bad is not None else bad_array
 
 
 def rng_state() -> dict:

@@ -26,6 +26,7 @@ import paddle
 
 from .config import check_name
 from .distributed import unwrap
+from .finite import FLOAT_DTYPES
 
 WARMUPS = ("threshold", "exponential", "none")
 
@@ -69,7 +70,7 @@ def ema_decay(n: int, decay: float, warmup: str = "threshold", warmup_steps: int
 
 
 def _is_float(t: paddle.Tensor) -> bool:
-    return t.dtype in (paddle.float16, paddle.bfloat16, paddle.float32, paddle.float64)
+    return t.dtype in FLOAT_DTYPES
 
 
 def _lerp_(shadow: paddle.Tensor, new: paddle.Tensor, weight: paddle.Tensor) -> None:
@@ -112,7 +113,6 @@ class ModelEMA:
         """Decay the next update will use."""
         return ema_decay(self.num_updates, self.decay, self.warmup, self.warmup_steps)
 
-    @paddle.no_grad()
     @paddle.no_grad()
     def update(self, model: paddle.nn.Layer, step: int | None = None) -> float:
         """Fold the current weights into the shadow; returns the decay used.

@@ -33,6 +33,7 @@ from .accumulate import GradAccumulator
 from .amp import Amp
 from .data import DataError
 from .distributed import DistInfo, all_reduce_sum, barrier, unwrap
+from .finite import FLOAT_DTYPES
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +47,7 @@ def float_buffers(model: paddle.nn.Layer) -> list:
     BatchNorm's running mean/variance as parameters with stop_gradient=True, not as buffers)."""
     layer = unwrap(model)
     found = list(layer.buffers()) + [p for p in layer.parameters() if p.stop_gradient]
-    floats = (paddle.float32, paddle.float16, paddle.bfloat16, paddle.float64)
-    return [t for t in found if t is not None and t.dtype in floats]
+    return [t for t in found if t is not None and t.dtype in FLOAT_DTYPES]
 
 
 class Callback:

@@ -342,6 +342,20 @@ def target_accuracy(runs: list[dict]) -> float | None:
     return t if t else None
 
 
+def _ratio(s: dict, ref: dict | None, key: str) -> float | None:
+    """PaddleOCR's figure / ours (seconds: > 1 = ours faster); None when either is missing."""
+    ours, theirs = s.get(key), (ref or {}).get(key)
+    return theirs / ours if ours and theirs else None
+
+
+def _at_least(s: dict, ref: dict | None, key: str) -> float | None:
+    """Lower bound of _ratio when ours got there and PaddleOCR's row never did: its whole training time / ours."""
+    ours = s.get(key)
+    if not ref or ref.get(key) or not ours or not ref.get("train_s"):
+        return None
+    return ref["train_s"] / ours
+
+
 def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
     """One dict per row: medians over repeats of the run figures, time to target, ratios against PaddleOCR's
     row with the same process count (ips ours/theirs, epoch time theirs/ours, time-to-target theirs/ours; a
@@ -370,20 +384,13 @@ def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
         ref = by.get(f"ppocr_p{s['nproc']}") if s["side"] == "ours" else None
         s["vs"] = ref["name"] if ref else None
         s["ips_ratio"] = s["ips"] / ref["ips"] if ref and s["ips"] and ref["ips"] else None
-        ep, rep = s["epoch_s_projected"], (ref or {}).get("epoch_s_projected")
-        s["epoch_ratio"] = rep / ep if ep and rep else None
-        w, rw = s["wall_s_per_step"], (ref or {}).get("wall_s_per_step")
-        s["wall_step_ratio"] = rw / w if w and rw else None
-        w, rw = s["wall_to_target"], (ref or {}).get("wall_to_target")
-        s["wall_tta_ratio"] = rw / w if w and rw else None
-        t, rt = s["time_to_target"], (ref or {}).get("time_to_target")
-        s["tta_ratio"] = rt / t if t and rt else None
-        s["tta_ratio_at_least"] = ((ref or {}).get("train_s") / t) if (ref and not rt and t and ref.get("train_s")) \
-            else None
-        t, rt = s["first_learnt"], (ref or {}).get("first_learnt")
-        s["first_learnt_ratio"] = rt / t if t and rt else None
-        s["first_learnt_ratio_at_least"] = ((ref or {}).get("train_s") / t) if (ref and not rt and t and
-                                                                                 ref.get("train_s")) else None
+        s["epoch_ratio"] = _ratio(s, ref, "epoch_s_projected")
+        s["wall_step_ratio"] = _ratio(s, ref, "wall_s_per_step")
+        s["wall_tta_ratio"] = _ratio(s, ref, "wall_to_target")
+        s["tta_ratio"] = _ratio(s, ref, "time_to_target")
+        s["tta_ratio_at_least"] = _at_least(s, ref, "time_to_target")
+        s["first_learnt_ratio"] = _ratio(s, ref, "first_learnt")
+        s["first_learnt_ratio_at_least"] = _at_least(s, ref, "first_learnt")
     return out
 
 
