@@ -3,5 +3,5 @@
 cd "$(dirname "$0")/.."
 python3 -m pytest -q; default=$?
 python3 -m pytest -q -m slow; slow=$?
-echo "== default suite: rc $default; slow tests: rc $slow"
+echo "== default suite: rc $default; slow tests: rc $slow; free disk now: $(df -h --output=avail "${TMPDIR:-/tmp}" | tail -1 | tr -d ' ')"
 [ "$default" -eq 0 ] && [ "$slow" -eq 0 ]

@@ -276,18 +276,19 @@ def _inference_predictor(model, x, args, res: dict, ref: list):
     from paddle_recipes.export import create_predictor, export_model, predict
 
     try:
-        prefix = str(Path(tempfile.mkdtemp(prefix="bench_infer_")) / "model")
-        spec = [InputSpec([None] + list(x.shape[1:]), str(x.dtype).replace("paddle.", ""), "x")]
-        exp = export_model(model, spec, prefix)
-        device = "gpu" if "gpu" in paddle.device.get_device() else "cpu"
-        pred = create_predictor(exp.prefix, device=device, threads=args.threads)
-        try:
-            got = predict(pred, [x.numpy()])
-        except Exception as e:  # noqa: BLE001 - some oneDNN kernels reject PIR attributes: retry without
-            first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
-            res["inference_note"] = f"oneDNN disabled after: {type(e).__name__}: {first[:200]}"
-            pred = create_predictor(exp.prefix, device=device, threads=args.threads, enable_mkldnn=False)
-            got = predict(pred, [x.numpy()])
+        # the predictor holds the program and weights once created: the exported files are removed right away
+        with tempfile.TemporaryDirectory(prefix="bench_infer_") as tmp:
+            spec = [InputSpec([None] + list(x.shape[1:]), str(x.dtype).replace("paddle.", ""), "x")]
+            exp = export_model(model, spec, str(Path(tmp) / "model"))
+            device = "gpu" if "gpu" in paddle.device.get_device() else "cpu"
+            pred = create_predictor(exp.prefix, device=device, threads=args.threads)
+            try:
+                got = predict(pred, [x.numpy()])
+            except Exception as e:  # noqa: BLE001 - some oneDNN kernels reject PIR attributes: retry without
+                first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+                res["inference_note"] = f"oneDNN disabled after: {type(e).__name__}: {first[:200]}"
+                pred = create_predictor(exp.prefix, device=device, threads=args.threads, enable_mkldnn=False)
+                got = predict(pred, [x.numpy()])
         diffs = [float(np.abs(a - b).max()) for a, b in zip(ref, got)]
         scale = max(float(np.abs(a).max()) for a in ref)
         res["inference_parity"] = {"max_abs_diff": max(diffs), "max_rel_diff": max(diffs) / max(scale, 1e-12),
