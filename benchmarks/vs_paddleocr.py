@@ -93,7 +93,9 @@ def parse_args(argv=None):
                    help="edit of the YAML for BOTH sides (a number indexes a list), repeatable")
     p.add_argument("--budget-min", type=float, default=0.0, help="stop a training run after this many minutes (0 = "
                    "run its epochs)")
-    p.add_argument("--quick", action="store_true", help="tiny data (6 steps at 1 process, 3 at 2), reduced widths: pipeline only")
+    p.add_argument("--row-budget-min", action="append", default=[], metavar="ROW=MIN",
+                   help="another budget for one row, e.g. ppocr_p1=4 when that row is there for its epoch time only")
+    p.add_argument("--quick", action="store_true", help="tiny data (12 steps at 1 process, 6 at 2), reduced widths: pipeline only")
     p.add_argument("--no-our-eval", action="store_true", help="skip scoring the best weights with our evaluator")
     p.add_argument("--ours-entry", default=str(H.RECIPE), help="our recipe entry point (default recipes/ocr_rec.py)")
     p.add_argument("--side-by-side", action="store_true",
@@ -119,7 +121,8 @@ def _cores(nproc: int, threads: int, slot: int = 0) -> list[str]:
 def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float, budget_s: float) -> dict:
     """Run in its own process group; SIGTERM to the group at the budget (recorded) or the timeout."""
     env = row_env(threads)
-    rec = {"command": " ".join(cmd), "cwd": str(cwd), "log": str(log), "loadavg_before": loadavg()}
+    rec = {"command": " ".join(cmd), "cwd": str(cwd), "log": str(log), "budget_s": budget_s,
+           "loadavg_before": loadavg()}
     t0 = time.time()
     limit = min(timeout, budget_s) if budget_s else timeout
     with open(log, "w") as f:
@@ -232,6 +235,11 @@ def main(argv=None) -> int:
     if bad:
         raise SystemExit(f"--yamls: unknown {sorted(bad)}; choose from {sorted(H.YAMLS)}")
     rows = H.pick_rows([r for r in args.rows.split(",") if r] or None)
+    try:
+        budgets = H.row_budgets(args.row_budget_min, rows)
+    except ValueError as exc:
+        print(f"--row-budget-min: {exc}", file=sys.stderr)
+        return 2
     lens = args.text_len.split(",")
     if len(lens) != 2 or not all(x.strip().isdigit() for x in lens) or not 1 <= int(lens[0]) <= int(lens[1]):
         print(f"--text-len {args.text_len!r}: want MIN,MAX with 1 <= MIN <= MAX, e.g. 2,6", file=sys.stderr)
@@ -249,7 +257,7 @@ def main(argv=None) -> int:
         return 2
     scratch = Path(ppocr["scratch"])
     batch = 8 if q else args.batch
-    n_train, n_val = (2 * 3 * batch, 8) if q else (args.num_train, args.num_val)
+    n_train, n_val = (12 * batch, 8) if q else (args.num_train, args.num_val)  # 2-process curriculum: >= 16 short lines
     epochs, repeats, eval_every = (1, 1, 3) if q else (args.epochs, max(1, args.repeats), args.eval_every)
     warmup = 1 if q else args.warmup_steps
     data = work / "data"
@@ -293,7 +301,7 @@ def main(argv=None) -> int:
                                   42 + rep, has_sampler, args.ours_entry, fast_keys)
             cwd = scratch if kind == "ppocr" else REPO
             rec = run_proc(_cores(row.nproc, args.threads, slot) + cmd, cwd, work / f"{tag}.stdout", args.threads,
-                           args.timeout, args.budget_min * 60.0)
+                           args.timeout, budgets.get(row.name, args.budget_min) * 60.0)
             rec["side_by_side_slot"] = slot if args.side_by_side else None
             train_log = work / tag / "train.log"
             parsed = H.parse_train_log(train_log.read_text(errors="replace")) if train_log.exists() else \
@@ -325,7 +333,7 @@ def main(argv=None) -> int:
                           f"best acc {f['best_acc']}, our eval {(rec.get('our_eval') or {}).get('acc')}, "
                           f"{rec['wall_s']} s wall, load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
                     runs[row.name].append(rec)
-        target = H.target_accuracy(runs.get("ppocr_p1", []))
+        target, target_row = H.target_accuracy(runs)
         summary = H.summarize(rows, runs, target)
         flops_o = H.common_overrides(str(data), str(dict_path), str(work / "flops"), 1, batch, eval_every,
                                      extra=H.YAML_KEYS[yn])
@@ -336,7 +344,7 @@ def main(argv=None) -> int:
         y = {"name": yn, "yaml": H.YAMLS[yn], "derived_yaml": str(ypath), "edits": [f"{k}={v}" for k, v in edits],
              "overrides": o, "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()),
              "steps_per_epoch": steps_per_epoch, "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()),
-             "target": target, "fwd_gflops": gf, "fwd_gflops_error": gf_err,
+             "target": target, "target_row": target_row, "seed_analogue": H.seed_analogue(summary), "fwd_gflops": gf, "fwd_gflops_error": gf_err,
              "rows": summary, "runs": runs}
         report_yamls.append(y)
         H.write_plot(y, runs, target, out_dir / f"acc_vs_time_{yn}.png")
@@ -344,7 +352,7 @@ def main(argv=None) -> int:
     rep = {"suite": "vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
-           "warmup_steps": warmup, "budget_min": args.budget_min, "side_by_side": args.side_by_side,
+           "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets, "side_by_side": args.side_by_side,
            "peak_gflops": peak, "load": load,
            "not_switched_on": H.NOT_SWITCHED_ON,
            "data": f"synthetic lines of {args.num_chars or len(chars)} hanzi ({dict_path.name}; {min_len}-{max_len} "

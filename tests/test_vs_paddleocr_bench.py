@@ -159,8 +159,11 @@ def test_summary_target_ratios_and_lower_bound():
     rows = H.pick_rows(["ppocr_p1", "ours_p1", "fast_p1"])
     runs = {"ppocr_p1": [run(2.0, [0.1, 0.3, 0.5]), run(2.0, [0.1, 0.3, 0.6]), run(4.0, [0.2, 0.7])],
             "ours_p1": [run(1.0, [0.1, 0.3, 0.5, 0.6])], "fast_p1": [run(1.0, [0.7])]}
-    target = H.target_accuracy(runs["ppocr_p1"])
-    assert target == 0.6  # median of best accs 0.5, 0.6, 0.7
+    target, source = H.target_accuracy(runs)
+    assert (target, source) == (0.6, "ppocr_p1")  # median of best accs 0.5, 0.6, 0.7
+    # the higher of PaddleOCR's rows: a 2-process row that got further sets the target
+    assert H.target_accuracy({**runs, "ppocr_p2": [run(2.0, [0.9], 2)]}) == (0.9, "ppocr_p2")
+    assert H.target_accuracy({**runs, "ppocr_p2": [run(2.0, [0.6], 2)]}) == (0.6, "ppocr_p1")  # tie: 1 process
     s = {x["name"]: x for x in H.summarize(rows, runs, target)}
     assert s["ppocr_p1"]["time_to_target_all"] == [None, 6.0, 8.0] and s["ppocr_p1"]["time_to_target"] == 7.0
     assert s["ours_p1"]["time_to_target"] == 4.0 and s["ours_p1"]["tta_ratio"] == 7.0 / 4.0
@@ -171,7 +174,7 @@ def test_summary_target_ratios_and_lower_bound():
     assert s2["ppocr_p1"]["reached_target"] == 1 and s2["ppocr_p1"]["time_to_target"] == 8.0
     s3 = {x["name"]: x for x in H.summarize(rows, {**runs, "ppocr_p1": runs["ppocr_p1"][:2]}, 0.65)}
     assert s3["fast_p1"]["tta_ratio"] is None and s3["fast_p1"]["tta_ratio_at_least"] == 6.0 / 1.0
-    assert H.target_accuracy([run(2.0, [0.0, 0.0])]) is None  # PaddleOCR learnt nothing: no target
+    assert H.target_accuracy({"ppocr_p1": [run(2.0, [0.0, 0.0])], "fast_p1": [run(1.0, [0.5])]}) == (None, None)
     # the plateau's end: first eval that reads any line; PaddleOCR stuck at 0 gives a lower bound
     stuck = {"ppocr_p1": [run(2.0, [0.0, 0.0, 0.0])], "ours_p1": [run(1.0, [0.0, 0.2])], "fast_p1": [run(1.0, [0.0])]}
     s4 = {x["name"]: x for x in H.summarize(rows, stuck, None)}
@@ -252,18 +255,44 @@ def fake_run(tmp_path_factory):
            "--rows", "ppocr_p1,ppocr_p2,ours_p1,fast_p1", "--repeats", "2", "--num-train", "32", "--num-val", "8",
            "--epochs", "2", "--batch", "8", "--eval-every", "2", "--warmup-steps", "1", "--ours-entry", str(ours),
            "--set", "Train.dataset.transforms.2.RecResizeImg.image_shape=[3,32,64]", "--work-dir", str(work),
-           "--out", str(out)]
+           "--row-budget-min", "ppocr_p2=30", "--budget-min", "40", "--out", str(out)]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads((out / "report.json").read_text()), work, out, src
+
+
+def test_seed_analogue_takes_the_fastest_row_that_always_reached_the_target():
+    def row(name, epoch_s, reached, repeats=3, side="ours", tta=100.0):
+        return {"name": name, "side": side, "epoch_s_projected": epoch_s, "reached_target": reached,
+                "repeats": repeats, "time_to_target": tta}
+    summary = [row("ppocr_p1", 700.0, 2, side="ppocr"), row("ppocr_p2", 380.0, 3, side="ppocr"),
+               row("fast_p1", 690.0, 3), row("fast_p2", 350.0, 3, tta=200.0), row("ours_p2", 300.0, 2)]
+    a = H.seed_analogue(summary)  # ours_p2 is faster per epoch but missed the target once: not it
+    assert (a["row"], a["ratio"], a["reached"], a["time_to_target"]) == ("fast_p2", 2.0, 3, 200.0)
+    assert H.seed_analogue(summary[1:])["ratio"] is None and "ppocr_p1" in H.seed_analogue(summary[1:])["why"]
+    none = H.seed_analogue([summary[0], row("fast_p2", 350.0, 1)])
+    assert none["ratio"] is None and "every repeat" in none["why"]
+    assert "x2.00" in H._analogue_line(a) and "n/a (no row of ours" in H._analogue_line(none)
+
+
+def test_row_budgets_name_the_bad_item():
+    rows = H.pick_rows(["ppocr_p1", "fast_p2"])
+    assert H.row_budgets(["ppocr_p1=4", "fast_p2=9.5"], rows) == {"ppocr_p1": 4.0, "fast_p2": 9.5}
+    for bad, msg in (("ours_p1=3", "one of the rows run"), ("ppocr_p1", "want ROW=MIN"), ("ppocr_p1=x", "'x' is not"),
+                     ("ppocr_p1=-1", ">= 0")):
+        with pytest.raises(ValueError, match=msg):
+            H.row_budgets([bad], rows)
 
 
 def test_side_by_side_groups_pack_one_process_rows_only():
     r = {x.name: x for x in H.ROWS}
     rows = [r["ppocr_p1"], r["ppocr_p2"], r["ours_p1"], r["fast_p1"], r["ours_p2"], r["fast_p2"]]
     names = lambda gs: [[x.name for x in g] for g in gs]  # noqa: E731
-    assert names(H.side_by_side_groups(rows, 2)) == [["ppocr_p1"], ["ppocr_p2"], ["ours_p1", "fast_p1"], ["ours_p2"],
+    # the 1-process rows pair up (PaddleOCR's with ours at equal settings), the 2-process rows follow one by one
+    assert names(H.side_by_side_groups(rows, 2)) == [["ppocr_p1", "ours_p1"], ["fast_p1"], ["ppocr_p2"], ["ours_p2"],
                                                      ["fast_p2"]]
+    assert names(H.side_by_side_groups([r["ppocr_p1"], r["ppocr_p2"], r["fast_p1"], r["fast_p2"]], 2)) == [
+        ["ppocr_p1", "fast_p1"], ["ppocr_p2"], ["fast_p2"]]
     assert names(H.side_by_side_groups([r["ppocr_p1"], r["fast_p1"], r["ours_p1"]], 2)) == [["ppocr_p1", "fast_p1"],
                                                                                             ["ours_p1"]]
     assert names(H.side_by_side_groups(rows[:1] + rows[2:4], 1)) == [["ppocr_p1"], ["ours_p1"], ["fast_p1"]]
@@ -316,7 +345,11 @@ def test_fake_run_figures_target_ratios_and_one_evaluator(fake_run):
     # fakes: 32 lines, batch 8 -> 4 steps/epoch per process, 2 epochs, eval every 2 steps, acc = rate x step
     assert s["ppocr_p1"]["s_per_step"] == 0.5 and s["ours_p1"]["s_per_step"] == 0.4
     assert s["ppocr_p2"]["ips"] == 8 * 2 / 0.5 and s["ppocr_p1"]["ips"] == 16.0
-    assert y["target"] == 0.8  # PaddleOCR 1 proc: 8 steps x 0.1
+    assert (y["target"], y["target_row"]) == (0.8, "ppocr_p1")  # PaddleOCR 1 proc: 8 steps x 0.1 (2 procs: 0.4)
+    a = y["seed_analogue"]  # ours_p1 and fast_p1 reach 0.8 in every repeat at 0.4 s/step: PaddleOCR 0.5
+    assert a["row"] in ("ours_p1", "fast_p1") and a["ratio"] == pytest.approx(0.5 / 0.4)
+    assert {r["budget_s"] for r in y["runs"]["ppocr_p2"]} == {1800.0}  # --row-budget-min; the others: --budget-min
+    assert {r["budget_s"] for n in ("ppocr_p1", "ours_p1", "fast_p1") for r in y["runs"][n]} == {2400.0}
     assert s["ppocr_p1"]["time_to_target"] == 8 * 0.5 and s["ours_p1"]["time_to_target"] == 8 * 0.4
     assert s["fast_p1"]["time_to_target"] == 4 * 0.4  # rate 0.2: 0.8 at step 4
     assert s["ours_p1"]["tta_ratio"] == pytest.approx(4.0 / 3.2) and s["fast_p1"]["tta_ratio"] == pytest.approx(2.5)
