@@ -162,6 +162,20 @@ def test_curriculum_rejects_too_few_short_lines():
         LengthCurriculumSampler(LENGTHS, 8, warm_steps=5, short_len=1)
 
 
+def test_curriculum_loader_names_the_keys_when_the_data_cannot_fill_a_short_batch():
+    from types import SimpleNamespace
+
+    from paddle_recipes.tasks.ocr.curriculum import build_curriculum_loader
+
+    data = SimpleNamespace(label_lengths=lambda: LENGTHS)
+    info = SimpleNamespace(world_size=2, rank=0)
+    with pytest.raises(ConfigError, match=r"Train.sampler \(LengthCurriculumSampler, short_len=1, warm_steps=5\) with "
+                                          r"Train.loader.batch_size_per_card=8 on 2 process\(es\): only \d+ samples "
+                                          r"have <= 1 chars: less than one global batch of 16"):
+        build_curriculum_loader(data, CurriculumSamplerConfig(warm_steps=5, short_len=1),
+                                SimpleNamespace(batch_size_per_card=8), info, seed=0)
+
+
 def test_curriculum_is_chosen_by_train_sampler_name():
     cfg = load_config(None, ["Train.sampler.name=LengthCurriculumSampler", "Train.sampler.warm_steps=5"], RecConfig)
     assert cfg.Train.sampler == CurriculumSamplerConfig(warm_steps=5, short_len=3)

@@ -145,9 +145,16 @@ def build_curriculum_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, c
 
     ``dataset`` needs ``label_lengths()`` (characters per sample); batch size: loader_cfg.batch_size_per_card;
     the order depends on (seed, epoch) only."""
+    from ...config import ConfigError
     from ...data import build_loader
 
-    sampler = LengthCurriculumSampler(dataset.label_lengths(), loader_cfg.batch_size_per_card, sampler_cfg.warm_steps,
-                                      sampler_cfg.short_len, num_replicas=info.world_size, rank=info.rank, seed=seed)
+    try:
+        sampler = LengthCurriculumSampler(dataset.label_lengths(), loader_cfg.batch_size_per_card,
+                                          sampler_cfg.warm_steps, sampler_cfg.short_len, num_replicas=info.world_size,
+                                          rank=info.rank, seed=seed)
+    except ValueError as exc:  # a setting that does not fit this data set: one line naming the keys
+        raise ConfigError(f"Train.sampler (LengthCurriculumSampler, short_len={sampler_cfg.short_len}, warm_steps="
+                          f"{sampler_cfg.warm_steps}) with Train.loader.batch_size_per_card="
+                          f"{loader_cfg.batch_size_per_card} on {info.world_size} process(es): {exc}") from None
     loader = build_loader(dataset, sampler, loader_cfg, collate_fn=collate_fn, name="Train.loader")
     return loader, [CurriculumLogger(sampler)]
