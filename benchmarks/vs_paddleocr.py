@@ -344,7 +344,8 @@ def main(argv=None) -> int:
         y = {"name": yn, "yaml": H.YAMLS[yn], "derived_yaml": str(ypath), "edits": [f"{k}={v}" for k, v in edits],
              "overrides": o, "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()),
              "steps_per_epoch": steps_per_epoch, "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()),
-             "target": target, "target_row": target_row, "seed_analogue": H.seed_analogue(summary), "fwd_gflops": gf, "fwd_gflops_error": gf_err,
+             "target": target, "target_row": target_row, "seed_analogue": H.seed_analogue(summary),
+             "fwd_gflops": gf, "fwd_gflops_error": gf_err,
              "rows": summary, "runs": runs}
         report_yamls.append(y)
         H.write_plot(y, runs, target, out_dir / f"acc_vs_time_{yn}.png")
@@ -352,7 +353,8 @@ def main(argv=None) -> int:
     rep = {"suite": "vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
-           "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets, "side_by_side": args.side_by_side,
+           "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
+           "side_by_side": args.side_by_side,
            "peak_gflops": peak, "load": load,
            "not_switched_on": H.NOT_SWITCHED_ON,
            "data": f"synthetic lines of {args.num_chars or len(chars)} hanzi ({dict_path.name}; {min_len}-{max_len} "

@@ -27,8 +27,8 @@ def _copy_source_tree(repo: Path, dst: Path) -> None:
     """The files a clean clone has (git's tracked and not-ignored ones), not the side venvs the CI setup
     makes in the checkout (3 GB) nor outputs; without git, everything but those."""
     try:
-        listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                                capture_output=True, check=True).stdout.decode().split("\0")
+        git = ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        listed = subprocess.run(git, capture_output=True, check=True).stdout.decode().split("\0")
     except (OSError, subprocess.CalledProcessError):
         shutil.copytree(repo, dst, symlinks=True, ignore=shutil.ignore_patterns(
             ".git", ".venv*", "output", "cache", "build", "*.egg-info", "__pycache__", ".pytest_cache"))
@@ -39,7 +39,7 @@ def _copy_source_tree(repo: Path, dst: Path) -> None:
             shutil.copy2(repo / rel, dst / rel, follow_symlinks=False)
 
 
-@pytest.mark.slow  # ~90 s: builds a wheel and a venv; the CI script runs it (`pytest -q -m slow`)
+@pytest.mark.slow  # ~15 s: builds a wheel and a venv; the CI script runs it (`pytest -q -m slow`)
 def test_wheel_installs_and_runs_the_ocr_smoke_recipe_outside_the_checkout(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(OMP_NUM_THREADS="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
