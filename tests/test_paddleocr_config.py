@@ -222,6 +222,19 @@ def test_v4_multihead_multiscale_and_warmup():
     assert ours["Global"]["max_text_length"] == 25
 
 
+def test_recconaug_with_prob_0_is_exact_and_a_bad_prob_names_the_key():
+    """RecConAug prob 0 never concatenates in PaddleOCR either: no effect, not 'not exactly as PaddleOCR'."""
+    cfg = load(V4)
+    cfg["Train"]["dataset"]["transforms"][1]["RecConAug"]["prob"] = 0
+    ours, report = translate(cfg)
+    op = "Train.dataset.transforms[1].RecConAug"
+    assert op in report.no_effect and f"{op}.prob" in report.no_effect and f"{op}.image_shape" in report.no_effect
+    assert "RecConAug" not in report.approximated_line()
+    cfg["Train"]["dataset"]["transforms"][1]["RecConAug"]["prob"] = "half"
+    with pytest.raises(ConfigError, match=r"RecConAug\.prob: 'half' is not a number"):
+        translate(cfg)
+
+
 def test_v5_latin_without_global_max_text_length_and_eval_mode():
     """latin_PP-OCRv5_mobile_rec.yml has no Global.max_text_length: PaddleOCR's ops keep their own (Train 25, Eval
     1000). Ours is Train's encoder's; Eval's other value is reported. Its Eval eval_mode free-width: reported."""

@@ -808,6 +808,16 @@ class _Translator:
     def _op_RecConAug(self, split, op, args, i):
         if split != "Train":
             raise self.error(op, "only Train can use RecConAug")
+        try:
+            prob = float(args.get("prob", 0.5))  # PaddleOCR's default; it concatenates when random() <= prob
+        except (TypeError, ValueError):
+            raise self.error(f"{op}.prob", f"{args.get('prob')!r} is not a number") from None
+        if prob <= 0:
+            self.none(op, "prob 0: PaddleOCR never concatenates lines either")
+            for key in args:
+                if key not in GLOBAL_MERGED:
+                    self.none(f"{op}.{key}", "RecConAug with prob 0 does nothing")
+            return
         self.report.approximated[op] = "line concatenation is not applied here"
         for key in args:
             if key not in GLOBAL_MERGED:
