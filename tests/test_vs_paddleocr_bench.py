@@ -116,7 +116,18 @@ def test_commands_share_yaml_and_keys_and_differ_only_in_speedups(tmp_path):
     assert {k: v for k, v in kf.items() if ko.get(k) != v} == H.SPEEDUP_KEYS
     warm = {"Optimizer": {"lr": {"name": "Cosine", "warmup_epoch": 5}}, "Train": {"sampler": {"name": "MultiScaleSampler"}}}
     assert H.speedup_keys(warm) == {**H.SPEEDUP_KEYS, "Optimizer.lr.warmup_steps": "100"}  # no curriculum: own sampler
+    no_prior = {k: v for k, v in H.SPEEDUP_KEYS.items() if k != "Architecture.Head.init_blank_prob"}
+    assert H.speedup_keys({**warm, "Architecture": {"Head": {"name": "MultiHead"}}}) == {
+        **no_prior, "Optimizer.lr.warmup_steps": "100"}
     assert H.speedup_keys({"Optimizer": {"lr": {"learning_rate": 5e-4}}}) == {**H.SPEEDUP_KEYS, **H.CURRICULUM_KEYS}
+    # one scale, the shape Eval resizes to: the curriculum's batches cost the same, so it is switched on
+    one = {"Train": {"sampler": {"name": "MultiScaleSampler", "scales": [[96, 48]]}},
+           "Eval": {"dataset": {"transforms": [{"DecodeImage": None}, {"RecResizeImg": {"image_shape": [3, 48, 96]}}]}}}
+    assert H.speedup_keys(one) == {**H.SPEEDUP_KEYS, **H.CURRICULUM_KEYS}
+    for scales, eval_shape in (([[96, 48], [96, 32]], [3, 48, 96]), ([[160, 48]], [3, 48, 96]), ([[48, 96]], [3, 48, 96])):
+        other = {"Train": {"sampler": {"name": "MultiScaleSampler", "scales": scales}},
+                 "Eval": {"dataset": {"transforms": [{"RecResizeImg": {"image_shape": eval_shape}}]}}}
+        assert H.speedup_keys(other) == H.SPEEDUP_KEYS, (scales, eval_shape)
 
 
 @pytest.mark.parametrize("yn,fixture", [("r34", "rec_r34_vd_none_bilstm_ctc.yml"),
@@ -137,7 +148,9 @@ def test_fast_row_keys_load_on_the_real_yamls_and_take_effect(tmp_path, yn, fixt
     notes: list = []
     cfg = load_config(REPO_ROOT / "tests/fixtures/paddleocr_configs" / fixture, cmd[cmd.index("-o") + 1:],
                       OcrRec.Config, translators=OcrRec.config_translators, notes=notes)
-    assert cfg.Architecture.Head.init_blank_prob == 0.8 and cfg.EMA.enable and cfg.EMA.decay == 0.999
+    assert cfg.EMA.enable and cfg.EMA.decay == 0.999
+    # the blank prior on the CTC head (r34); not on a MultiHead (v5: NOT_SWITCHED_ON)
+    assert cfg.Architecture.Head.init_blank_prob == (0.8 if yn == "r34" else None)
     assert cfg.Global.metric_every == 50
     if yn == "r34":  # constant lr, no sampler: the curriculum, no warmup
         assert isinstance(cfg.Train.sampler, CurriculumSamplerConfig) and cfg.Train.sampler.warm_steps == 100

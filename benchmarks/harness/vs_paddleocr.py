@@ -43,8 +43,15 @@ CURRICULUM_KEYS = {"Train.sampler.name": "LengthCurriculumSampler", "Train.sampl
                    "Train.sampler.short_len": "3"}
 # Speedups of the issue's list the fast rows do NOT switch on, and why (reported in report.json / report.md).
 NOT_SWITCHED_ON = {
-    "length curriculum on PP-OCRv5 mobile": "Train.sampler.name=LengthCurriculumSampler would replace the YAML's "
-                                            "MultiScaleSampler (other input heights: different work per step)",
+    "length curriculum over a multi-scale sampler": "Train.sampler.name=LengthCurriculumSampler would replace a "
+                                                    "MultiScaleSampler of several scales (other input sizes: "
+                                                    "different work per step); with one scale equal to Eval's "
+                                                    "RecResizeImg shape it is switched on",
+    "blank prior on a MultiHead (PP-OCRv4/v5)": "Architecture.Head.init_blank_prob is left off there: in a 1-process "
+                                                "pilot on the reduced v5 mobile (seed 42, batch 8) the run with it "
+                                                "still read no line after 292 steps, the one without read 3% at "
+                                                "step 100 (why is not established; its CTC branch sits behind the "
+                                                "svtr neck's use_guide detach)",
     "batch": "both sides train with the same --batch (equal work per step is what the rows compare)",
     "loader workers": "1-process rows are pinned to one core, where a loader worker competes with the step "
                       "(Train.loader.num_workers=N works on a machine with spare cores; our buffer reader is on in "
@@ -53,15 +60,30 @@ NOT_SWITCHED_ON = {
 
 def speedup_keys(cfg: dict) -> dict:
     """The -o keys of the fast rows for the (derived) YAML `cfg`: SPEEDUP_KEYS; Optimizer.lr.warmup_steps=WARMUP_STEPS
-    when its lr has a schedule with warmup_epoch (the extension key replaces it); CURRICULUM_KEYS when it has no
-    Train.sampler."""
+    when its lr has a schedule with warmup_epoch (the extension key replaces it); no blank prior on a MultiHead
+    (NOT_SWITCHED_ON); CURRICULUM_KEYS when it has no
+    Train.sampler, or one whose batches all have the shape the curriculum trains at (`one_train_shape`)."""
     out = dict(SPEEDUP_KEYS)
+    if ((cfg.get("Architecture") or {}).get("Head") or {}).get("name") == "MultiHead":
+        del out["Architecture.Head.init_blank_prob"]  # NOT_SWITCHED_ON says why
     lr = ((cfg.get("Optimizer") or {}).get("lr") or {})
     if isinstance(lr, dict) and lr.get("name") and lr.get("warmup_epoch"):
         out["Optimizer.lr.warmup_steps"] = str(WARMUP_STEPS)
-    if not (cfg.get("Train") or {}).get("sampler"):
+    if not (cfg.get("Train") or {}).get("sampler") or one_train_shape(cfg):
         out.update(CURRICULUM_KEYS)
     return out
+
+
+def one_train_shape(cfg: dict) -> bool:
+    """True when Train.sampler is a MultiScaleSampler with a single scale [w, h] equal to Eval's RecResizeImg
+    image_shape [c, h, w]: the curriculum's batches (at that shape) then cost what the sampler's cost."""
+    sampler = cfg["Train"]["sampler"]
+    scales = sampler.get("scales") or []
+    if str(sampler.get("name", "")).lower() != "multiscalesampler" or len(scales) != 1:
+        return False
+    ops = ((cfg.get("Eval") or {}).get("dataset") or {}).get("transforms") or []
+    shapes = [op["RecResizeImg"].get("image_shape") for op in ops if isinstance(op, dict) and "RecResizeImg" in op]
+    return len(shapes) == 1 and list(shapes[0] or [])[1:] == list(scales[0])[::-1]
 
 
 @dataclass(frozen=True)
