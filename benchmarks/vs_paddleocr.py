@@ -278,6 +278,29 @@ def main(argv=None) -> int:
     report_yamls = []
     all_ok = True
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    versions_seen = versions(args.ppocr_python)
+
+    def write_report(yamls: list, complete: bool) -> None:
+        """report.json + report.md of the runs done so far; rewritten after every group of runs, so a run that is
+        stopped (budget of the session, kill) still leaves its figures ("complete": false, marked in report.md)."""
+        load.update(after=loadavg(), total_seconds=round(time.time() - t_start, 1))
+        rep = {"suite": "vs_paddleocr", "quick": q, "complete": complete,
+               "runs_done": sum(len(v) for y in yamls for v in y["runs"].values()),
+               "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
+               "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
+               "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs,
+               "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
+               "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
+               "not_switched_on": H.NOT_SWITCHED_ON,
+               "data": f"synthetic lines of {args.num_chars or len(chars)} hanzi ({dict_path.name}; "
+                       f"{min_len}-{max_len} chars, height 48), {n_train} train / {n_val} val, "
+                       f"PaddleOCR label files under {data}", "yamls": yamls, "work_dir": str(work)}
+        for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
+                           ("report.md", H.to_markdown(rep))):
+            tmp = out_dir / f".{name}.tmp"
+            tmp.write_text(text)
+            os.replace(tmp, out_dir / name)  # never a half-written report
+
     for yn in yaml_names:
         original = yaml.safe_load((scratch / H.YAMLS[yn]).read_text())
         edits = H.parse_set((QUICK_SET[yn] if q else []) + args.set)
@@ -313,6 +336,29 @@ def main(argv=None) -> int:
                 rec["error"] = f"no step lines in {train_log} (see {rec['log']})"
             return rec, o, tag
 
+        flops_o = H.common_overrides(str(data), str(dict_path), str(work / "flops"), 1, batch, eval_every,
+                                     extra=H.YAML_KEYS[yn])
+        gf, gf_err = model_gflops(str(ypath), flops_o, train_shape(derived, batch))
+
+        def yaml_report() -> dict:
+            """This YAML's figures from the runs done so far."""
+            target, target_row = H.target_accuracy(runs)
+            summary = H.summarize(rows, runs, target)
+            for s in summary:
+                s.update(H.utilisation(s["ips"], gf and gf * 1e9, peak, s["nproc"]))
+            o = H.common_overrides(str(data), str(dict_path), str(work / f"{yn}_<row>_r<repeat>"), epochs, batch,
+                                   eval_every, extra=H.YAML_KEYS[yn])
+            shown = {k: v for k, v in o.items() if k != "Global.save_model_dir"}
+            y = {"name": yn, "yaml": H.YAMLS[yn], "derived_yaml": str(ypath),
+                 "edits": [f"{k}={v}" for k, v in edits], "overrides": o,
+                 "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()),
+                 "steps_per_epoch": steps_per_epoch,
+                 "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()),
+                 "target": target, "target_row": target_row, "seed_analogue": H.seed_analogue(summary),
+                 "fwd_gflops": gf, "fwd_gflops_error": gf_err, "rows": summary, "runs": runs}
+            H.write_plot(y, runs, target, out_dir / f"acc_vs_time_{yn}.png")
+            return y
+
         slots = H.side_by_side_groups(rows, n_cores // args.threads if args.side_by_side else 1)
         for rep in range(repeats):
             for group in slots:  # one group runs at a time; its runs at the same time, each on its own cores
@@ -333,35 +379,9 @@ def main(argv=None) -> int:
                           f"best acc {f['best_acc']}, our eval {(rec.get('our_eval') or {}).get('acc')}, "
                           f"{rec['wall_s']} s wall, load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
                     runs[row.name].append(rec)
-        target, target_row = H.target_accuracy(runs)
-        summary = H.summarize(rows, runs, target)
-        flops_o = H.common_overrides(str(data), str(dict_path), str(work / "flops"), 1, batch, eval_every,
-                                     extra=H.YAML_KEYS[yn])
-        gf, gf_err = model_gflops(str(ypath), flops_o, train_shape(derived, batch))
-        for s in summary:
-            s.update(H.utilisation(s["ips"], gf and gf * 1e9, peak, s["nproc"]))
-        shown = {k: v for k, v in o.items() if k != "Global.save_model_dir"}
-        y = {"name": yn, "yaml": H.YAMLS[yn], "derived_yaml": str(ypath), "edits": [f"{k}={v}" for k, v in edits],
-             "overrides": o, "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()),
-             "steps_per_epoch": steps_per_epoch, "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()),
-             "target": target, "target_row": target_row, "seed_analogue": H.seed_analogue(summary),
-             "fwd_gflops": gf, "fwd_gflops_error": gf_err,
-             "rows": summary, "runs": runs}
-        report_yamls.append(y)
-        H.write_plot(y, runs, target, out_dir / f"acc_vs_time_{yn}.png")
-    load.update(after=loadavg(), total_seconds=round(time.time() - t_start, 1))
-    rep = {"suite": "vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
-           "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
-           "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs, "batch": batch,
-           "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
-           "side_by_side": args.side_by_side,
-           "peak_gflops": peak, "load": load,
-           "not_switched_on": H.NOT_SWITCHED_ON,
-           "data": f"synthetic lines of {args.num_chars or len(chars)} hanzi ({dict_path.name}; {min_len}-{max_len} "
-                   f"chars, height 48), {n_train} train / {n_val} val, "
-                   f"PaddleOCR label files under {data}", "yamls": report_yamls, "work_dir": str(work)}
-    (out_dir / "report.json").write_text(json.dumps(rep, indent=1, default=str, ensure_ascii=False))
-    (out_dir / "report.md").write_text(H.to_markdown(rep))
+                write_report(report_yamls + [yaml_report()], complete=False)  # a stopped run keeps what it did
+        report_yamls.append(yaml_report())
+    write_report(report_yamls, complete=True)
     print((out_dir / "report.md").read_text())
     print(f"wrote {out_dir}/report.json, report.md (runs and logs under {work})")
     if not all_ok:

@@ -336,6 +336,38 @@ def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
     assert rep["side_by_side"] is True and "SIDE BY SIDE" in (out / "report.md").read_text()
 
 
+def test_a_stopped_run_leaves_a_partial_report(tmp_path):
+    """The report is rewritten after every group of runs: killing the harness mid-way (a session's end, kill -9)
+    keeps the figures of the runs done, marked partial; a finished run's report says complete."""
+    import signal
+    import time
+    src, ours = fake_ppocr_checkout(tmp_path, H.YAMLS["r34"], yaml.safe_dump(FAKE_YAML), FAKE.format(side="ppocr"),
+                                    FAKE.format(side="ours"))
+    work, out = tmp_path / "work", tmp_path / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT), FAKE_SLEEP_S="3")
+    cmd = [sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--ppocr-src", str(src), "--yamls", "r34",
+           "--rows", "ppocr_p1,fast_p1", "--repeats", "3", "--num-train", "16", "--num-val", "8", "--epochs", "1",
+           "--batch", "8", "--eval-every", "2", "--warmup-steps", "0", "--ours-entry", str(ours), "--no-our-eval",
+           "--work-dir", str(work), "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 240
+        while not (out / "report.json").exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, "the harness ended before it was stopped"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["complete"] is False and 1 <= rep["runs_done"] < 6
+    runs = rep["yamls"][0]["runs"]
+    assert len(runs["ppocr_p1"]) >= 1 and runs["ppocr_p1"][0]["figures"]["steps"] == 2
+    row = {r["name"]: r for r in rep["yamls"][0]["rows"]}["ppocr_p1"]
+    assert row["s_per_step"] == 0.5 and rep["yamls"][0]["target"] is not None
+    assert f"PARTIAL REPORT: {rep['runs_done']} runs done" in (out / "report.md").read_text()
+
+
 def test_fake_run_interleaves_fresh_processes_and_copies_the_checkout(fake_run):
     rep, work, out, src = fake_run
     order = (work / "order.txt").read_text().split("\n")
@@ -345,6 +377,7 @@ def test_fake_run_interleaves_fresh_processes_and_copies_the_checkout(fake_run):
     assert sorted(ln for ln in order if ln.endswith("/2")) == ["r34_ppocr_p2_r0 42 0/2", "r34_ppocr_p2_r0 42 1/2",
                                                               "r34_ppocr_p2_r1 43 0/2", "r34_ppocr_p2_r1 43 1/2"]
     assert rep["ppocr"]["scratch"] == str(work / "PaddleOCR") and rep["ppocr"]["changes"] == []
+    assert rep["complete"] is True and rep["runs_done"] == 8 and "PARTIAL" not in (fake_run[2] / "report.md").read_text()
     assert (work / "PaddleOCR" / "tools" / "train.py").read_text() == (src / "tools" / "train.py").read_text()
     derived = yaml.safe_load((work / "r34.yml").read_text())
     assert derived["Train"]["dataset"]["transforms"][2]["RecResizeImg"]["image_shape"] == [3, 32, 64]

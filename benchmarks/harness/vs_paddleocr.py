@@ -497,6 +497,9 @@ def _analogue_line(a: dict) -> str:
 def to_markdown(rep: dict) -> str:
     lines = [f"# PaddleOCR tools/train.py vs paddle-recipes on PaddleOCR's YAMLs ({rep['machine'].get('cpu_model')})",
              "", f"Command: `{rep['command']}`", "",
+             *([] if rep.get("complete", True) else
+               [f"**PARTIAL REPORT: {rep.get('runs_done')} runs done** (the run is in progress or was stopped); "
+                "every figure below covers those runs only.", ""]),
              f"{'QUICK MODE: tiny data and steps, checks the pipeline; the figures mean nothing. ' if rep['quick'] else ''}"
              f"PaddleOCR checkout: {rep['ppocr']['src']} (commit {rep['ppocr'].get('commit')}), run from a scratch "
              f"copy; changes to it: {rep['ppocr']['changes'] or 'none'}. Versions: {rep['versions']}.", "",
