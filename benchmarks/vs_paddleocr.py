@@ -13,8 +13,9 @@ The real run needs a PaddleOCR source checkout (it is not on PyPI; nothing is do
 
 Per YAML (``--yamls r34,v5_mobile``: rec_r34_vd_none_bilstm_ctc.yml, PP-OCRv5/PP-OCRv5_mobile_rec.yml), rows
 (harness/vs_paddleocr.py ROWS): PaddleOCR 1 and 2 processes, ours as written 1 and 2 processes, ours + speedups
-1 and 2 processes (-o keys only: paddle-recipes extension keys, harness speedup_keys: blank prior, EMA, metric
-cadence, warmup in steps, the length curriculum where the YAML has no sampler). Same derived YAML (the original plus
+1 and 2 processes (-o keys only: paddle-recipes extension keys, harness speedup_keys: blank prior on a CTC head,
+EMA, metric cadence, warmup in steps, the length curriculum where the YAML has no sampler or a one-scale one at
+Eval's shape). Same derived YAML (the original plus
 ``--set`` edits, applied to a copy read by both sides), same -o keys (data, dict, epochs, batch, eval cadence, workers), same data (a synthetic
 100-hanzi label-file set made once, PaddleOCR format), same threads (--threads per process); 1-process
 rows pinned to one core (taskset), 2-process rows on two. Repeats interleaved (row1..rowN, row1..rowN, ...),
@@ -32,7 +33,8 @@ afterwards the best weights of BOTH sides (their best_accuracy, our checkpoints/
 ``recipes/ocr_rec.py --mode eval -o Global.checkpoints=...`` on the same val set.
 
 Writes report.json (every run: command, log, parsed steps/evals, load), report.md, acc_vs_time_<yaml>.png under
---out (default benchmarks/results/cpu_vs_paddleocr[_quick]/). No timing is asserted anywhere.
+--out (default benchmarks/results/cpu_vs_paddleocr[_quick]/), rewritten after every group of runs (a stopped run
+keeps what it finished: "complete": false). No timing is asserted anywhere.
 """
 from __future__ import annotations
 
