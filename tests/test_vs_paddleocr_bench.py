@@ -313,15 +313,21 @@ def test_side_by_side_groups_pack_one_process_rows_only():
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2
                     or shutil.which("taskset") is None, reason="needs 2 cores and taskset")
-def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
+def _small_fake_run(tmp_path, sleep_s: str, repeats: int, *extra: str):
+    """(command, env, work, out) of the harness on the fakes: ppocr_p1 and fast_p1, 2 steps a run, no our-eval."""
     src, ours = fake_ppocr_checkout(tmp_path, H.YAMLS["r34"], yaml.safe_dump(FAKE_YAML), FAKE.format(side="ppocr"),
                                     FAKE.format(side="ours"))
     work, out = tmp_path / "work", tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT), FAKE_SLEEP_S="1.5")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT), FAKE_SLEEP_S=sleep_s)
     cmd = [sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--ppocr-src", str(src), "--yamls", "r34",
-           "--rows", "ppocr_p1,fast_p1", "--repeats", "2", "--num-train", "16", "--num-val", "8", "--epochs", "1",
-           "--batch", "8", "--eval-every", "2", "--warmup-steps", "0", "--ours-entry", str(ours), "--side-by-side",
-           "--no-our-eval", "--work-dir", str(work), "--out", str(out)]
+           "--rows", "ppocr_p1,fast_p1", "--repeats", str(repeats), "--num-train", "16", "--num-val", "8",
+           "--epochs", "1", "--batch", "8", "--eval-every", "2", "--warmup-steps", "0", "--ours-entry", str(ours),
+           "--no-our-eval", "--work-dir", str(work), "--out", str(out), *extra]
+    return cmd, env, work, out
+
+
+def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
+    cmd, env, work, out = _small_fake_run(tmp_path, "1.5", 2, "--side-by-side")
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     spans = {ln.split()[0]: ln.split()[2:] for ln in (work / "spans.txt").read_text().splitlines()}
@@ -341,14 +347,7 @@ def test_a_stopped_run_leaves_a_partial_report(tmp_path):
     keeps the figures of the runs done, marked partial; a finished run's report says complete."""
     import signal
     import time
-    src, ours = fake_ppocr_checkout(tmp_path, H.YAMLS["r34"], yaml.safe_dump(FAKE_YAML), FAKE.format(side="ppocr"),
-                                    FAKE.format(side="ours"))
-    work, out = tmp_path / "work", tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT), FAKE_SLEEP_S="3")
-    cmd = [sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--ppocr-src", str(src), "--yamls", "r34",
-           "--rows", "ppocr_p1,fast_p1", "--repeats", "3", "--num-train", "16", "--num-val", "8", "--epochs", "1",
-           "--batch", "8", "--eval-every", "2", "--warmup-steps", "0", "--ours-entry", str(ours), "--no-our-eval",
-           "--work-dir", str(work), "--out", str(out)]
+    cmd, env, work, out = _small_fake_run(tmp_path, "3", 3)
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
