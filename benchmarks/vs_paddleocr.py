@@ -381,8 +381,9 @@ def main(argv=None) -> int:
                           f"best acc {f['best_acc']}, our eval {(rec.get('our_eval') or {}).get('acc')}, "
                           f"{rec['wall_s']} s wall, load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
                     runs[row.name].append(rec)
-                write_report(report_yamls + [yaml_report()], complete=False)  # a stopped run keeps what it did
-        report_yamls.append(yaml_report())
+                y = yaml_report()
+                write_report(report_yamls + [y], complete=False)  # a stopped run keeps what it did
+        report_yamls.append(y)  # the figures after this YAML's last group
     write_report(report_yamls, complete=True)
     print((out_dir / "report.md").read_text())
     print(f"wrote {out_dir}/report.json, report.md (runs and logs under {work})")

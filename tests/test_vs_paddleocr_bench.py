@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -311,8 +313,6 @@ def test_side_by_side_groups_pack_one_process_rows_only():
     assert names(H.side_by_side_groups(rows[:1] + rows[2:4], 1)) == [["ppocr_p1"], ["ours_p1"], ["fast_p1"]]
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2
-                    or shutil.which("taskset") is None, reason="needs 2 cores and taskset")
 def _small_fake_run(tmp_path, sleep_s: str, repeats: int, *extra: str):
     """(command, env, work, out) of the harness on the fakes: ppocr_p1 and fast_p1, 2 steps a run, no our-eval."""
     src, ours = fake_ppocr_checkout(tmp_path, H.YAMLS["r34"], yaml.safe_dump(FAKE_YAML), FAKE.format(side="ppocr"),
@@ -326,6 +326,8 @@ def _small_fake_run(tmp_path, sleep_s: str, repeats: int, *extra: str):
     return cmd, env, work, out
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2
+                    or shutil.which("taskset") is None, reason="needs 2 cores and taskset")
 def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
     cmd, env, work, out = _small_fake_run(tmp_path, "1.5", 2, "--side-by-side")
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -345,8 +347,6 @@ def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
 def test_a_stopped_run_leaves_a_partial_report(tmp_path):
     """The report is rewritten after every group of runs: killing the harness mid-way (a session's end, kill -9)
     keeps the figures of the runs done, marked partial; a finished run's report says complete."""
-    import signal
-    import time
     cmd, env, work, out = _small_fake_run(tmp_path, "3", 3)
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
