@@ -79,3 +79,47 @@ def test_fp16_model_keeps_fp32_shadow():
     model16.to(dtype="float16")
     ema.update(model16)
     assert all(v.dtype == paddle.float32 for v in ema.shadow.values() if v.dtype != paddle.int64)
+
+
+def test_cached_views_follow_optimizer_steps_reallocation_and_swapped_layers():
+    """update() reuses 1-D views of the weights between calls; it must stay the closed form when the optimizer
+    updates in place, when set_value / set_state_dict may reallocate, when a layer is swapped for a new one, and
+    after the EMA's own set_state_dict."""
+    model = _model()
+    opt = paddle.optimizer.Adam(learning_rate=0.1, parameters=model.parameters())
+    ema = ModelEMA(model, decay=0.5, warmup="none")
+    expected = {k: v.numpy().astype("float64") for k, v in model.state_dict().items()}
+    x = paddle.randn([8, 4])
+
+    def step_and_check(change):
+        change()
+        ema.update(model)
+        for k, v in model.state_dict().items():
+            expected[k] = 0.5 * expected[k] + 0.5 * v.numpy().astype("float64")
+            np.testing.assert_allclose(ema.shadow[k].numpy(), expected[k], rtol=1e-6, atol=1e-6, err_msg=k)
+
+    def adam_step():
+        model(x).square().mean().backward()
+        opt.step()
+        opt.clear_grad()
+
+    for _ in range(3):
+        step_and_check(adam_step)  # in place: the cached views must see it
+    step_and_check(lambda: model.set_state_dict({k: v * 2 for k, v in model.state_dict().items()}))
+    step_and_check(lambda: model[0].weight.set_value(np.full([4, 4], 3.0, "float32")))
+
+    def recast():  # the same tensor objects at new addresses, with new values
+        model.to(dtype="float64")
+        model.set_state_dict({k: v + 1 for k, v in model.state_dict().items()})
+        model.to(dtype="float32")
+    step_and_check(recast)
+
+    def swap():
+        model[0] = paddle.nn.Linear(4, 4)  # new parameter objects under the same names
+        opt._parameter_list = model.parameters()
+    step_and_check(swap)
+    step_and_check(adam_step)
+    restored = {k: v.numpy().astype("float64") for k, v in ema.shadow.items()}
+    ema.set_state_dict({"shadow": {k: v * 0 for k, v in ema.shadow.items()}, "num_updates": 9})
+    expected.update({k: 0 * v for k, v in restored.items()})
+    step_and_check(adam_step)
