@@ -77,7 +77,12 @@ def _run(model, x, targets):
     return res
 
 
-@pytest.mark.parametrize("preset", PRESETS + V6_PRESETS)
+# the default suite keeps one model of each family's block types; the larger presets run with -m slow (CI runs both)
+SLOW_PARITY = {"PP-OCRv4_mobile_rec", "PP-OCRv5_server_rec", "PP-OCRv6_medium_rec", "PP-OCRv6_base_rec"}
+
+
+@pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_PARITY else p
+                                    for p in PRESETS + V6_PRESETS])
 def test_outputs_equal_paddleocr(preset):
     """Same weights + same input -> PaddleOCR's outputs, recorded in float64 with PaddleOCR's own code
     (tests/scripts/make_ppocr_rec_fixtures.py). Ours in float64 must equal them to 1e-6 of their scale;
@@ -141,3 +146,27 @@ def test_paddleocr_yaml_architecture_parses_into_dataclasses(preset):
     with pytest.raises(ConfigError, match=r"Architecture.Backbone: ResNet does not take \['scale'\]"):
         from_dict(ArchitectureConfig, {**arch, "Backbone": {"name": "ResNet", "layers": 34, "scale": 0.5}},
                   "Architecture")
+
+
+@pytest.mark.parametrize("backbone", ["PPLCNetV3", "PPHGNetV2_B4", "PPLCNetV4"])
+def test_training_width_other_than_320_is_named_once(backbone, monkeypatch, caplog):
+    """The v4/v5/v6 rec backbones pool training features to 40 columns and eval features to W/8: they agree only
+    at input width 320. A training batch at another width gets one warning naming the backbone and the width."""
+    from paddle_recipes.nn import rec_pool
+    from paddle_recipes.nn.lcnetv4 import PPLCNetV4
+    from paddle_recipes.tasks.ocr.ppocr_backbones import PPHGNetV2_B4, PPLCNetV3
+
+    monkeypatch.setattr(rec_pool, "_warned", set())
+    net = {"PPLCNetV3": lambda: PPLCNetV3(scale=0.25), "PPHGNetV2_B4": lambda: PPHGNetV2_B4(text_rec=True),
+           "PPLCNetV4": lambda: PPLCNetV4(model_size="tiny")}[backbone]()
+    net.train()
+    warnings = lambda: [r.getMessage() for r in caplog.records if r.name == rec_pool.__name__]  # noqa: E731
+    with caplog.at_level("WARNING", logger=rec_pool.__name__):
+        assert net(paddle.rand([1, 3, 48, 320])).shape[2:] == [1, 40]
+        assert warnings() == []  # PaddleOCR's width: training and eval agree
+        assert net(paddle.rand([1, 3, 48, 96])).shape[2:] == [1, 40]
+        net(paddle.rand([1, 3, 48, 160]))
+    assert len(warnings()) == 1 and warnings()[0].startswith(f"{backbone}: training batch with 24 feature columns "
+                                                            "(input width 96 px), pooled to 40")
+    net.eval()
+    assert net(paddle.rand([1, 3, 48, 96])).shape[2:] == [1, 12]  # eval: W/8 columns, unchanged

@@ -24,10 +24,11 @@ from typing import Dict, List, Sequence, Tuple
 
 import paddle
 import paddle.nn as nn
-import paddle.nn.functional as F
 from paddle import ParamAttr
 from paddle.nn.initializer import Constant
 from paddle.regularizer import L2Decay
+
+from .rec_pool import rec_sequence_pool
 
 # One block: (kernel, in_channels, out_channels, stride, use_se).
 Block = Tuple[int, int, int, object, bool]
@@ -270,8 +271,6 @@ class PPLCNetV4(nn.Layer):
             return outs
         x = self.conv1(x)
         x = self.blocks6(self.blocks5(self.blocks4(self.blocks3(self.blocks2(x)))))
-        if self.training:
-            return F.adaptive_avg_pool2d(x, [1, 40])
-        if x.shape[2] < 3:
+        if not self.training and x.shape[2] < 3:
             raise ValueError(f"PPLCNetV4 (rec, eval): feature height {x.shape[2]} < 3; eval needs input height 48")
-        return F.avg_pool2d(x, [3, 2])
+        return rec_sequence_pool(x, self.training, "PPLCNetV4")

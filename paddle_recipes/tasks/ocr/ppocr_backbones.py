@@ -24,6 +24,8 @@ from paddle import ParamAttr
 from paddle.nn.initializer import Constant, KaimingNormal
 from paddle.regularizer import L2Decay
 
+from ...nn.rec_pool import rec_sequence_pool
+
 
 # ------------------------------------------------------------------ PPLCNetV3
 # Rec layout per stage: (kernel, in_c, out_c, stride, use_se) before scaling.
@@ -210,9 +212,7 @@ class PPLCNetV3(nn.Layer):
                 outs.append(self.layer_list[i](x))
             return outs
         x = self.blocks6(self.blocks5(self.blocks4(self.blocks3(x))))
-        if self.training:
-            return F.adaptive_avg_pool2d(x, [1, 40])
-        return F.avg_pool2d(x, [3, 2])
+        return rec_sequence_pool(x, self.training, "PPLCNetV3")
 
 
 # ------------------------------------------------------------- ResNet (rec vd)
@@ -480,6 +480,4 @@ class PPHGNetV2_B4(nn.Layer):
             outs.append(x)
         if self.det:
             return outs
-        if self.training:
-            return F.adaptive_avg_pool2d(x, [1, 40])
-        return F.avg_pool2d(x, [3, 2])
+        return rec_sequence_pool(x, self.training, "PPHGNetV2_B4")
