@@ -105,6 +105,7 @@ def quick_run(tmp_path, suites: str, rows: str) -> tuple[dict, Path]:
     return json.loads((out / "report.json").read_text()), out
 
 
+@pytest.mark.slow  # 21 s; CI runs -m slow too
 def test_quick_run_writes_complete_report(tmp_path):
     # 4 processes: OCR baseline / AMP / DDP x2 (shared with the DDP suite's 1x1 and 2x1 points), fusion
     rep, out = quick_run(tmp_path, "ocr,ddp,throughput",

@@ -34,6 +34,7 @@ def _finite(xs):
     return bool(xs) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in xs)
 
 
+@pytest.mark.slow  # shares the 13 s --quick run; CI runs -m slow too
 def test_report_schema(report):
     for key in ("suite", "quick", "command", "machine", "versions", "threads", "load", "data", "setups",
                 "differences", "ips", "map"):
@@ -48,6 +49,7 @@ def test_report_schema(report):
             assert k in next(iter(report[phase]["summary"].values()))
 
 
+@pytest.mark.slow  # shares the 13 s --quick run; CI runs -m slow too
 def test_ips_both_sides_trained_the_requested_steps(report):
     ips = report["ips"]
     n = ips["warmup"] + ips["steps"]
@@ -63,6 +65,7 @@ def test_ips_both_sides_trained_the_requested_steps(report):
     assert pair["ratio"] == pytest.approx(pair["ours"]["ips"] / pair["ppdet"]["ips"], rel=1e-3)
 
 
+@pytest.mark.slow  # shares the 13 s --quick run; CI runs -m slow too
 def test_map_both_sides_trained_one_epoch_and_one_evaluator_scored_them(report):
     m = report["map"]
     st = report["setups"]["map"]

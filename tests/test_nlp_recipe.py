@@ -42,6 +42,7 @@ def test_16_task_run_single_process(tmp_path):
     _check_report(out, 1)
 
 
+@pytest.mark.slow  # 10 s; DDP itself is in test_distributed.py; CI runs -m slow too
 def test_16_task_run_two_processes(tmp_path):
     out = tmp_path / "run2"
     run_launch("recipes/ernie_multitask.py", ["-c", SMOKE, "-o", f"Global.output_dir={out}",

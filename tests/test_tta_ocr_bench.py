@@ -82,6 +82,7 @@ def test_worker_command_carries_methods_and_eval_cadence(tmp_path):
         parse_methods("fast=1")
 
 
+@pytest.mark.slow  # a real --quick run; CI runs -m slow too
 def test_quick_pipeline_writes_report_and_plots(tmp_path):
     out = tmp_path / "tta"
     run_python(["benchmarks/tta_ocr.py", "--quick", "--rows", "baseline,all", "--out", out,
