@@ -191,7 +191,7 @@ def test_v2_chinese_common_translates_to_this_dict():
         "Eval": {"dataset": ds("val"),
                  "loader": {"shuffle": False, "drop_last": False, "batch_size_per_card": 256, "num_workers": 8}},
     }
-    assert report.mapped["Train.dataset.transforms[1].RecAug"] == "Train.dataset.aug"
+    assert report.approximated["Train.dataset.transforms[1].RecAug"].startswith("our augmentation (tasks/ocr/augment.py")
     assert report.mapped["Optimizer.regularizer.factor"] == "Optimizer.weight_decay"
     assert report.mapped["Optimizer.lr.warmup_epoch"] == "Optimizer.warmup_epochs"  # v2.0's warmup: mapped
     assert list(report.no_effect) == ["Global.save_inference_dir", "Global.use_gpu", "Global.infer_mode",
@@ -234,6 +234,28 @@ def test_recconaug_with_prob_0_is_exact_and_a_bad_prob_names_the_key():
     with pytest.raises(ConfigError, match=r"RecConAug\.prob: 'half' is not a number"):
         translate(cfg)
 
+
+
+def test_recaug_with_every_probability_0_is_off_and_exact_and_others_name_the_key():
+    """PaddleOCR's RecAug fires each of its ops when random() <= its probability: all of them 0 changes no image,
+    so ours trains without augmentation and says 'no effect'. Any other parameter set is a one-line error naming
+    the first parameter that is not 0."""
+    from paddle_recipes.compat.paddleocr import RECAUG_PROBS
+
+    cfg = load(V4)
+    ops = cfg["Train"]["dataset"]["transforms"]
+    i = next(j for j, o in enumerate(ops) if "RecAug" in o)
+    ops[i] = {"RecAug": {**{k: 0 for k in RECAUG_PROBS}, "use_tia": True, "aug_prob": 0.0}}
+    ours, report = translate(cfg)
+    op = f"Train.dataset.transforms[{i}].RecAug"
+    assert ours["Train"]["dataset"]["aug"] is False and op in report.no_effect
+    assert all(f"{op}.{k}" in report.no_effect for k in RECAUG_PROBS) and "RecAug" not in report.approximated_line()
+    ops[i]["RecAug"]["blur_prob"] = 0.4
+    with pytest.raises(ConfigError, match=rf"{re.escape(op)}\.blur_prob: RecAug parameters are not supported"):
+        translate(cfg)
+    ops[i]["RecAug"] = {"tia_prob": 0}  # the other six default to 0.4 in PaddleOCR
+    with pytest.raises(ConfigError, match=rf"{re.escape(op)}\.tia_prob: .*hsv_aug_prob: 0\)"):
+        translate(cfg)
 
 def test_v5_latin_without_global_max_text_length_and_eval_mode():
     """latin_PP-OCRv5_mobile_rec.yml has no Global.max_text_length: PaddleOCR's ops keep their own (Train 25, Eval

@@ -142,8 +142,8 @@ LR_SCHEDULES = {"Cosine": "cosine", "Linear": "linear", "Step": "step", "Piecewi
 DATASETS = {"SimpleDataSet": "label_file", "MultiScaleDataSet": "label_file", "LMDBDataSet": "lmdb",
             "LMDBDateSet": "lmdb"}  # LMDBDateSet: the spelling of older PaddleOCR releases
 TRANSFORMS = ("DecodeImage", "RecAug", "RecConAug", "CTCLabelEncode", "MultiLabelEncode", "RecResizeImg", "KeepKeys")
-RECAUG_ARGS = ("use_tia", "aug_prob", "tia_prob", "crop_prob", "reverse_prob", "noise_prob", "jitter_prob",
-               "blur_prob", "hsv_aug_prob")
+RECAUG_PROBS = ("tia_prob", "crop_prob", "reverse_prob", "noise_prob", "jitter_prob", "blur_prob", "hsv_aug_prob")
+RECAUG_ARGS = ("use_tia", "aug_prob") + RECAUG_PROBS  # aug_prob, use_tia: the RecAug of PaddleOCR <= 2.6
 LABEL_ENCODERS = {"CTCLabelEncode": ("CTCLoss", ["image", "label", "length"]),
                   "MultiLabelEncode": ("MultiLoss", ["image", "label_ctc", "label_gtc", "length", "valid_ratio"])}
 # Keys PaddleOCR merges from Global into every data op / the post-process (op values are overridden).
@@ -800,10 +800,22 @@ class _Translator:
             self.fixed(f"{op}.channel_first", "false: HWC until the resize")
 
     def _op_RecAug(self, split, op, args, i):
-        if args:
-            raise self.error(f"{op}.{next(iter(args))}", "RecAug parameters are not supported here: the "
-                             "augmentation is on (RecAug listed) or off")
-        self.map(op, True, f"{split}.dataset.aug")
+        if not args:
+            self.put(f"{split}.dataset.aug", True)
+            self.report.approximated[op] = ("our augmentation (tasks/ocr/augment.py: perspective, blur, noise, "
+                                            "brightness/contrast) stands in for RecAug's TIA, crop, reverse, "
+                                            "jitter and HSV ops")
+            return
+        zero = {k: isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0 for k, v in args.items()}
+        if all(zero.get(k) for k in RECAUG_PROBS) and all(ok for k, ok in zero.items() if k != "use_tia"):
+            self.put(f"{split}.dataset.aug", False)  # PaddleOCR's RecAug fires each op when random() <= its prob
+            self.none(op, "every probability 0: PaddleOCR's RecAug changes no image either")
+            for key in args:
+                self.none(f"{op}.{key}", "RecAug with every probability 0 does nothing")
+            return
+        bad = next((k for k, ok in zero.items() if not ok and k != "use_tia"), next(iter(args)))
+        raise self.error(f"{op}.{bad}", "RecAug parameters are not supported here: the augmentation is on (RecAug "
+                         f"listed with no parameters) or off (not listed, or {': 0, '.join(RECAUG_PROBS)}: 0)")
 
     def _op_RecConAug(self, split, op, args, i):
         if split != "Train":
