@@ -328,14 +328,13 @@ def main(argv=None) -> int:
             rec = run_proc(_cores(row.nproc, args.threads, slot) + cmd, cwd, work / f"{tag}.stdout", args.threads,
                            args.timeout, budgets.get(row.name, args.budget_min) * 60.0)
             rec["side_by_side_slot"] = slot if args.side_by_side else None
-            train_log = work / tag / "train.log"
-            parsed = H.parse_train_log(train_log.read_text(errors="replace")) if train_log.exists() else \
-                {"steps": [], "evals": [], "best": None}
-            rec["parsed"] = parsed
+            log_path, log_text = H.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
+            parsed = H.parse_train_log(log_text)
+            rec["parsed"], rec["parsed_log"] = parsed, str(log_path) if log_path else None
             rec["figures"] = H.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
                                            completed=rec["returncode"] == 0 and not rec["stopped"])
             if not parsed["steps"]:
-                rec["error"] = f"no step lines in {train_log} (see {rec['log']})"
+                rec["error"] = f"no step lines in {work / tag / 'train.log'}, its launch log or {rec['log']}"
             return rec, o, tag
 
         flops_o = H.common_overrides(str(data), str(dict_path), str(work / "flops"), 1, batch, eval_every,

@@ -99,6 +99,10 @@ def test_set_key_indexes_lists_and_names_missing_keys():
         H.set_key(cfg, "Eval.dataset.transforms.5.X", 1)
     with pytest.raises(KeyError, match="no Train"):
         H.set_key(cfg, "Train.loader.x", 1)
+    bare = {"Train": {"dataset": {"transforms": [{"DecodeImage": None}, {"RecAug": None}]}}}  # `- RecAug:`
+    out = H.derive_yaml(bare, H.parse_set(["Train.dataset.transforms.1.RecAug.tia_prob=0"]))
+    assert out["Train"]["dataset"]["transforms"][1] == {"RecAug": {"tia_prob": 0}} and bare["Train"]["dataset"][
+        "transforms"][1] == {"RecAug": None}
 
 
 def test_commands_share_yaml_and_keys_and_differ_only_in_speedups(tmp_path):
@@ -244,7 +248,10 @@ FAKE = textwrap.dedent('''\
                 lines.append(f"{{ts}} ppocr INFO: cur metric, acc: {{acc}}, norm_edit_dis: 0.5, fps: 100.0")
                 best = max(best, acc)
     lines.append(f"{{ts}} ppocr INFO: best metric, acc: {{best}}, norm_edit_dis: 0.5, fps: 100.0, best_epoch: 1")
-    open(os.path.join(out, "train.log"), "w").write("\\n".join(lines) + "\\n")
+    if os.environ.get("FAKE_NO_TRAIN_LOG"):  # as PaddleOCR checkouts of mid-2025: the lines go to the console only
+        print("\\n".join(lines))
+    else:
+        open(os.path.join(out, "train.log"), "w").write("\\n".join(lines) + "\\n")
     if SIDE == "ppocr":
         open(os.path.join(out, "best_accuracy.pdparams"), "w").write(str(best))
     else:
@@ -366,6 +373,22 @@ def test_a_stopped_run_leaves_a_partial_report(tmp_path):
     assert row["s_per_step"] == 0.5 and rep["yamls"][0]["target"] is not None
     assert f"PARTIAL REPORT: {rep['runs_done']} runs done" in (out / "report.md").read_text()
 
+
+
+def test_a_trainer_that_writes_no_train_log_is_read_from_its_console(tmp_path):
+    """PaddleOCR checkouts of mid-2025 log to the console only (no train.log): the harness reads the captured
+    stdout instead, says which file it read, and the figures are the same as from a train.log."""
+    cmd, env, work, out = _small_fake_run(tmp_path, "0", 1)
+    env["FAKE_NO_TRAIN_LOG"] = "1"
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = json.loads((out / "report.json").read_text())["yamls"][0]["runs"]
+    for row, cost in (("ppocr_p1", 0.5), ("fast_p1", 0.4)):
+        run = runs[row][0]
+        assert not (work / f"r34_{row}_r0" / "train.log").exists()
+        assert run["parsed_log"] == str(work / f"r34_{row}_r0.stdout") and "error" not in run
+        assert run["figures"]["steps"] == 2 and [e["acc"] for e in run["parsed"]["evals"]] == [pytest.approx(
+            0.2 if row == "ppocr_p1" else 0.4)] and run["parsed"]["steps"][-1]["batch_s"] == cost
 
 def test_fake_run_interleaves_fresh_processes_and_copies_the_checkout(fake_run):
     rep, work, out, src = fake_run

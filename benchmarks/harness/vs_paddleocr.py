@@ -50,8 +50,9 @@ NOT_SWITCHED_ON = {
     "blank prior on a MultiHead (PP-OCRv4/v5)": "Architecture.Head.init_blank_prob is left off there: in a 1-process "
                                                 "pilot on the reduced v5 mobile (seed 42, batch 8) the run with it "
                                                 "still read no line after 292 steps, the one without read 3% at "
-                                                "step 100 (why is not established; its CTC branch sits behind the "
-                                                "svtr neck's use_guide detach)",
+                                                "step 100 (that pilot trained at width 96, where the v5 backbone's "
+                                                "training and eval pooling disagree, so it settles nothing; not "
+                                                "re-tried at width 320)",
     "batch": "both sides train with the same --batch (equal work per step is what the rows compare)",
     "loader workers": "1-process rows are pinned to one core, where a loader worker competes with the step "
                       "(Train.loader.num_workers=N works on a machine with spare cores; our buffer reader is on in "
@@ -153,9 +154,14 @@ def _index(cur, key: str):
 
 
 def _step(cur, key: str):
-    """One level down: a named list entry ``{name: args}`` goes straight to its args."""
-    nxt = cur[_index(cur, key)]
-    return nxt[key] if isinstance(cur, list) and not key.lstrip("-").isdigit() else nxt
+    """One level down: a named list entry ``{name: args}`` goes straight to its args. A level written with no
+    value (``- RecAug:``, ``Neck:``) becomes an empty dict, so that keys can be set under it."""
+    idx = _index(cur, key)
+    if isinstance(cur, list) and not key.lstrip("-").isdigit():
+        cur, idx = cur[idx], key
+    if cur[idx] is None:
+        cur[idx] = {}
+    return cur[idx]
 
 
 def set_key(cfg: dict, dotted: str, value) -> None:
@@ -303,6 +309,19 @@ def parse_train_log(text: str) -> dict:
             else:
                 best = kv
     return {"steps": steps, "evals": evals, "best": best}
+
+
+def find_train_log(run_dir: Path, launch_dir: Path, stdout: Path) -> tuple[Path | None, str]:
+    """(file, text) of a run's PaddleOCR-format log: its save dir's train.log when that holds step lines, else
+    rank 0's launch log (workerlog.0), else the captured stdout. PaddleOCR checkouts of mid-2025 write no
+    train.log (their logger is built at import, before tools/program.py passes it the file); the same lines are
+    on the console. (None, "") when none of them holds a step line."""
+    for path in (run_dir / "train.log", launch_dir / "workerlog.0", stdout):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            if _STEP.search(text):
+                return path, text
+    return None, ""
 
 
 # ------------------------------------------------------------------ figures
