@@ -107,7 +107,7 @@ SLOW = pytest.mark.slow  # the CI script runs these too (`pytest -q -m slow`); t
 V2, R34, V4, V5M, V5S = ("ch_ppocr_v2.0/rec_chinese_common_train_v2.0.yml", "rec_r34_vd_none_bilstm_ctc.yml",
                          "PP-OCRv4/PP-OCRv4_mobile_rec.yml", "PP-OCRv5/PP-OCRv5_mobile_rec.yml",
                          "PP-OCRv5/PP-OCRv5_server_rec.yml")
-CASES = [(V2, False, []),
+CASES = [pytest.param(V2, False, [], marks=SLOW),  # the default suite keeps v5 mobile (MultiHead, multi-scale)
          # the file's empty dict path is PaddleOCR's built-in dict (an error here, see EXPECTED): give one; it reads LMDBs
          pytest.param(R34, False, [], marks=SLOW),
          pytest.param(V4, True, [], marks=SLOW),
@@ -234,7 +234,7 @@ def test_real_yaml_builds_its_network(tmp_path, name):
 
 # In the default suite: v4 mobile (en dict, profiler_options) and v5 mobile (a file without Global.max_text_length);
 # the rest (the same networks with other dicts, AMP, the v2.0 CRNN trained above) are slow.
-CHEAP = {"PP-OCRv4/en_PP-OCRv4_mobile_rec.yml", "PP-OCRv5/multi_language/latin_PP-OCRv5_mobile_rec.yml"}
+CHEAP = {"PP-OCRv5/multi_language/latin_PP-OCRv5_mobile_rec.yml"}  # the others run with -m slow
 
 
 @pytest.mark.parametrize("name", [n if n in CHEAP else pytest.param(n, marks=SLOW) for n in TRAINS])
@@ -262,6 +262,7 @@ def test_real_yaml_trains_as_written(tmp_path, name):
 YML = V5M
 
 
+@SLOW  # 11 s; tests/test_ppocr_finetune.py checks the same re-initialisation in-process
 def test_dict_change_finetune_through_the_cli(tmp_path, capsys):
     """Pretrain a PP-OCRv5-mobile-style config with dict A, fine-tune with dict B: the CTC and NRTR output layers
     are re-initialised and listed; a backbone that differs is a one-line error (exit 2)."""

@@ -335,6 +335,7 @@ def _small_fake_run(tmp_path, sleep_s: str, repeats: int, *extra: str):
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2
                     or shutil.which("taskset") is None, reason="needs 2 cores and taskset")
+@pytest.mark.slow  # real processes with sleeps; CI runs -m slow too
 def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
     cmd, env, work, out = _small_fake_run(tmp_path, "1.5", 2, "--side-by-side")
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -351,6 +352,7 @@ def test_side_by_side_runs_overlap_on_disjoint_cores(tmp_path):
     assert rep["side_by_side"] is True and "SIDE BY SIDE" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow  # real processes with sleeps; CI runs -m slow too
 def test_a_stopped_run_leaves_a_partial_report(tmp_path):
     """The report is rewritten after every group of runs: killing the harness mid-way (a session's end, kill -9)
     keeps the figures of the runs done, marked partial; a finished run's report says complete."""
