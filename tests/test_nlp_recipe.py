@@ -1,6 +1,5 @@
 """recipes/ernie_multitask.py: the 16-task tiny run (teacher, student, distill, INT8) on 1 and 2 processes."""
 import json
-import sys
 
 import numpy as np
 import pytest
