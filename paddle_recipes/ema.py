@@ -144,24 +144,27 @@ class ModelEMA:
             if self.device is not None:
                 new = new.to(self.device)
             if _is_float(value):
-                _lerp_(shadow_view, _flat(new if new.dtype == paddle.float32 else new.astype("float32")), weight)
+                new = new if new.dtype == paddle.float32 else new.astype("float32")
+                _lerp_(shadow_view, new.reshape(shadow_view.shape), weight)
             else:
                 paddle.assign(new, shadow_view)
         self.num_updates += 1
         return d
 
     def _build_plan(self, state: dict) -> list:
-        """Per state_dict entry: (the model's tensor, its data_ptr, the shadow's 1-D view, a 1-D view of the tensor
-        when it can be lerped as it is (fp32, same device), else None). Views share memory, so the optimizer's
+        """Per state_dict entry: (the model's tensor, its data_ptr, the shadow's 1-D view, a view of the tensor of
+        the same shape when it can be lerped as it is (fp32, same device), else None). Views share memory, so the optimizer's
         in-place updates show through them; `_plan_holds` checks that they still do."""
         plan = []
         for name, value in state.items():
             shadow = self.shadow.get(name)
             if shadow is None:
                 raise KeyError(f"EMA has no entry for '{name}': was the model changed after ModelEMA was built?")
-            direct = self.device is None and value.dtype == paddle.float32 and _is_float(value)
-            plan.append((value, value.data_ptr(), _flat(shadow) if _is_float(value) else shadow,
-                         _flat(value) if direct else None))
+            shadow_view = _flat(shadow) if _is_float(value) else shadow
+            new_view = _flat(value) if self.device is None and value.dtype == paddle.float32 else None
+            if new_view is not None and new_view.shape != shadow_view.shape:
+                new_view = None  # one of the two has no 1-D view: update() reshapes a copy each step
+            plan.append((value, value.data_ptr(), shadow_view, new_view))
         return plan
 
     def _plan_holds(self, state: dict) -> bool:

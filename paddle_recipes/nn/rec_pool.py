@@ -3,8 +3,8 @@
 Training: an adaptive average pool to 1 x 40 columns, whatever the width. Eval and export: a [3, 2] average pool,
 one column for every 2 feature columns (8 input pixels). The two agree only at 80 feature columns (input width
 320, PaddleOCR's own YAMLs). At another training width the CTC head learns at one column density and is scored
-and deployed at another; `rec_sequence_pool` says so once per backbone (a reduced-width run on these backbones
-stays on a 1-character plateau for this reason: benchmarks/results/cpu_vs_paddleocr_v5_reduced/).
+and deployed at another; `rec_sequence_pool` says so once per backbone (measured in
+benchmarks/results/cpu_vs_paddleocr_v5_reduced/: it is not what kept the reduced v5 runs on their plateau).
 """
 from __future__ import annotations
 
