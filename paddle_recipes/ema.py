@@ -153,8 +153,8 @@ class ModelEMA:
 
     def _build_plan(self, state: dict) -> list:
         """Per state_dict entry: (the model's tensor, its data_ptr, the shadow's 1-D view, a view of the tensor of
-        the same shape when it can be lerped as it is (fp32, same device), else None). Views share memory, so the optimizer's
-        in-place updates show through them; `_plan_holds` checks that they still do."""
+        the same shape when it can be lerped as it is (fp32, same device), else None). Views share memory, so the
+        optimizer's in-place updates show through them; `_plan_holds` checks that they still do."""
         plan = []
         for name, value in state.items():
             shadow = self.shadow.get(name)
