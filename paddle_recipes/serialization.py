@@ -19,7 +19,15 @@ nested dicts / lists of tensors, and that PaddleOCR / PaddleDetection checkpoint
 
 Any other global (``posix.system``, ``builtins.exec``, a class with ``__reduce__``...) is refused
 before it is resolved, so nothing runs: ``UnsafeWeightsError``, one line naming the file and the
-global. The loaded object is then post-processed like ``paddle.load``: large-tensor slices
+global. Sizes are bounded by the file's own size, since every byte a weights file's values hold is in
+the file: the allowed globals that allocate (``bytearray``, ``numpy.ndarray``, ``_reconstruct``,
+``scalar``, ``_codecs.encode``, the container types) are charged what they would allocate before they
+run, and the distinct arrays of the result may not hold more bytes than the file before they become
+tensors (arrays sharing one memoized buffer would each be copied). Either is ``WeightsFileError``, one
+line, nothing allocated: ``bytearray(6 GiB)`` in a 37-byte file is a memory bomb, not weights. Only
+regular files are read (a FIFO or ``/dev/zero`` is refused without opening it).
+
+The loaded object is then post-processed like ``paddle.load``: large-tensor slices
 (``UnpackBigParamInfor@@``, protocol 2/3) are joined, the ``StructuredToParameterName@@`` table
 names the tensors, and arrays become ``paddle.Tensor`` unless ``return_numpy``.
 
@@ -33,6 +41,7 @@ import collections
 import json
 import os
 import pickle
+import stat
 import struct
 from pathlib import Path
 from typing import Any, Mapping
@@ -100,10 +109,84 @@ def _legacy_state_globals() -> dict:
     return {(cls.__module__, cls.__name__): cls}  # paddle.base.libpaddle.GeneratorState
 
 
+_CONTAINERS = (tuple, list, set, frozenset, dict, collections.OrderedDict)
+
+
+def _nbytes(shape, dtype) -> int:
+    """Bytes of an array of `shape` (int or ints) and `dtype`, in python ints (no overflow); ValueError if odd."""
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not all(isinstance(d, int) and d >= 0 for d in dims):
+        raise ValueError(f"an array shape of {len(dims)} dimensions that are not all sizes")
+    n = np.dtype(dtype).itemsize
+    for d in dims:
+        n *= d
+    return n
+
+
+class _SizedNdarray:
+    """What the name numpy.ndarray resolves to while a file is read: the subtype argument of _reconstruct (the one
+    form numpy's own pickles use), or, called, an array charged to the file's budget first."""
+
+    def __init__(self, charge):
+        self.charge = charge
+
+    def __call__(self, shape, dtype=float, buffer=None, *args):
+        if buffer is None:
+            self.charge(_nbytes(shape, dtype), "numpy.ndarray")
+        return np.ndarray(shape, dtype, buffer, *args)
+
+
+def _sized_globals(allowed: Mapping, charge) -> dict:
+    """`allowed` with each global that allocates charged to `charge(nbytes, what)` before it runs."""
+    ndarray = _SizedNdarray(charge)
+
+    def sized_bytearray(src=b"", *args):
+        if not isinstance(src, (int, bytes, str)):
+            raise _RefusedCall("builtins.bytearray (other than of a size, bytes or a string)")
+        charge(src if isinstance(src, int) else len(src), "bytearray")
+        return bytearray(src, *args)
+
+    def reconstruct(subtype, shape, dtype):
+        if subtype is not ndarray:
+            raise _RefusedCall("numpy _reconstruct (of anything but numpy.ndarray)")
+        charge(_nbytes(shape, dtype), "numpy _reconstruct")
+        return _np_multiarray._reconstruct(np.ndarray, shape, dtype)
+
+    def scalar(dtype, *args):
+        charge(np.dtype(dtype).itemsize, "numpy scalar")
+        return _np_multiarray.scalar(dtype, *args)
+
+    def encode(obj, encoding="latin1"):
+        charge(len(obj) if isinstance(obj, str) else 0, "_codecs.encode")
+        return _latin1_encode(obj, encoding)
+
+    def container(kind):
+        def make(items=()):
+            if not isinstance(items, _CONTAINERS):  # e.g. tuple(ndarray): a numpy scalar object per element
+                raise _RefusedCall(f"builtins.{kind.__name__} (other than of a list, tuple, set or dict)")
+            charge(8 * len(items), f"builtins.{kind.__name__}")  # a pointer per element
+            return kind(items)
+        return make
+
+    sized = {bytearray: sized_bytearray, np.ndarray: ndarray, _np_multiarray._reconstruct: reconstruct,
+             _np_multiarray.scalar: scalar, _latin1_encode: encode,
+             **{kind: container(kind) for kind in (tuple, list, set, frozenset, dict)}}
+    return {key: sized.get(fn, fn) for key, fn in allowed.items()}
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(self, f, source: str, allowed: Mapping):
+    def __init__(self, f, source: str, allowed: Mapping, size: int):
         super().__init__(f, encoding="latin1")
-        self.source, self.allowed = source, allowed
+        self.source, self.size, self.left = source, size, size
+        self.allowed = _sized_globals(allowed, self.charge)
+
+    def charge(self, nbytes: int, what: str) -> None:
+        """Refuse (one line) before allocating more bytes in all than the file holds."""
+        nbytes = max(0, nbytes)
+        if nbytes > self.left:
+            raise WeightsFileError(f"refusing to load {self.source}: {what} asks for {nbytes:,} bytes, more than the "
+                                   f"file's {self.size:,} bytes can hold: a memory bomb, not a weights file")
+        self.left -= nbytes
 
     def find_class(self, module, name):
         try:
@@ -116,6 +199,21 @@ class _RestrictedUnpickler(pickle.Unpickler):
                                  "which paddle weights files never use")
 
 
+def _regular_file_size(path: Path) -> int:
+    """The size of `path` in bytes; WeightsFileError when it is missing or not a regular file (not opened then:
+    a FIFO would block, /dev/zero never ends)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise WeightsFileError(f"weights file not found: {path}") from None
+    except OSError as exc:
+        raise WeightsFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO, device or socket"
+        raise WeightsFileError(f"{path}: not a weights file ({kind}, not a regular file)")
+    return st.st_size
+
+
 def _refusal(source: str, what: str) -> UnsafeWeightsError:
     what = what if what.isprintable() else repr(what)  # names come from the file: keep the error one line
     return UnsafeWeightsError(
@@ -125,9 +223,10 @@ def _refusal(source: str, what: str) -> UnsafeWeightsError:
 
 
 def _unpickle(path: Path, allowed: Mapping) -> Any:
+    size = _regular_file_size(path)
     try:
         with open(path, "rb") as f:
-            return _RestrictedUnpickler(f, str(path), allowed).load()
+            return _RestrictedUnpickler(f, str(path), allowed, size).load()
     except WeightsFileError:
         raise
     except _RefusedCall as exc:
@@ -173,26 +272,51 @@ def _is_named_array(obj) -> bool:  # paddle 2.1+ pickles a tensor as (name, ndar
     return type(obj) is tuple and len(obj) == 2 and isinstance(obj[0], str) and isinstance(obj[1], np.ndarray)
 
 
+def _walk(obj, seen: set):
+    """Every distinct object in a loaded structure, each once (shared references are not walked twice)."""
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    yield obj
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _walk(v, seen)
+    elif type(obj) in (list, tuple, set, frozenset):
+        for v in obj:
+            yield from _walk(v, seen)
+
+
 def _contains(obj, pred) -> bool:
-    if pred(obj):
-        return True
-    if isinstance(obj, dict):
-        return any(_contains(v, pred) for v in obj.values())
-    if type(obj) in (list, tuple):
-        return any(_contains(v, pred) for v in obj)
-    return False
+    return any(pred(o) for o in _walk(obj, set()))
 
 
-def _convert(obj, pred, conv):
+def _check_array_bytes(obj, source: str, size: int) -> None:
+    """The distinct arrays may not hold more bytes than the file: views of one memoized buffer would each become
+    a tensor copy (a memory bomb), and no weights file stores data twice."""
+    total = sum(o.nbytes for o in _walk(obj, set()) if isinstance(o, np.ndarray))
+    if total > size:
+        raise WeightsFileError(f"refusing to load {source}: its arrays hold {total:,} bytes, more than the file's "
+                               f"{size:,} bytes (views of one buffer): a memory bomb, not a weights file")
+
+
+def _convert(obj, pred, conv, memo: dict | None = None):
+    """`obj` with every value for which pred() is true replaced by conv(value); a shared value is converted once."""
+    memo = {} if memo is None else memo  # id -> (value, converted): the value is kept alive, so its id stays its own
+    if id(obj) in memo:
+        return memo[id(obj)][1]
     if pred(obj):
-        return conv(obj)
-    if isinstance(obj, dict):
+        out = conv(obj)
+    elif isinstance(obj, dict):
+        out = obj
+        memo[id(obj)] = (obj, out)
         for k in list(obj):
-            obj[k] = _convert(obj[k], pred, conv)
+            obj[k] = _convert(obj[k], pred, conv, memo)
+    elif type(obj) in (list, tuple, set):
+        out = type(obj)(_convert(v, pred, conv, memo) for v in obj)
+    else:
         return obj
-    if type(obj) in (list, tuple, set):
-        return type(obj)(_convert(v, pred, conv) for v in obj)
-    return obj
+    memo[id(obj)] = (obj, out)
+    return out
 
 
 def _to_tensor(arr: np.ndarray, name: str | None = None):
@@ -229,10 +353,13 @@ def load_weights_file(path: str | os.PathLike, return_numpy: bool = False) -> An
     the file names. ``.safetensors`` content is recognised by its header. Raises UnsafeWeightsError
     (refused) or WeightsFileError (missing, truncated, not a weights file), one line naming the file."""
     path = Path(path)
+    size = _regular_file_size(path)
     if is_safetensors(path):
         return load_safetensors(path, return_numpy)
     try:
-        return _as_paddle_result(_unpickle(path, WEIGHTS_GLOBALS), str(path), return_numpy)
+        obj = _unpickle(path, WEIGHTS_GLOBALS)
+        _check_array_bytes(obj, str(path), size)
+        return _as_paddle_result(obj, str(path), return_numpy)
     except RecursionError:  # a cyclic or absurdly deep structure: no weights file is either
         raise WeightsFileError(f"{path}: not a readable weights file (cyclic or too deeply nested)") from None
 

@@ -7,6 +7,8 @@ import collections
 import logging
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -177,6 +179,83 @@ def test_unreadable_files_are_one_line_errors(tmp_path):
         with pytest.raises(WeightsFileError) as exc:
             load_weights_file(path)
         assert str(path) in str(exc.value) and "\n" not in str(exc.value)
+
+
+# ----------------------------------------------------------------------------- memory bombs (issue 37 item 6)
+_GIB6 = (6 << 30).to_bytes(5, "little")
+BOMBS = {  # what the fault battery used: no code runs, but each allocated 6 GiB (or 48) from a few bytes
+    "bytearray": (b"\x80\x02c__builtin__\nbytearray\nq\x00\x8a\x05" + _GIB6 + b"\x85R.", "bytearray", 6 << 30),
+    "ndarray": (b"\x80\x02cnumpy\nndarray\n\x8a\x05" + _GIB6 + b"\x85\x85R.", "numpy.ndarray", 48 << 30),
+    "reconstruct": (b"\x80\x02cnumpy._core.multiarray\n_reconstruct\ncnumpy\nndarray\n\x8a\x05" + _GIB6
+                    + b"\x85U\x01b\x87R.", "numpy _reconstruct", 6 << 30),
+}
+
+
+def _load_capped(path: Path) -> subprocess.CompletedProcess:
+    """load_weights_file in a child whose address space is capped at 1 GiB: a refusal that came after the
+    allocation would be a MemoryError there (and never 6 GiB of this machine's memory)."""
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            "from paddle_recipes.serialization import load_weights_file, WeightsFileError\n"
+            "try:\n    load_weights_file(__import__('sys').argv[1])\nexcept WeightsFileError as exc:\n    print(exc)")
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize("name", sorted(BOMBS))
+def test_allocation_bombs_are_refused_before_allocating(tmp_path, name):
+    data, what, nbytes = BOMBS[name]
+    path = tmp_path / f"{name}.pdparams"
+    path.write_bytes(data)
+    done = _load_capped(path)
+    assert done.returncode == 0 and done.stdout.splitlines() == [
+        f"refusing to load {path}: {what} asks for {nbytes:,} bytes, more than the file's {len(data)} bytes can "
+        "hold: a memory bomb, not a weights file"], (done.stdout, done.stderr[-2000:])
+
+
+class _Shared:
+    """Pickles as `reduce_value` (a memoized reduce tuple): many objects from one stored value."""
+
+    def __init__(self, reduce_value):
+        self.reduce_value = reduce_value
+
+    def __reduce__(self):
+        return self.reduce_value
+
+
+def test_amplification_through_memoized_values_is_refused(tmp_path):
+    """One stored 1 MiB buffer referenced by 300 arrays (each would become its own tensor copy: 300 MiB), or one
+    stored list turned into 2000 tuples: refused in one line, as the file holds neither that many bytes."""
+    arr = np.ones(1 << 20, dtype=np.uint8)
+    views = tmp_path / "views.pdparams"
+    shared = arr.__reduce__()
+    views.write_bytes(pickle.dumps({f"w{i}": _Shared(shared) for i in range(300)}, protocol=2))
+    assert views.stat().st_size < 2 << 20
+    with pytest.raises(WeightsFileError, match=rf"^refusing to load {views}: its arrays hold 314,572,800 bytes, more "
+                                                rf"than the file's [0-9,]+ bytes \(views of one buffer\): a memory bomb"):
+        load_weights_file(views)
+    tuples = tmp_path / "tuples.pdparams"
+    shared = (tuple, (list(range(10_000)),))
+    tuples.write_bytes(pickle.dumps([_Shared(shared) for _ in range(2000)], protocol=2))
+    with pytest.raises(WeightsFileError, match=rf"^refusing to load {tuples}: builtins.tuple asks for 80,000 bytes, "
+                                                "more than the file's"):
+        load_weights_file(tuples)
+
+
+def test_shared_tensors_and_special_files(tmp_path):
+    """A tensor saved under two keys (tied weights) loads as paddle.load reads it; a FIFO or /dev/zero named as weights is
+    refused in one line without being opened (a FIFO would block, /dev/zero never ends)."""
+    w = paddle.ones([4, 4])
+    tied = tmp_path / "tied.pdparams"
+    paddle.save({"emb": w, "head": w}, str(tied))
+    _same(paddle.load(str(tied)), load_weights_file(tied))
+    fifo = tmp_path / "fifo.pdparams"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(WeightsFileError, match=rf"^{path}: not a weights file \(a FIFO, device or socket, not a "
+                                                    r"regular file\)$"):
+            load_weights_file(path)
+        with pytest.raises(WeightsFileError, match="not a regular file"):
+            load_plain(path)
 
 
 # ----------------------------------------------------------------------------- state.pkl: plain values only
