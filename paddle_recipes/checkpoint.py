@@ -42,7 +42,7 @@ import numpy as np
 import paddle
 
 from .finite import FLOAT_DTYPES, first_bad_index
-from .serialization import UnsafeWeightsError, dump_plain, load_plain, load_weights_file
+from .serialization import UnsafeWeightsError, dump_plain, load_plain, load_weights_file, match_dtypes
 
 TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams"}
 # an entry whose tensors sit under a sub-key: that sub-key goes to the tensor file (a plain weights file that
@@ -597,5 +597,5 @@ def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bo
     if bad:  # paddle would only warn "Skip loading" and keep random values
         raise CheckpointError(f"{source}: shape mismatch for {', '.join(bad[:3])} ({len(bad)} in all; "
                               "another dictionary or architecture? use Global.pretrained_model to fine-tune)")
-    target.set_state_dict(weights)
+    target.set_state_dict(match_dtypes(weights, own, source))  # exact conversions only, else one line
     return source

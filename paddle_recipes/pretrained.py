@@ -29,7 +29,7 @@ import numpy as np
 import paddle
 
 from .checkpoint import CheckpointError, resolve_checkpoint
-from .serialization import UnsafeWeightsError, load_weights_file
+from .serialization import UnsafeWeightsError, load_weights_file, match_dtypes
 
 _LOG = logging.getLogger("paddle_recipes.pretrained")
 
@@ -148,6 +148,7 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
     # Tensors left out on purpose get their own current values, so paddle finds every key and warns about
     # none (no warnings.catch_warnings here: entering it resets Python's once-per-location warning registry).
     kept = {k: v for k, v in own.items() if k not in to_load}
+    to_load = match_dtypes(to_load, own, str(file))  # fp16 -> fp32 converted; a lossy change is one line
     refused_by_paddle, _ = target.set_state_dict({**kept, **to_load})
     refused_by_paddle = [k for k in refused_by_paddle if k in to_load]
     if refused_by_paddle:  # never report "loaded" for a tensor paddle refused

@@ -401,6 +401,46 @@ def dump_plain(obj, f, where: str = "state") -> None:
     pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+# ------------------------------------------------------------------ dtypes of loaded weights vs the model's
+def _dtype_name(value) -> str | None:
+    """'float32', 'bfloat16', ... of a paddle Tensor or numpy array; None for anything else."""
+    dtype = getattr(value, "dtype", None)
+    if isinstance(value, np.ndarray):
+        return value.dtype.name
+    return str(dtype).replace("paddle.", "") if dtype is not None and hasattr(value, "astype") else None
+
+
+def _widens_exactly(src: str, dst: str) -> bool:
+    """Every value of `src` is a value of `dst` (a float to a wider float, an int to a wider int of its kind)."""
+    if src == "bfloat16":
+        return dst in ("float32", "float64")
+    try:
+        a, b = np.dtype(src), np.dtype(dst)
+    except TypeError:
+        return False
+    return a.kind == b.kind and a.kind in "fiu" and np.can_cast(a, b, "safe")
+
+
+def match_dtypes(weights: Mapping, own: Mapping, source: str) -> dict:
+    """`weights` ready for set_state_dict of a model whose state_dict is `own`: a tensor whose dtype differs from
+    the model's is converted when that is exact (fp16 / bf16 -> fp32, fp32 -> fp64, int32 -> int64: every value
+    kept), else WeightsFileError naming `source`, the tensor and both dtypes (fp64 -> fp32 rounds, int <-> float
+    means another kind of file, e.g. quantized weights). paddle itself would stop with `AssertionError: Variable
+    dtype not match`. Keys `own` lacks, and non-tensor values, pass unchanged."""
+    out = dict(weights)
+    for name in [k for k in own if k in weights]:  # the model's order: the first mismatch is named
+        value = weights[name]
+        src, dst = _dtype_name(value), _dtype_name(own[name])
+        if src is None or dst is None or src == dst:
+            continue
+        if not _widens_exactly(src, dst):
+            raise WeightsFileError(f"{source}: tensor {name!r} is {src} in the file but {dst} in the model; only "
+                                   f"exact conversions are made (a float or int to a wider one of its kind): "
+                                   f"convert the file to {dst} where that is what you mean")
+        out[name] = value.astype(dst)
+    return out
+
+
 # ------------------------------------------------------------------ safetensors (numpy backend)
 def _as_numpy(value) -> tuple[np.ndarray, bool]:
     """(array, is_bfloat16) of a paddle Tensor or array-like; bfloat16 is carried as its uint16 bits."""
@@ -442,22 +482,23 @@ def load_safetensors(path: str | os.PathLike, return_numpy: bool = False) -> dic
         with safe_open(str(path), framework="numpy") as f:
             meta = f.metadata() or {}
             arrays = {k: f.get_tensor(k) for k in f.keys()}
-        bf16 = set(json.loads(meta.get(BF16_META, "[]")))
+        bf16 = json.loads(meta.get(BF16_META, "[]"))
     except Exception as exc:
         msg = " ".join(str(exc).split())[:200]
         raise WeightsFileError(f"{path}: not a readable safetensors file ({type(exc).__name__}: {msg})") from None
+    if not isinstance(bf16, list) or not all(isinstance(k, str) for k in bf16):
+        raise WeightsFileError(f"{path}: metadata {BF16_META} is not a JSON list of tensor names")
+    for k in bf16:  # bfloat16 travels as its uint16 bits (save_safetensors); anything else would be reinterpreted
+        if k in arrays and arrays[k].dtype != np.uint16:
+            raise WeightsFileError(f"{path}: tensor {k!r} is listed as bfloat16 in the metadata but stored as "
+                                   f"{arrays[k].dtype} {list(arrays[k].shape)}, not as uint16 bits: not a file "
+                                   "save_safetensors wrote")
     if return_numpy:
         return arrays
     import paddle
 
-    out = {}
-    for k, a in arrays.items():
-        t = paddle.to_tensor(a)
-        if k in bf16 and t.dtype != paddle.bfloat16:  # paddle.to_tensor already maps uint16 to bfloat16
-            t = paddle.to_tensor(a.view(np.uint16)).astype("bfloat16")
-        out[k] = t
-    return out
+    return {k: paddle.to_tensor(a) for k, a in arrays.items()}  # paddle reads uint16 arrays as bfloat16 bits
 
 
-__all__ = ["WeightsFileError", "UnsafeWeightsError", "WEIGHTS_GLOBALS", "load_weights_file", "load_plain",
+__all__ = ["WeightsFileError", "UnsafeWeightsError", "WEIGHTS_GLOBALS", "load_weights_file", "load_plain", "match_dtypes",
            "check_plain", "dump_plain", "save_safetensors", "load_safetensors", "is_safetensors"]

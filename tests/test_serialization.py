@@ -320,6 +320,66 @@ def test_safetensors_round_trip(tmp_path):
         save_safetensors({"LR_Scheduler": {"last_epoch": 1}}, tmp_path / "opt.safetensors")
 
 
+# ----------------------------------------------------------------------------- dtypes (issue 37 item 8)
+def _tiny():
+    paddle.seed(1)
+    return paddle.nn.Sequential(paddle.nn.Linear(3, 4), paddle.nn.BatchNorm1D(4))
+
+
+def _loaders():
+    from paddle_recipes.checkpoint import load_weights
+    from paddle_recipes.pretrained import load_pretrained
+
+    return {"load_weights": load_weights, "load_pretrained": load_pretrained}
+
+
+@pytest.mark.parametrize("loader", ["load_weights", "load_pretrained"])
+def test_dtype_mismatch_converts_exactly_or_is_one_line(tmp_path, loader, capsys):
+    """fp16 .pdparams / bf16 safetensors into an fp32 model: converted (every value exact; paddle stopped with
+    `AssertionError: Variable dtype not match`). F64 / I32 / U8 safetensors with the right names: one line naming
+    the file, the tensor and both dtypes, exit 2 through the recipes' CLI wrapper."""
+    from paddle_recipes.cli import exit_on_user_error
+
+    load = _loaders()[loader]
+    src = {k: v * 1.337 for k, v in _tiny().state_dict().items()}
+    half = tmp_path / "half.pdparams"
+    paddle.save({k: v.astype("float16") for k, v in src.items()}, str(half))
+    bf16 = save_safetensors({k: v.astype("bfloat16") for k, v in src.items()}, tmp_path / "bf16.safetensors")
+    for path, dtype in ((half, "float16"), (bf16, "bfloat16")):
+        model = _tiny()
+        load(model, path)
+        for k, v in model.state_dict().items():
+            assert v.dtype == paddle.float32, k
+            np.testing.assert_array_equal(v.numpy(), src[k].astype(dtype).astype("float32").numpy())
+    for dtype in ("float64", "int32", "uint8"):
+        path = tmp_path / f"{dtype}.safetensors"
+        save_safetensors({k: v.numpy().astype(dtype) for k, v in src.items()}, path)
+        with pytest.raises(SystemExit) as stop:
+            exit_on_user_error(lambda: load(_tiny(), path), "tiny")
+        assert stop.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"tiny: error: {path}: tensor '0.weight' is {dtype} in the file but float32 in the model; only exact "
+            f"conversions are made (a float or int to a wider one of its kind): convert the file to float32 where "
+            "that is what you mean"]
+
+
+@pytest.mark.parametrize("stored", [np.array(1.5, np.float32), np.ones(3, np.uint8), np.ones(4, np.float32)])
+def test_bf16_metadata_on_a_tensor_not_stored_as_uint16_is_one_line(tmp_path, stored):
+    """bf16 metadata naming a 0-d, odd-length or float32 tensor (ValueError from numpy's view, or a silent
+    reinterpretation as 8 bfloat16 values) is one line naming the tensor."""
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "w.safetensors"
+    save_file({"w": stored}, str(path), metadata={"paddle_recipes.bfloat16": '["w"]'})
+    with pytest.raises(WeightsFileError) as exc:
+        load_weights_file(path)
+    assert str(exc.value) == (f"{path}: tensor 'w' is listed as bfloat16 in the metadata but stored as {stored.dtype} "
+                              f"{list(stored.shape)}, not as uint16 bits: not a file save_safetensors wrote")
+    save_file({"w": stored}, str(path), metadata={"paddle_recipes.bfloat16": '{"w": 1}'})
+    with pytest.raises(WeightsFileError, match="metadata paddle_recipes.bfloat16 is not a JSON list of tensor names$"):
+        load_weights_file(path)
+
+
 # ----------------------------------------------------------------------------- every recipe weights path
 def _fresh_logging():
     root = logging.getLogger()
