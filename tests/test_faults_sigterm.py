@@ -61,3 +61,28 @@ def test_sigterm_mid_epoch_is_one_line_and_exit_143():
         assert proc.returncode == 143, (attempt, proc.returncode, err[-3000:])
         assert "Termination signal" not in err and "C++ Traceback" not in err, err[-3000:]
         assert [ln for ln in err.splitlines() if "SIGTERM" in ln] == [f"process {proc.pid}: stopped by SIGTERM"], err
+
+
+def test_ctrl_c_of_a_one_process_run_is_one_line_and_exit_130():
+    """Issue 37 item 8: Ctrl-C (SIGINT to the whole process group, as a terminal sends it: the main process and its
+    loader worker) printed a KeyboardInterrupt traceback (rc -2 here). Now one line from the main process, exit 130,
+    within seconds; the worker, which gets the SIGINT too, adds nothing."""
+    import os
+
+    rng = random.Random(1)
+    for attempt in range(2):
+        proc = subprocess.Popen([sys.executable, "-c", TRAIN_LOOP], cwd=REPO_ROOT, env=_clean_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert proc.stdout.readline().strip() == "training", proc.stderr.read()[-3000:]
+            time.sleep(rng.uniform(0.0, 0.5))
+            os.killpg(proc.pid, signal.SIGINT)
+            t0 = time.time()
+            _, err = proc.communicate(timeout=30)
+            assert time.time() - t0 < 10, f"attempt {attempt}: {time.time() - t0:.1f} s to stop"
+        finally:
+            proc.kill()
+            proc.wait()
+        assert proc.returncode == 130, (attempt, proc.returncode, err[-3000:])
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+        assert [ln for ln in err.splitlines() if "SIGINT" in ln] == [f"process {proc.pid}: stopped by Ctrl-C (SIGINT)"]
