@@ -10,6 +10,7 @@ process within seconds with exactly one line.
 """
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -43,46 +44,43 @@ for i, x in enumerate(loader):
 """
 
 
+def _stopped_mid_epoch(sig: int, attempt: int, rng: random.Random, group: bool = False):
+    """Start TRAIN_LOOP, send `sig` at a random point of its loop (to its process group when `group`, as a
+    terminal's Ctrl-C does: the main process and its loader worker); (pid, exit code, stderr). It must end < 10 s."""
+    proc = subprocess.Popen([sys.executable, "-c", TRAIN_LOOP], cwd=REPO_ROOT, env=_clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=group)
+    try:
+        assert proc.stdout.readline().strip() == "training", proc.stderr.read()[-3000:]
+        time.sleep(rng.uniform(0.0, 0.5))  # a random point of the loop
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        t0 = time.time()
+        _, err = proc.communicate(timeout=30)
+        assert time.time() - t0 < 10, f"attempt {attempt}: {time.time() - t0:.1f} s to stop"
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc.pid, proc.returncode, err
+
+
 def test_sigterm_mid_epoch_is_one_line_and_exit_143():
     rng = random.Random(0)
     for attempt in range(4):
-        proc = subprocess.Popen([sys.executable, "-c", TRAIN_LOOP], cwd=REPO_ROOT, env=_clean_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout.readline().strip() == "training", proc.stderr.read()[-3000:]
-            time.sleep(rng.uniform(0.0, 0.5))  # a random point of the loop
-            proc.send_signal(signal.SIGTERM)
-            t0 = time.time()
-            _, err = proc.communicate(timeout=30)
-            assert time.time() - t0 < 10, f"attempt {attempt}: {time.time() - t0:.1f} s to stop"
-        finally:
-            proc.kill()
-            proc.wait()
-        assert proc.returncode == 143, (attempt, proc.returncode, err[-3000:])
+        pid, rc, err = _stopped_mid_epoch(signal.SIGTERM, attempt, rng)
+        assert rc == 143, (attempt, rc, err[-3000:])
         assert "Termination signal" not in err and "C++ Traceback" not in err, err[-3000:]
-        assert [ln for ln in err.splitlines() if "SIGTERM" in ln] == [f"process {proc.pid}: stopped by SIGTERM"], err
+        assert [ln for ln in err.splitlines() if "SIGTERM" in ln] == [f"process {pid}: stopped by SIGTERM"], err
 
 
 def test_ctrl_c_of_a_one_process_run_is_one_line_and_exit_130():
     """Issue 37 item 8: Ctrl-C (SIGINT to the whole process group, as a terminal sends it: the main process and its
     loader worker) printed a KeyboardInterrupt traceback (rc -2 here). Now one line from the main process, exit 130,
     within seconds; the worker, which gets the SIGINT too, adds nothing."""
-    import os
-
     rng = random.Random(1)
     for attempt in range(2):
-        proc = subprocess.Popen([sys.executable, "-c", TRAIN_LOOP], cwd=REPO_ROOT, env=_clean_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            assert proc.stdout.readline().strip() == "training", proc.stderr.read()[-3000:]
-            time.sleep(rng.uniform(0.0, 0.5))
-            os.killpg(proc.pid, signal.SIGINT)
-            t0 = time.time()
-            _, err = proc.communicate(timeout=30)
-            assert time.time() - t0 < 10, f"attempt {attempt}: {time.time() - t0:.1f} s to stop"
-        finally:
-            proc.kill()
-            proc.wait()
-        assert proc.returncode == 130, (attempt, proc.returncode, err[-3000:])
+        pid, rc, err = _stopped_mid_epoch(signal.SIGINT, attempt, rng, group=True)
+        assert rc == 130, (attempt, rc, err[-3000:])
         assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
-        assert [ln for ln in err.splitlines() if "SIGINT" in ln] == [f"process {proc.pid}: stopped by Ctrl-C (SIGINT)"]
+        assert [ln for ln in err.splitlines() if "SIGINT" in ln] == [f"process {pid}: stopped by Ctrl-C (SIGINT)"]
