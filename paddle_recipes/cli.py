@@ -23,7 +23,8 @@ from typing import Any, Callable, Sequence
 from . import distributed as dist_utils, peers
 from .assets import resolve_path
 from .checkpoint import CheckpointError, OutputLock
-from .config import ConfigError, ConfigTranslator, add_config_args, dump_config, flatten_opts, load_config
+from .config import (ConfigError, ConfigTranslator, OverrideNote, add_config_args, dump_config, flatten_opts,
+                     load_config)
 from .data import DataError
 from .trainer import NonFiniteError
 from .serialization import WeightsFileError
@@ -64,6 +65,7 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
     add_config_args(parser, default_config=default_config)
     parser.add_argument("--mode", choices=sorted(modes), default=default_mode)
     args = parser.parse_args(argv)
+    dist_utils.quiet_sigterm()  # before the config is read: a SIGTERM while it loads is one line, not paddle's dump
     quiet_known_warnings()
     notes: list[str] = []
     cfg = load_config(resolve_path(args.config) if args.config else None, flatten_opts(args.opt), schema,
@@ -86,8 +88,9 @@ def run_recipe(name: str, schema: type, modes: dict[str, Callable], default_conf
         peers.set_checkpoint_dir(out / "checkpoints")
         if info.is_main:
             dump_config(cfg, out / ("config.yml" if args.mode == "train" else f"config.{args.mode}.yml"))
-            for note in notes:
-                logging.getLogger(name).warning("%s", note)
+            for note in notes:  # an -o that replaced a value is news, not a warning
+                logging.getLogger(name).log(logging.INFO if isinstance(note, OverrideNote) else logging.WARNING,
+                                            "%s", note)
         logging.getLogger(name).info("%s --mode %s: world_size %d, device %s", name, args.mode, info.world_size,
                                      info.device)
         return modes[args.mode](cfg, info)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import dataclasses
 import difflib
 import types
@@ -35,9 +36,16 @@ class UnknownNameError(ConfigError):
     """A component name (backbone, neck, head, optimizer, schedule, sampler, ...) that is not registered."""
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a config file larger than 1 MiB is refused before it is parsed
+MAX_CONFIG_VALUES = 1_000_000  # values of a loaded YAML counted as if its aliases were expanded
+
+
 class _NoDuplicateKeys:
-    """Loader mixin that refuses a key written twice in one mapping (PyYAML keeps the last silently).
+    """Loader mixin that refuses a key written twice in one mapping (PyYAML keeps the last silently), or, when
+    ``duplicates`` is a list, records (key, first line, second line) there and keeps the last, as PyYAML does.
     Keys brought in by a `<<: *anchor` merge may be overridden, as YAML intends."""
+
+    duplicates: Optional[list] = None
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -49,26 +57,97 @@ class _NoDuplicateKeys:
                 line = key_node.start_mark.line + 1
                 try:
                     if key in first:
-                        raise ConfigError(f"duplicate key {key!r} on lines {first[key]} and {line} "
-                                          "(YAML would keep only the second): remove one")
+                        if self.duplicates is None:
+                            raise ConfigError(duplicate_key_line((key, first[key], line)))
+                        self.duplicates.append((key, first[key], line))
                     first[key] = line
                 except TypeError:  # an unhashable key: the loader reports it
                     pass
         return super().construct_mapping(node, deep=deep)
 
 
+def duplicate_key_line(dup: tuple, kept_last: bool = False) -> str:
+    """The line for a key written twice, ``dup`` = (key, first line, second line): an error for our configs,
+    a note (``kept_last``) for a foreign file whose own loader keeps the last value."""
+    key, first, second = dup
+    if kept_last:
+        return f"duplicate key {key!r} on lines {first} and {second}: the value on line {second} is used, as the " \
+               "YAML loaders of PaddleOCR and PaddleDetection do"
+    return f"duplicate key {key!r} on lines {first} and {second} (YAML would keep only the second): remove one"
+
+
+def _check_expansion(data: Any, where: str) -> None:
+    """ConfigError unless ``data`` holds at most MAX_CONFIG_VALUES values with every alias counted where it is
+    used (dataclasses.asdict, to_dict and yaml.dump expand aliases; an alias bomb of 9 levels of 9 is 387 million
+    values from a few hundred bytes), and no alias refers to its own parent. Time: one visit per distinct node."""
+    sizes: dict = {}
+    path: list = []
+
+    def size(node: Any) -> int:
+        if not isinstance(node, (dict, list, set)):
+            return 1
+        known = sizes.get(id(node))
+        if known is not None:
+            if known < 0:
+                raise ConfigError(f"{where}: a YAML alias under '{'.'.join(path)}' refers to its own parent "
+                                  "(a recursive structure): refused")
+            return known
+        sizes[id(node)] = -1  # being counted
+        total = 1 + (len(node) if isinstance(node, dict) else 0)
+        for key, value in (node.items() if isinstance(node, dict) else enumerate(node)):
+            path.append(str(key))
+            total += size(value)
+            path.pop()
+            if total > MAX_CONFIG_VALUES:
+                raise ConfigError(f"{where}: YAML aliases under '{'.'.join(path) or '(top level)'}' expand to more "
+                                  f"than {MAX_CONFIG_VALUES:,} values (an alias bomb?): refused")
+        sizes[id(node)] = total
+        return total
+
+    size(data)
+
+
 _STRICT: dict = {}
 
 
-def load_yaml(text: str, where: str = "", loader: type = yaml.SafeLoader) -> Any:
+def load_yaml(text: str, where: str = "", loader: type = yaml.SafeLoader, duplicates: Optional[list] = None) -> Any:
     """yaml.load with ``loader`` (a SafeLoader or subclass) that rejects duplicate keys:
-    ConfigError '<where>: duplicate key 'lr' on lines 3 and 9 ...'. YAML syntax errors stay yaml.YAMLError."""
+    ConfigError '<where>: duplicate key 'lr' on lines 3 and 9 ...'; with a ``duplicates`` list, each one is
+    appended there as (key, first line, second line) and the last value kept instead. Also a ConfigError: a
+    tree nested too deeply for the parser, or aliases that expand beyond MAX_CONFIG_VALUES (_check_expansion).
+    YAML syntax errors stay yaml.YAMLError."""
     strict = _STRICT.get(loader) or _STRICT.setdefault(loader, type(f"Strict{loader.__name__}",
                                                                    (_NoDuplicateKeys, loader), {}))
+    prefix = f"{where}: " if where else ""
+    parser = strict(text)
+    parser.duplicates = duplicates
     try:
-        return yaml.load(text, Loader=strict)  # noqa: S506 (a SafeLoader subclass)
+        data = parser.get_single_data()
+        _check_expansion(data, where or "YAML")
+        return data
     except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
+        raise ConfigError(str(exc) if str(exc).startswith(prefix) else f"{prefix}{exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{prefix}YAML nested too deeply to read: refused") from None
+    finally:
+        parser.dispose()
+
+
+def read_config_text(path: Path, what: str = "config file") -> str:
+    """The UTF-8 text of config file ``path``; ConfigError (one line naming it) when it is not a regular file,
+    is larger than MAX_CONFIG_BYTES (1 MiB; read no further), or is not UTF-8."""
+    if not path.is_file():
+        raise ConfigError(f"{what} not found: {path}")
+    with open(path, "rb") as f:
+        raw = f.read(MAX_CONFIG_BYTES + 1)
+        size = max(len(raw), os.fstat(f.fileno()).st_size)
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {size:,} bytes: a {what} may have at most {MAX_CONFIG_BYTES:,} bytes (1 MiB): "
+                          "refused")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x})") from None
 
 
 def check_name(key: str, name: Any, valid) -> None:
@@ -117,18 +196,59 @@ def flatten_opts(opts: list) -> list[str]:
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """`Global.lr=0.1` -> (["Global", "lr"], 0.1). The value is parsed as YAML."""
+    """`Global.lr=0.1` -> (["Global", "lr"], 0.1). The value is parsed as YAML, flow lists and mappings included
+    (`Train.dataset.label_file_list=[a.txt, b.txt]`, `Architecture.Backbone={name: PPLCNetV3, scale: 0.95}`);
+    see _override_value for text that is not valid YAML."""
     if "=" not in text:
         raise ConfigError(f"override '{text}' must look like key.path=value")
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override '{text}' has an empty key part")
+    return key.split("."), _override_value(raw, text)
+
+
+def _override_value(raw: str, text: str) -> Any:
+    """The YAML value of `raw` ("" when blank). Text that is not valid YAML is kept as written (`@x`), except
+    a flow list or mapping: a list whose items are each kept as written when not YAML themselves
+    (`Det.opt=[PostProcess.box_thresh=0.5, Eval.transform={limit_side_len: 960}]`, a list of -o texts), else
+    a ConfigError naming the override and the YAML error."""
+    if not raw.strip():
+        return ""
     try:
-        value = load_yaml(raw, f"override '{text}'") if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key.split("."), value
+        return load_yaml(raw, f"override '{text}'")
+    except yaml.YAMLError as exc:
+        if raw.strip()[0] not in "[{":
+            return raw
+        items = _flow_items(raw.strip())
+        if items is None:
+            raise ConfigError(f"override '{text}': invalid YAML flow value: {yaml_error_line(exc)}") from None
+        return [_override_value(item, text) for item in items]
+
+
+def _flow_items(raw: str) -> Optional[list[str]]:
+    """The items of `[a, b={x: 1, y: 2}, c]` split at its top-level commas (brackets and quotes balanced);
+    None when `raw` is no such list."""
+    if not (raw.startswith("[") and raw.endswith("]")):
+        return None
+    items, depth, quote, start = [], 0, "", 1
+    for i, ch in enumerate(raw[1:-1], start=1):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == "," and depth == 0:
+            items.append(raw[start:i])
+            start = i + 1
+    items.append(raw[start:-1])
+    items = [item.strip() for item in items]
+    return None if depth or quote or not all(items) else items
 
 
 def _suggest(name: str, options: list[str]) -> str:
@@ -289,13 +409,19 @@ def to_dict(cfg: Any) -> Any:
     return cfg
 
 
-def _set_path(tree: dict, keys: list[str], value: Any) -> None:
+_MISSING = object()
+
+
+def _set_path(tree: dict, keys: list[str], value: Any) -> Any:
+    """tree[k0][k1]... = value (missing sections made); returns the value replaced (_MISSING: none)."""
     node = tree
     for key in keys[:-1]:
         if not isinstance(node.get(key), dict):
             node[key] = {}
         node = node[key]
+    old = node.get(keys[-1], _MISSING)
     node[keys[-1]] = value
+    return old
 
 
 def _check_override_path(schema: type, keys: list[str], text: str) -> None:
@@ -317,9 +443,9 @@ def _check_override_path(schema: type, keys: list[str], text: str) -> None:
         tp = field_types(tp)[key]
 
 
-def _set_raw_path(tree: dict, keys: list[str], value: Any, text: str) -> None:
+def _set_raw_path(tree: dict, keys: list[str], value: Any, text: str) -> Any:
     """_set_path on a foreign config's raw mapping; a number indexes a list (``Train.dataset.transforms.3
-    .RecResizeImg.image_shape=[3,32,96]``)."""
+    .RecResizeImg.image_shape=[3,32,96]``). Returns the value replaced (_MISSING: none)."""
     node: Any = tree
     for i, key in enumerate(keys):
         last = i == len(keys) - 1
@@ -333,38 +459,80 @@ def _set_raw_path(tree: dict, keys: list[str], value: Any, text: str) -> None:
         elif not last and not isinstance(node.get(key), (dict, list)):
             node[key] = {}
         if last:
+            old = node[key] if isinstance(node, list) else node.get(key, _MISSING)
             node[key] = value
-        else:
-            node = node[key]
+            return old
+        node = node[key]
+    return _MISSING
 
 
 ConfigTranslator = Callable[[dict, Path], Optional[tuple[dict, list[str]]]]
 
 
+class OverrideNote(str):
+    """A notes line saying that an ``-o`` replaced a value (cli logs it at INFO; other notes are warnings)."""
+
+
+class _Overrides:
+    """Applies ``-o`` texts in order to one mapping, collecting an OverrideNote for each that replaces a value
+    of the config (or of an earlier ``-o`` of the same key): ``-o Predict.images=DIR overrides the config's
+    value 'doc/imgs_en/img_10.jpg'``."""
+
+    def __init__(self, notes: list):
+        self.notes, self.earlier = notes, {}
+
+    def apply(self, text: str, setter: Callable[[list, Any], Any]) -> None:
+        """setter(keys, value) sets the value of `text` and returns the value it replaced (_MISSING: none)."""
+        keys, value = parse_override(text)
+        old = setter(keys, value)
+        dotted = ".".join(keys)
+        if old is not _MISSING and old != value:
+            by = f"the earlier -o {self.earlier[dotted]}" if dotted in self.earlier else \
+                f"the config's value {_short(old)}"
+            self.notes.append(OverrideNote(f"-o {text} overrides {by}"))
+        self.earlier[dotted] = text
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
 def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator],
-                     overrides: Sequence[str] = ()) -> tuple[dict, list[str], list[str]]:
+                     overrides: Sequence[str] = ()) -> tuple[dict, list[str], list[str], bool]:
     """Offer a config file's raw mapping to each translator in order; the first that recognises it
-    (returns (config dict, notes) instead of None) supplies the base config. A translator with a
-    ``recognise(raw) -> bool`` attribute takes `overrides` in the file's own keys (PaddleOCR's
-    ``-o Global.epoch_num=1``): they are applied to the raw mapping before it translates. A translator with
-    an ``override_aliases`` attribute ({foreign key: our dotted key}, e.g. ppdet's ``weights`` ->
+    (returns (config dict, notes) instead of None) supplies the base config.
+
+    A translator with a ``recognise(raw) -> bool`` attribute takes `overrides` in the file's own keys
+    (PaddleOCR's ``-o Global.epoch_num=1``): they are applied to the raw mapping before it translates, and it is
+    called as ``translate(raw, path, overridden=frozenset of every override's dotted key)`` (a value an -o sets
+    wins over another key of the file that maps to the same key of ours). Its ``native_override(keys) -> bool``
+    attribute, when given, picks the overrides in our keys instead (PaddleOCR files may hold our sections, e.g.
+    ``Predict``): those are left to apply to the translated config, so they win over what the file's keys
+    translate to (``-o Predict.images=DIR`` over ``Global.infer_img``). A translator with an
+    ``override_aliases`` attribute ({foreign key: our dotted key}, e.g. ppdet's ``weights`` ->
     ``Global.weights``) has overrides of those keys renamed.
-    Returns (config dict, notes, the overrides still to apply); untranslated: (data, [], overrides)."""
+    Returns (config dict, notes (its own, then the OverrideNotes of raw overrides), the overrides still to
+    apply, whether a translator took the file); untranslated: (data, [], overrides, False)."""
     for translate in translators:
         recognise = getattr(translate, "recognise", None)
-        own_keys = bool(overrides) and recognise is not None and recognise(data)
-        raw = data
-        if own_keys:
-            raw = copy.deepcopy(data)
-            for text in overrides:
-                _set_raw_path(raw, *parse_override(text), text)
-        result = translate(raw, path)
+        native = getattr(translate, "native_override", lambda keys: False)
+        own = [i for i, text in enumerate(overrides) if not native(parse_override(text)[0])] \
+            if recognise is not None and overrides and recognise(data) else []
+        raw, set_notes = data, []
+        overridden = {".".join(parse_override(text)[0]) for text in overrides}
+        if own:
+            raw, applier = copy.deepcopy(data), _Overrides(set_notes)
+            for i in own:
+                applier.apply(overrides[i], lambda k, v: _set_raw_path(raw, k, v, overrides[i]))
+        result = translate(raw, path, overridden=frozenset(overridden)) if recognise is not None \
+            else translate(raw, path)
         if result is not None:
             translated, notes = result
             aliases = getattr(translate, "override_aliases", {})
-            left = [] if own_keys else [_alias(text, aliases) for text in overrides]
-            return translated, list(notes), left
-    return data, [], list(overrides)
+            left = [_alias(text, aliases) for i, text in enumerate(overrides) if i not in own]
+            return translated, [*notes, *set_notes], left, True
+    return data, [], list(overrides), False
 
 
 def _alias(text: str, aliases: dict) -> str:
@@ -381,7 +549,12 @@ def yaml_error_line(exc: yaml.YAMLError) -> str:
 
 def load_config(path: str | Path | None, overrides: list[str] | None, schema: type,
                 translators: Sequence[ConfigTranslator] = (), notes: list[str] | None = None) -> Any:
-    """Read YAML `path` (None = schema defaults), apply `overrides`, return a typed `schema` instance.
+    """Read YAML `path` (None = schema defaults), apply `overrides` in order, return a typed `schema` instance.
+
+    A later override wins over the file's value and over an earlier override of the same key; each such
+    replacement adds an OverrideNote to `notes`. The file: at most MAX_CONFIG_BYTES (1 MiB), aliases within
+    MAX_CONFIG_VALUES, and no key written twice in one mapping, except in a file a translator takes (a
+    PaddleOCR / PaddleDetection YAML: their loaders keep the last value, so does this one, with a note).
 
     translators: foreign-config readers (e.g. PaddleDetection / PaddleOCR YAMLs; one with a ``yaml_loader``
     attribute, a yaml Loader class, reads the file, e.g. to accept ppdet's ``!Tag`` objects), each
@@ -393,13 +566,15 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
     """
     data: dict = {}
     source = "defaults"
+    found: list[str] = []
+    overrides = flatten_opts(overrides or [])
     if path:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
+        text = read_config_text(p)
         loader = next((t.yaml_loader for t in translators if getattr(t, "yaml_loader", None)), yaml.SafeLoader)
+        duplicates: list = []
         try:
-            data = load_yaml(p.read_text(encoding="utf-8"), str(p), loader) or {}
+            data = load_yaml(text, str(p), loader, duplicates) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{p}: invalid YAML: {yaml_error_line(exc)}") from None
         if not isinstance(data, dict):
@@ -407,16 +582,19 @@ def load_config(path: str | Path | None, overrides: list[str] | None, schema: ty
         if not data:
             raise ConfigError(f"{p}: the config file is empty")
         source = str(p)
-        data, found, overrides = translate_config(data, p, translators, flatten_opts(overrides or []))
-        if notes is not None:
-            notes.extend(found)
+        data, translated_notes, overrides, foreign = translate_config(data, p, translators, overrides)
+        if duplicates and not foreign:  # our own config: strict
+            raise ConfigError(f"{p}: {duplicate_key_line(duplicates[0])}")
+        found = [f"{p}: {duplicate_key_line(d, kept_last=True)}" for d in duplicates] + translated_notes
         names = [f.name for f in dataclasses.fields(schema)]
         if "Global" in names and "Global" not in data and all(k in names for k in data):  # unknown keys: from_dict says
             raise ConfigError(f"{p}: no 'Global' section (required; sections here: {sorted(map(str, data))})")
-    for text in flatten_opts(overrides or []):
-        keys, value = parse_override(text)
-        _check_override_path(schema, keys, text)
-        _set_path(data, keys, value)
+    applier = _Overrides(found)
+    for text in overrides:
+        _check_override_path(schema, parse_override(text)[0], text)
+        applier.apply(text, lambda keys, value: _set_path(data, keys, value))
+    if notes is not None:
+        notes.extend(found)
     try:
         return from_dict(schema, data)
     except ConfigError as exc:

@@ -1,9 +1,12 @@
 """Typed YAML config: unknown keys are rejected with a suggestion; -o overrides are typed."""
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from paddle_recipes.config import ConfigError, load_config, to_dict
+
+REPO_CONFIGS = Path(__file__).resolve().parents[1] / "recipes" / "configs"
 
 
 @dataclass
@@ -107,3 +110,74 @@ def test_override_into_a_mapping_or_name_field():
         load_config(None, ["Architecture.normalize=plus"], DetConfig)
     with pytest.raises(ConfigError, match="did you mean 'mean'"):
         load_config(None, ["Architecture.normalize.meen=[0, 0, 0]"], DetConfig)
+
+
+@dataclass
+class Op:
+    name: str = ""
+    limit_side_len: int = 736
+
+
+@dataclass
+class Free:
+    ops: list[Op] = field(default_factory=list)
+    backbone: dict = field(default_factory=dict)
+    opt: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FlowCfg:
+    Global: Global = field(default_factory=Global)
+    Free: Free = field(default_factory=Free)
+
+
+def test_overrides_take_yaml_flow_lists_and_mappings():
+    """-o values are YAML, flow collections included (PaddleOCR's -o: yaml.load of the value), typed as the file's."""
+    cfg = load_config(None, ["Free.ops=[{name: DetResizeForTest, limit_side_len: 960}, {name: x}]",
+                             "Free.backbone={name: PPLCNetV3, scale: 0.95}", "Global.image_shape=[3, 32, 100]"],
+                      FlowCfg)
+    assert cfg.Free.ops == [Op("DetResizeForTest", 960), Op("x", 736)]
+    assert cfg.Free.backbone == {"name": "PPLCNetV3", "scale": 0.95} and cfg.Global.image_shape == [3, 32, 100]
+    with pytest.raises(ConfigError, match=r"^Free.ops\[0\].limit_side_len: expected an integer, got 'big' "):
+        load_config(None, ["Free.ops=[{limit_side_len: big}]"], FlowCfg)
+    with pytest.raises(ConfigError, match=r"unknown key 'Free.ops\[0\].limit'; did you mean 'limit_side_len'"):
+        load_config(None, ["Free.ops=[{limit: 960}]"], FlowCfg)
+    # a list of -o texts (ocr_system's Det.opt): an item that is no YAML itself is kept as written
+    cfg = load_config(None, ["Free.opt=[PostProcess.unclip_ratio=2.0, Eval.transform={limit_side_len: 960, "
+                             "limit_type: max}, 'Global.x=[1, 2]']"], FlowCfg)
+    assert cfg.Free.opt == ["PostProcess.unclip_ratio=2.0", "Eval.transform={limit_side_len: 960, limit_type: max}",
+                            "Global.x=[1, 2]"]
+    # text that is no YAML stays text, but a broken flow collection is one line naming the override
+    assert load_config(None, ["Global.name=@home"], FlowCfg).Global.name == "@home"
+    for text, where in (("Free.backbone={name: x", "column 9"), ("Free.opt=[a, {b: 1]", "column 10")):
+        with pytest.raises(ConfigError) as err:
+            load_config(None, [text], FlowCfg)
+        assert str(err.value).startswith(f"override '{text}': invalid YAML flow value: ") and where in str(err.value)
+
+
+def test_a_later_override_wins_and_each_replacement_is_one_note(tmp_path):
+    from paddle_recipes.config import OverrideNote
+
+    p = _write(tmp_path, "Global:\n  epochs: 3\n  name: run\nTrain:\n  label_files: [a.txt]\n")
+    notes = []
+    cfg = load_config(p, ["Global.epochs=5", "Train.label_files=[b.txt, c.txt]", "Global.epochs=7",
+                          "Global.name=run", "Global.lr=0.5"], Cfg, notes=notes)
+    assert (cfg.Global.epochs, cfg.Train.label_files, cfg.Global.lr) == (7, ["b.txt", "c.txt"], 0.5)
+    assert notes == ["-o Global.epochs=5 overrides the config's value 3",
+                     "-o Train.label_files=[b.txt, c.txt] overrides the config's value ['a.txt']",
+                     "-o Global.epochs=7 overrides the earlier -o Global.epochs=5"]  # same value / a new key: no note
+    assert all(isinstance(n, OverrideNote) for n in notes)
+
+
+def test_override_notes_are_logged_at_info_in_the_run_log(tmp_path):
+    """What run_recipe writes to <output_dir>/<mode>.log: one INFO line per replaced value."""
+    from paddle_recipes.cli import run_recipe
+    from paddle_recipes.tasks.ocr.config import RecConfig
+
+    cfg = REPO_CONFIGS / "ocr_rec_smoke.yml"
+    out = tmp_path / "out"
+    got = run_recipe("t", RecConfig, {"train": lambda c, info: c.Global.epochs}, argv=[
+        "-c", str(cfg), "-o", f"Global.output_dir={out}", "Global.epochs=4"])
+    assert got == 4
+    line = [ln for ln in (out / "train.log").read_text().splitlines() if "-o Global.epochs=4" in ln]
+    assert len(line) == 1 and " INFO t: -o Global.epochs=4 overrides the config's value 2" in line[0], line

@@ -342,7 +342,12 @@ def test_overrides_use_paddleocr_keys(tmp_path):
     assert cfg.Train.dataset.data_dir == "/data/rec" and cfg.Optimizer.lr == 0.01
     assert cfg.Train.loader.num_workers == 0
     assert lines[0].startswith("no effect here: Global.save_inference_dir, Global.use_gpu") and "\n" not in lines[0]
-    assert len(lines) == 2 and "not exactly as PaddleOCR" in lines[1] and "\n" not in lines[1]  # the approximations
+    assert "not exactly as PaddleOCR" in lines[1] and "\n" not in lines[1]  # the approximations
+    # then one line for each -o that replaced a value of the file
+    assert lines[2:] == [f"-o {text} overrides the config's value {old}" for text, old in (
+        ("Global.epoch_num=3", "75"), ("Global.save_model_dir=" + str(tmp_path / "out"),
+                                        "'./output/PP-OCRv5_mobile_rec'"), ("Train.dataset.data_dir=/data/rec", "'./train_data/'"),
+        ("Optimizer.lr.learning_rate=0.01", "0.0005"), ("Train.loader.num_workers=0", "8"))]
 
 
 def test_overrides_of_our_own_keys_pass_through():
@@ -478,6 +483,44 @@ def test_global_device_and_int_eval_step():
     assert ours["Global"]["device"] == "cpu" and "Global.use_gpu" not in report.no_effect
     assert ours["Global"]["eval_batch_step"] == [0, 500]
     assert ours["AMP"] == {"enable": True, "level": "O2", "init_loss_scaling": 1.0, "use_dynamic_loss_scaling": False}
+
+
+def test_empty_eval_batch_step_is_off_as_documented():
+    """recipes/README_ocr_rec.md: `Global.eval_batch_step: []` = off (no evaluation by step; the translator sets
+    eval_every_epochs 0 as for any PaddleOCR file): in the file, by -o, and in our own config."""
+    doc = (REPO / "recipes" / "README_ocr_rec.md").read_text(encoding="utf-8")
+    assert "`[]` = off" in doc
+    data = load(V2)
+    data["Global"]["eval_batch_step"] = []
+    ours, _ = translate(data)
+    assert ours["Global"]["eval_batch_step"] == [] and ours["Global"]["eval_every_epochs"] == 0
+    cfg = load_any_config(FIXTURES / V2, ["Global.eval_batch_step=[]"], REC.RecConfig)
+    assert (cfg.Global.eval_batch_step, cfg.Global.eval_every_epochs) == ([], 0)
+    assert load_config(None, ["Global.eval_batch_step=[]"], REC.RecConfig).Global.eval_batch_step == []
+    with pytest.raises(ConfigError, match=r"Global.eval_batch_step: expected \[start, every\], an integer or \[\] "
+                                          r"\(off\), got \[5\]"):
+        load_any_config(FIXTURES / V2, ["Global.eval_batch_step=[5]"], REC.RecConfig)
+
+
+def test_a_later_override_wins_over_what_the_file_translates_to(tmp_path):
+    """-o in our keys (Predict, Global.weights, ...) applies to the translated config: it wins over the value a
+    PaddleOCR key of the file gave (Global.infer_img -> Predict.images), as PaddleOCR's -o wins, with one note."""
+    notes = []
+    cfg = load_any_config(FIXTURES / V5M, ["Predict.images=/data/imgs"], REC.RecConfig, notes=notes)
+    assert cfg.Predict.images == "/data/imgs"
+    assert notes[-1] == "-o Predict.images=/data/imgs overrides the config's value 'doc/imgs_words/ch/word_1.jpg'"
+    notes = []
+    cfg = load_any_config(FIXTURES / V5M, ["Predict.images=a", "Predict.images=b"], REC.RecConfig, notes=notes)
+    assert cfg.Predict.images == "b" and notes[-1] == "-o Predict.images=b overrides the earlier -o Predict.images=a"
+    # two keys of the file that set one of ours differently stay an error; an -o of either decides
+    data = load(V5M, raw=True)
+    data["Predict"] = {"images": "other.jpg"}
+    both = tmp_path / "both.yml"
+    both.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"Predict.images: set twice with different values"):
+        load_any_config(both, [], REC.RecConfig)
+    assert load_any_config(both, ["Global.infer_img=mine.jpg"], REC.RecConfig).Predict.images == "mine.jpg"
+    assert load_any_config(both, ["Predict.images=mine.jpg"], REC.RecConfig).Predict.images == "mine.jpg"
 
 
 # ----------------------------------------------------------------------------- our own YAML is untouched

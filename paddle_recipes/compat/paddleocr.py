@@ -229,9 +229,11 @@ def _canon(name: Any, options, path: str, what: str, source: str) -> str:
 
 
 class _Translator:
-    def __init__(self, data: dict, source: str):
+    def __init__(self, data: dict, source: str, overridden: frozenset = frozenset()):
         self.src = data
         self.source = source
+        self.overridden = overridden  # dotted keys an -o sets (the file's or ours): an -o wins a "set twice"
+        self.set_by: Dict[str, str] = {}  # our key -> the file's key that set it
         self.ours: dict = {}
         self.report = TranslationReport(source)
         self.encoders: Dict[str, Tuple[str, str]] = {}  # split -> (encoder name, its path)
@@ -244,14 +246,18 @@ class _Translator:
     def error(self, path: str, msg: str) -> ConfigError:
         return ConfigError(f"{path}: {msg} (in {self.source})")
 
-    def put(self, dst: str, value: Any, replace: bool = False) -> None:
+    def put(self, dst: str, value: Any, replace: bool = False, src: str = "") -> None:
         node = self.ours
         keys = dst.split(".")
         for k in keys[:-1]:
             node = node.setdefault(k, {})
         if not replace and keys[-1] in node and node[keys[-1]] != value:
-            raise self.error(dst, f"set twice with different values ({node[keys[-1]]!r} and {value!r})")
+            if self.by_override(self.set_by.get(dst, "")) and not self.by_override(src):
+                return  # the -o's value stays
+            if not self.by_override(src) and not self.by_override(dst):  # (an -o of dst replaces both later)
+                raise self.error(dst, f"set twice with different values ({node[keys[-1]]!r} and {value!r})")
         node[keys[-1]] = value
+        self.set_by[dst] = src
         for i in range(len(keys), 0, -1):  # the key, or the new section it belongs to
             prefix = ".".join(keys[:i])
             if prefix in PROPOSED_KEYS:
@@ -259,8 +265,12 @@ class _Translator:
                     self.report.proposed.append(prefix)
                 break
 
+    def by_override(self, src: str) -> bool:
+        """True when the file's key `src` (or a section holding it) was set by an -o."""
+        return any(src == key or src.startswith(f"{key}.") for key in self.overridden)
+
     def map(self, src: str, value: Any, dst: str) -> None:
-        self.put(dst, value)
+        self.put(dst, value, src=src)
         self.report.mapped[src] = dst
 
     def ext(self, src: str, value: Any, dst: str) -> None:
@@ -393,12 +403,15 @@ class _Translator:
                 "the training accuracy (cal_metric_during_train) is computed in every epoch")
         if "eval_batch_step" in g:
             v = g["eval_batch_step"]
-            if isinstance(v, list) and len(v) >= 2:
+            if v is None or v == []:  # off, as ours
+                v = []
+            elif isinstance(v, list) and len(v) >= 2:
                 v = [int(v[0]), int(v[1])]
             elif isinstance(v, int) and not isinstance(v, bool):
                 v = [0, v]
             else:
-                raise self.error("Global.eval_batch_step", f"expected [start, every] or an integer, got {v!r}")
+                raise self.error("Global.eval_batch_step", f"expected [start, every], an integer or [] (off), "
+                                 f"got {v!r}")
             self.map("Global.eval_batch_step", v, "Global.eval_batch_step")
             self.derive("Global.eval_every_epochs", 0, "PaddleOCR evaluates by eval_batch_step only")
         if "save_epoch_step" in g:
@@ -993,15 +1006,18 @@ class _Translator:
             raise self.error("Loss.name", f"{self.loss_name} does not go with Architecture.Head.name {self.head_name}")
 
 
-def translate_rec_config(data: dict, source: str = "<dict>") -> Tuple[dict, TranslationReport]:
+def translate_rec_config(data: dict, source: str = "<dict>", overridden: frozenset = frozenset()
+                         ) -> Tuple[dict, TranslationReport]:
     """Map a PaddleOCR recognition config (a loaded YAML dict) onto the OCR recipe's config dict.
 
     Returns (our config dict, TranslationReport). Raises ConfigError naming the key for an unknown key
-    (with the nearest valid one) and for a value whose meaning would change here.
+    (with the nearest valid one) and for a value whose meaning would change here. overridden: the dotted keys
+    an -o set (config.translate_config); two keys of the file that set one of ours to different values are
+    an error, unless one of them was set by an -o: that value wins.
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
-    return _Translator(copy.deepcopy(data), source).run()
+    return _Translator(copy.deepcopy(data), source, overridden).run()
 
 
 def _schema_has(schema: type, path: str) -> bool:
@@ -1026,13 +1042,13 @@ def paddleocr_rec_translator(schema: type, translate_fn: Optional[Callable] = No
     """A ``Recipe.config_translators`` entry for `schema` (the OCR recipe's RecConfig): a PaddleOCR rec YAML
     (is_paddleocr_config) -> (our config dict, notes: the "no effect here" line and, when any, the
     "not exactly as PaddleOCR" line). ``-o`` overrides are given in PaddleOCR's keys (the function's
-    ``recognise`` attribute tells config.load_config so); translate_fn: another ``(raw, source) -> (ours,
-    report)`` of the same shape (compat.paddleocr_det's). A key the translator maps to a schema key this
+    ``recognise`` attribute tells config.load_config so), or in ours for our sections (``native_override``);
+    translate_fn: another ``(raw, source, overridden) -> (ours, report)`` of the same shape (compat.paddleocr_det's). A key the translator maps to a schema key this
     version lacks (PROPOSED_KEYS) is a ConfigError naming the PaddleOCR key; None for other files."""
-    def translate(raw: dict, path: Path):
+    def translate(raw: dict, path: Path, overridden: frozenset = frozenset()):
         if not is_paddleocr_config(raw):
             return None
-        ours, report = (translate_fn or translate_rec_config)(raw, f"{path} (PaddleOCR config)")
+        ours, report = (translate_fn or translate_rec_config)(raw, f"{path} (PaddleOCR config)", overridden)
         for key in report.proposed:
             target = key.split("=")[0]
             if "=" in key or not _schema_has(schema, target):
@@ -1047,4 +1063,11 @@ def paddleocr_rec_translator(schema: type, translate_fn: Optional[Callable] = No
         return ours, notes
 
     translate.recognise = is_paddleocr_config
+    translate.native_override = is_our_key
     return translate
+
+
+def is_our_key(keys: list) -> bool:
+    """True for an -o key of ours that a PaddleOCR file may also hold (a section of ours, e.g. Predict, or one
+    of OUR_GLOBAL_KEYS): config.translate_config applies it to the translated config, not to the file."""
+    return keys[0] in OUR_SECTIONS or (len(keys) > 1 and keys[0] == "Global" and keys[1] in OUR_GLOBAL_KEYS)

@@ -72,8 +72,8 @@ def _registries():
 class _DetTranslator(_Translator):
     """compat.paddleocr's translator with the det sections (Architecture, Loss, PostProcess, Metric, data)."""
 
-    def __init__(self, data: dict, source: str, schema: type | None = None):
-        super().__init__(data, source)
+    def __init__(self, data: dict, source: str, schema: type | None = None, overridden: frozenset = frozenset()):
+        super().__init__(data, source, overridden)
         self.schema = schema
 
     def _global_keys(self):
@@ -434,17 +434,19 @@ class _DetTranslator(_Translator):
                 self.none(f"{op}.{k}", f"PaddleOCR ignores it when {used[0] if used else 'no size key'} is set")
 
 
-def translate_det_config(data: dict, source: str = "<dict>", schema: type | None = None
-                         ) -> Tuple[dict, TranslationReport]:
+def translate_det_config(data: dict, source: str = "<dict>", schema: type | None = None,
+                         overridden: frozenset = frozenset()) -> Tuple[dict, TranslationReport]:
     """Map a PaddleOCR det config (a loaded YAML dict) onto the det recipe's config dict.
-    Returns (our config dict, TranslationReport); a ConfigError names the key otherwise."""
+    Returns (our config dict, TranslationReport); a ConfigError names the key otherwise. overridden: as
+    compat.paddleocr.translate_rec_config's."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
-    return _DetTranslator(copy.deepcopy(data), source, schema).run()
+    return _DetTranslator(copy.deepcopy(data), source, schema, overridden).run()
 
 
 def paddleocr_det_translator(schema: type):
     """A ``Recipe.config_translators`` entry for the det recipe (compat.paddleocr's wrapper: the one "no effect
     here" line, the "not exactly as PaddleOCR" line, -o in PaddleOCR's keys)."""
-    return paddleocr_rec_translator(schema, lambda raw, source: translate_det_config(raw, source, schema))
+    return paddleocr_rec_translator(schema, lambda raw, source, overridden: translate_det_config(
+        raw, source, schema, overridden))
 

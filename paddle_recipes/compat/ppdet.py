@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from paddle_recipes.config import ConfigError, load_yaml
+from paddle_recipes.config import ConfigError, duplicate_key_line, load_yaml, read_config_text
 
 BASE_KEY = "_BASE_"
 _log = logging.getLogger("paddle_recipes.compat.ppdet")
@@ -67,17 +67,19 @@ def _construct_tag(loader: PpdetLoader, suffix: str, node: yaml.Node) -> dict:
 PpdetLoader.add_multi_constructor("!", _construct_tag)
 
 
-def _read_yaml(path: Path) -> dict:
+def _read_yaml(path: Path, duplicates: list | None = None) -> dict:
+    """One ppdet YAML file. A key written twice in one mapping keeps its last value, as ppdet's loader does;
+    each is appended to `duplicates` as (path, (key, first line, second line)) when given."""
+    text = read_config_text(path, "ppdet config")
+    found: list = []
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"ppdet config not found: {path}") from None
-    try:
-        data = load_yaml(text, str(path), PpdetLoader)
+        data = load_yaml(text, str(path), PpdetLoader, found)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
         raise ConfigError(f"{path}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
+    if duplicates is not None:
+        duplicates.extend((path, dup) for dup in found)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -95,11 +97,11 @@ def _merge(dst: dict, src: dict) -> dict:
     return dst
 
 
-def _load(path: Path, stack: tuple) -> tuple[dict, dict]:
+def _load(path: Path, stack: tuple, duplicates: list | None) -> tuple[dict, dict]:
     path = path.resolve()
     if path in stack:
         raise ConfigError(f"{path}: _BASE_ include cycle: {' -> '.join(str(p) for p in stack + (path,))}")
-    cfg = _read_yaml(path)
+    cfg = _read_yaml(path, duplicates)
     origin = {k: str(path) for k in cfg}
     bases = cfg.pop(BASE_KEY, None)
     origin.pop(BASE_KEY, None)
@@ -116,7 +118,7 @@ def _load(path: Path, stack: tuple) -> tuple[dict, dict]:
             p = path.parent / p
         if not p.is_file():
             raise ConfigError(f"{path}: {BASE_KEY} file {base!r} not found (looked at {p})")
-        sub, sub_origin = _load(p, stack + (path,))
+        sub, sub_origin = _load(p, stack + (path,), duplicates)
         _merge(merged, sub)
         merged_origin.update(sub_origin)
     _merge(merged, cfg)
@@ -124,9 +126,10 @@ def _load(path: Path, stack: tuple) -> tuple[dict, dict]:
     return merged, merged_origin
 
 
-def load_ppdet_yaml(path: str | os.PathLike) -> tuple[dict, dict]:
-    """(merged config, {top-level key: file that last set it}) of a ppdet YAML with its _BASE_ files."""
-    return _load(Path(path), ())
+def load_ppdet_yaml(path: str | os.PathLike, duplicates: list | None = None) -> tuple[dict, dict]:
+    """(merged config, {top-level key: file that last set it}) of a ppdet YAML with its _BASE_ files; keys written
+    twice in one mapping are appended to `duplicates` (see _read_yaml) when given."""
+    return _load(Path(path), (), duplicates)
 
 
 def is_ppdet_config(source: str | os.PathLike | dict) -> bool:
@@ -646,10 +649,13 @@ def ppdet_config_translator(raw: dict, path: Path) -> tuple[dict, list[str]] | N
     A ppdet config exports in ppdet's deploy layout (``Export.layout: ppdet``; ``-o`` can change it)."""
     if not is_ppdet_config(raw):
         return None
-    cfg, origin = load_ppdet_yaml(path)
+    duplicates: list = []
+    cfg, origin = load_ppdet_yaml(path, duplicates)
     imp = translate_ppdet_config(cfg, origin, str(path), Path(path).stem)
     imp.config.setdefault("Export", {}).setdefault("layout", "ppdet")
-    return imp.config, imp.notes()
+    top = Path(path).resolve()  # config.load_config reports the -c file's own duplicates
+    return imp.config, [*(f"{file}: {duplicate_key_line(dup, kept_last=True)}" for file, dup in duplicates
+                          if file != top), *imp.notes()]
 
 
 # the YAML reader of -c files (ppdet's tags), and ppdet's spellings of `-o` keys (tools/eval.py -o weights=...)
