@@ -147,7 +147,7 @@ def read_config_text(path: Path, what: str = "config file") -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x})") from None
+        raise ConfigError(f"{path}: not UTF-8 text (at byte offset {exc.start}: {raw[exc.start]:#04x})") from None
 
 
 def check_name(key: str, name: Any, valid) -> None:

@@ -1,8 +1,11 @@
-"""Fault suite: config values that used to end in a traceback (issue 21 item 7), duplicate YAML keys, and
-a resume with another optimizer. The 2-process launcher case is in test_faults_launch.py."""
+"""Fault suite: config values that used to end in a traceback (issue 21 item 7), duplicate YAML keys, a resume
+with another optimizer, and YAML bombs (issue 37 item 7: aliases, size, nesting, a SIGTERM while the config loads).
+The 2-process launcher case is in test_faults_launch.py."""
 from __future__ import annotations
 
 import logging
+import signal
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -101,3 +104,108 @@ def test_resume_with_another_optimizer_says_so(tmp_path, caplog):
             resume_from=tmp_path / "checkpoints")
     lines = [r.getMessage() for r in caplog.records if "another optimizer" in r.getMessage()]
     assert len(lines) == 1 and "Optimizer.lr: 0.01 in checkpoint, 0.02 now (the new values apply from here)" in lines[0]
+
+
+# ----------------------------------------------------------------------------- YAML bombs (issue 37 item 7)
+def _alias_bomb(levels: int = 9) -> str:
+    """`levels` anchors of 9 aliases each: 9**levels values once expanded, a few hundred bytes as written."""
+    rows = ["    l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    rows += [f"    l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(rows) + "\n"
+
+
+def test_an_alias_bomb_is_one_line_fast_in_bounded_memory(tmp_path):
+    """Issue 37: a bomb under the free-form Architecture.Backbone ran > 300 s and 2.7 GB in dataclasses.asdict.
+    Now: refused while loading, in one line naming the file and where it expands, well under a second."""
+    import time
+    import tracemalloc
+
+    from paddle_recipes.tasks.ocr_det.config import DetConfig
+
+    cfg = tmp_path / "bomb.yml"
+    cfg.write_text("Global: {epochs: 1}\nArchitecture:\n  Backbone:\n    name: PPLCNetV3\n" + _alias_bomb())
+    tracemalloc.start()
+    t0 = time.time()
+    try:
+        with pytest.raises(ConfigError) as err:
+            load_config(cfg, [], DetConfig)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.time() - t0 < 5 and peak < 50e6, (time.time() - t0, peak)
+    assert str(err.value) == f"{cfg}: YAML aliases under 'Architecture.Backbone.l6' expand to more than 1,000,000 " \
+                             "values (an alias bomb?): refused"
+    with pytest.raises(ConfigError, match=r"^override 'Architecture.Backbone=\{.*: YAML aliases under 'l6' expand"):
+        load_config(None, ["Architecture.Backbone={" + ", ".join(
+            ln.strip() for ln in _alias_bomb().splitlines()) + "}"], DetConfig)
+    small = _alias_bomb(levels=3)  # 9**3 values: aliases as such are fine
+    cfg.write_text("Global: {epochs: 1}\nArchitecture:\n  Backbone:\n    name: PPLCNetV3\n" + small)
+    assert len(load_config(cfg, [], DetConfig).Architecture.Backbone["l2"]) == 9
+
+
+def test_recursive_and_too_deep_yaml_are_one_line(tmp_path):
+    cfg = tmp_path / "rec.yml"
+    cfg.write_text("Global: {epochs: 1}\nTrain: &t\n  loop: *t\n")
+    with pytest.raises(ConfigError, match=rf"^{cfg}: a YAML alias under 'Train.loop' refers to its own parent"):
+        load_config(cfg, [], RecConfig)
+    cfg.write_text("Global: {epochs: " + "[" * 5000 + "]" * 5000 + "}\n")
+    with pytest.raises(ConfigError, match=rf"^{cfg}: YAML nested too deeply to read: refused$"):
+        load_config(cfg, [], RecConfig)
+
+
+def test_a_config_over_1_mib_is_refused_before_parsing(tmp_path, capsys):
+    from paddle_recipes.config import MAX_CONFIG_BYTES
+
+    cfg = tmp_path / "big.yml"
+    cfg.write_text("Global: {epochs: 1}\n" + "#" * MAX_CONFIG_BYTES + "\n")
+    size = cfg.stat().st_size
+    assert _cli_error_lines(["-c", str(cfg)], capsys) == [
+        f"ocr_rec: error: {cfg}: {size:,} bytes: a config file may have at most 1,048,576 bytes (1 MiB): refused"]
+    cfg.write_bytes(b"Global: {epochs: 1}\n# \xff\n")
+    assert _cli_error_lines(["-c", str(cfg)], capsys) == [f"ocr_rec: error: {cfg}: not UTF-8 text (at byte offset 22: 0xff)"]
+
+
+def _wait_for_read(path, timeout_s: float) -> bool:
+    """Block until some process closes `path` after reading it (Linux inotify IN_CLOSE_NOWRITE); False on timeout."""
+    import ctypes
+    import os
+    import select
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init()
+    assert fd >= 0 and libc.inotify_add_watch(fd, str(path).encode(), 0x10) >= 0  # IN_CLOSE_NOWRITE
+    try:
+        return bool(select.select([fd], [], [], timeout_s)[0])
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify (Linux) tells when the config is read")
+def test_sigterm_while_the_config_loads_is_our_one_line(tmp_path):
+    """Issue 37: a SIGTERM during config loading printed paddle's C++ FatalError dump (our handler came later).
+    A big-but-allowed config (0.9 MiB: seconds of parsing) is read; the SIGTERM lands once the file is read."""
+    import subprocess
+    import time
+
+    from conftest import _clean_env
+
+    cfg = tmp_path / "slow.yml"
+    rows = "".join(f"    k{i}: [1, 2, 3]\n" for i in range(45000))
+    cfg.write_text("Global: {epochs: 1}\nArchitecture:\n  Backbone:\n    name: PPLCNetV3\n" + rows)
+    assert 0.8e6 < cfg.stat().st_size < 1 << 20
+    proc = subprocess.Popen([sys.executable, "recipes/ocr_det.py", "-c", str(cfg), "-o",
+                             f"Global.output_dir={tmp_path / 'out'}"], cwd=REPO_ROOT, env=_clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for_read(cfg, 60), "the recipe never read its config"
+        proc.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        _, err = proc.communicate(timeout=30)
+        assert time.time() - t0 < 5, f"{time.time() - t0:.1f} s to stop"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "FatalError" not in err and "Termination signal" not in err, err[-3000:]
+    assert proc.returncode == 143, (proc.returncode, err[-3000:])
+    assert [ln for ln in err.splitlines() if "SIGTERM" in ln] == [f"process {proc.pid}: stopped by SIGTERM"], err
+    assert "Traceback" not in err and "error" not in err, err[-3000:]
