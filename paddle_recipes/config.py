@@ -504,34 +504,29 @@ def translate_config(data: dict, path: Path, translators: Sequence[ConfigTransla
     (returns (config dict, notes) instead of None) supplies the base config.
 
     A translator with a ``recognise(raw) -> bool`` attribute takes `overrides` in the file's own keys
-    (PaddleOCR's ``-o Global.epoch_num=1``): they are applied to the raw mapping before it translates, and it is
-    called as ``translate(raw, path, overridden=frozenset of every override's dotted key)`` (a value an -o sets
-    wins over another key of the file that maps to the same key of ours). Its ``native_override(keys) -> bool``
-    attribute, when given, picks the overrides in our keys instead (PaddleOCR files may hold our sections, e.g.
-    ``Predict``): those are left to apply to the translated config, so they win over what the file's keys
-    translate to (``-o Predict.images=DIR`` over ``Global.infer_img``). A translator with an
-    ``override_aliases`` attribute ({foreign key: our dotted key}, e.g. ppdet's ``weights`` ->
-    ``Global.weights``) has overrides of those keys renamed.
-    Returns (config dict, notes (its own, then the OverrideNotes of raw overrides), the overrides still to
-    apply, whether a translator took the file); untranslated: (data, [], overrides, False)."""
+    (PaddleOCR's ``-o Global.epoch_num=1``; also our sections a PaddleOCR file may hold, e.g. ``Predict``): they
+    are applied to the raw mapping before it translates, and it is called as ``translate(raw, path,
+    overridden={dotted key: -o text})`` so that a value an -o set wins over another key of the file that
+    translates to the same key of ours (``-o Predict.images=DIR`` over ``Global.infer_img``; its OverrideNote
+    is the translator's). A translator with an ``override_aliases`` attribute ({foreign key: our dotted key},
+    e.g. ppdet's ``weights`` -> ``Global.weights``) has overrides of those keys renamed.
+    Returns (config dict, notes (its own, then an OverrideNote for each raw value an -o replaced), the
+    overrides still to apply, whether a translator took the file); untranslated: (data, [], overrides, False)."""
     for translate in translators:
         recognise = getattr(translate, "recognise", None)
-        native = getattr(translate, "native_override", lambda keys: False)
-        own = [i for i, text in enumerate(overrides) if not native(parse_override(text)[0])] \
-            if recognise is not None and overrides and recognise(data) else []
-        raw, set_notes = data, []
-        overridden = {".".join(parse_override(text)[0]) for text in overrides}
+        own = recognise is not None and bool(overrides) and recognise(data)
+        raw, set_notes, overridden = data, [], {}
         if own:
             raw, applier = copy.deepcopy(data), _Overrides(set_notes)
-            for i in own:
-                applier.apply(overrides[i], lambda k, v: _set_raw_path(raw, k, v, overrides[i]))
-        result = translate(raw, path, overridden=frozenset(overridden)) if recognise is not None \
-            else translate(raw, path)
+            for text in overrides:
+                applier.apply(text, lambda keys, value: _set_raw_path(raw, keys, value, text))
+                overridden[".".join(parse_override(text)[0])] = text
+        result = translate(raw, path, overridden=overridden) if recognise is not None else translate(raw, path)
         if result is not None:
             translated, notes = result
             aliases = getattr(translate, "override_aliases", {})
-            left = [_alias(text, aliases) for i, text in enumerate(overrides) if i not in own]
-            return translated, [*notes, *set_notes], left, True
+            left = [] if own else [_alias(text, aliases) for text in overrides]
+            return translated, [*notes, *(n for n in set_notes if n not in notes)], left, True
     return data, [], list(overrides), False
 
 

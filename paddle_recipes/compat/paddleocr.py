@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
-from paddle_recipes.config import ConfigError, _suggest
+from paddle_recipes.config import ConfigError, OverrideNote, _short, _suggest
 
 logger = logging.getLogger(__name__)
 
@@ -171,6 +171,7 @@ class TranslationReport:
     proposed: List[str] = field(default_factory=list)
     approximated: Dict[str, str] = field(default_factory=dict)
     extensions: Dict[str, Any] = field(default_factory=dict)
+    overrides: List[str] = field(default_factory=list)  # "-o K=V overrides the config's value X" (config.OverrideNote)
 
     def extensions_line(self) -> str:
         """One line: "paddle-recipes extensions: Architecture.Head.init_blank_prob=0.8, ... (<source>)", or ""."""
@@ -229,10 +230,10 @@ def _canon(name: Any, options, path: str, what: str, source: str) -> str:
 
 
 class _Translator:
-    def __init__(self, data: dict, source: str, overridden: frozenset = frozenset()):
+    def __init__(self, data: dict, source: str, overridden: Optional[Dict[str, str]] = None):
         self.src = data
         self.source = source
-        self.overridden = overridden  # dotted keys an -o sets (the file's or ours): an -o wins a "set twice"
+        self.overridden = overridden or {}  # dotted key an -o set -> its text: an -o wins a "set twice"
         self.set_by: Dict[str, str] = {}  # our key -> the file's key that set it
         self.ours: dict = {}
         self.report = TranslationReport(source)
@@ -252,10 +253,13 @@ class _Translator:
         for k in keys[:-1]:
             node = node.setdefault(k, {})
         if not replace and keys[-1] in node and node[keys[-1]] != value:
-            if self.by_override(self.set_by.get(dst, "")) and not self.by_override(src):
-                return  # the -o's value stays
-            if not self.by_override(src) and not self.by_override(dst):  # (an -o of dst replaces both later)
+            old_by, new_by = self.by_override(self.set_by.get(dst, "")), self.by_override(src)
+            if old_by == new_by:
                 raise self.error(dst, f"set twice with different values ({node[keys[-1]]!r} and {value!r})")
+            self.report.overrides.append(f"-o {old_by or new_by} overrides the config's value "
+                                         f"{_short(value if old_by else node[keys[-1]])}")
+            if old_by:
+                return  # the -o's value stays
         node[keys[-1]] = value
         self.set_by[dst] = src
         for i in range(len(keys), 0, -1):  # the key, or the new section it belongs to
@@ -265,9 +269,9 @@ class _Translator:
                     self.report.proposed.append(prefix)
                 break
 
-    def by_override(self, src: str) -> bool:
-        """True when the file's key `src` (or a section holding it) was set by an -o."""
-        return any(src == key or src.startswith(f"{key}.") for key in self.overridden)
+    def by_override(self, src: str) -> str:
+        """The -o text that set the file's key `src` (or a section holding it), else ""."""
+        return next((text for key, text in self.overridden.items() if src == key or src.startswith(f"{key}.")), "")
 
     def map(self, src: str, value: Any, dst: str) -> None:
         self.put(dst, value, src=src)
@@ -1006,14 +1010,14 @@ class _Translator:
             raise self.error("Loss.name", f"{self.loss_name} does not go with Architecture.Head.name {self.head_name}")
 
 
-def translate_rec_config(data: dict, source: str = "<dict>", overridden: frozenset = frozenset()
+def translate_rec_config(data: dict, source: str = "<dict>", overridden: Optional[Dict[str, str]] = None
                          ) -> Tuple[dict, TranslationReport]:
     """Map a PaddleOCR recognition config (a loaded YAML dict) onto the OCR recipe's config dict.
 
     Returns (our config dict, TranslationReport). Raises ConfigError naming the key for an unknown key
-    (with the nearest valid one) and for a value whose meaning would change here. overridden: the dotted keys
-    an -o set (config.translate_config); two keys of the file that set one of ours to different values are
-    an error, unless one of them was set by an -o: that value wins.
+    (with the nearest valid one) and for a value whose meaning would change here. overridden: {dotted key: -o
+    text} of the -o applied to `data` (config.translate_config); two keys of the file that set one of ours to
+    different values are an error, unless an -o set one of them: that value wins (report.overrides says so).
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
@@ -1042,10 +1046,11 @@ def paddleocr_rec_translator(schema: type, translate_fn: Optional[Callable] = No
     """A ``Recipe.config_translators`` entry for `schema` (the OCR recipe's RecConfig): a PaddleOCR rec YAML
     (is_paddleocr_config) -> (our config dict, notes: the "no effect here" line and, when any, the
     "not exactly as PaddleOCR" line). ``-o`` overrides are given in PaddleOCR's keys (the function's
-    ``recognise`` attribute tells config.load_config so), or in ours for our sections (``native_override``);
-    translate_fn: another ``(raw, source, overridden) -> (ours, report)`` of the same shape (compat.paddleocr_det's). A key the translator maps to a schema key this
+    ``recognise`` attribute tells config.load_config so; an -o of ours, e.g. ``Predict.images``, wins over the
+    file's key that translates to it, e.g. ``Global.infer_img``, with a note); translate_fn: another ``(raw,
+    source, overridden) -> (ours, report)`` of the same shape (compat.paddleocr_det's). A key the translator maps to a schema key this
     version lacks (PROPOSED_KEYS) is a ConfigError naming the PaddleOCR key; None for other files."""
-    def translate(raw: dict, path: Path, overridden: frozenset = frozenset()):
+    def translate(raw: dict, path: Path, overridden: Optional[Dict[str, str]] = None):
         if not is_paddleocr_config(raw):
             return None
         ours, report = (translate_fn or translate_rec_config)(raw, f"{path} (PaddleOCR config)", overridden)
@@ -1060,14 +1065,7 @@ def paddleocr_rec_translator(schema: type, translate_fn: Optional[Callable] = No
             notes.append(report.approximated_line())
         if report.extensions:
             notes.append(report.extensions_line())
-        return ours, notes
+        return ours, notes + [OverrideNote(line) for line in report.overrides]
 
     translate.recognise = is_paddleocr_config
-    translate.native_override = is_our_key
     return translate
-
-
-def is_our_key(keys: list) -> bool:
-    """True for an -o key of ours that a PaddleOCR file may also hold (a section of ours, e.g. Predict, or one
-    of OUR_GLOBAL_KEYS): config.translate_config applies it to the translated config, not to the file."""
-    return keys[0] in OUR_SECTIONS or (len(keys) > 1 and keys[0] == "Global" and keys[1] in OUR_GLOBAL_KEYS)

@@ -72,7 +72,7 @@ def _registries():
 class _DetTranslator(_Translator):
     """compat.paddleocr's translator with the det sections (Architecture, Loss, PostProcess, Metric, data)."""
 
-    def __init__(self, data: dict, source: str, schema: type | None = None, overridden: frozenset = frozenset()):
+    def __init__(self, data: dict, source: str, schema: type | None = None, overridden: dict | None = None):
         super().__init__(data, source, overridden)
         self.schema = schema
 
@@ -435,7 +435,7 @@ class _DetTranslator(_Translator):
 
 
 def translate_det_config(data: dict, source: str = "<dict>", schema: type | None = None,
-                         overridden: frozenset = frozenset()) -> Tuple[dict, TranslationReport]:
+                         overridden: dict | None = None) -> Tuple[dict, TranslationReport]:
     """Map a PaddleOCR det config (a loaded YAML dict) onto the det recipe's config dict.
     Returns (our config dict, TranslationReport); a ConfigError names the key otherwise. overridden: as
     compat.paddleocr.translate_rec_config's."""
