@@ -129,6 +129,19 @@ def fake_ppocr_checkout(root: Path, yaml_rel: str, yaml_text: str, trainer_src: 
     return src, ours
 
 
+def sigterm_and_wait(proc: subprocess.Popen, timeout: float = 30) -> tuple[str, float]:
+    """Send SIGTERM to `proc` (started with stderr=PIPE, text=True), wait for it to end: (its stderr, seconds
+    it took). It is killed if still running after `timeout` s (communicate raises TimeoutExpired)."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        _, err = proc.communicate(timeout=timeout)
+        return err, time.time() - t0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def run_cli(recipe, argv: list[str], capsys) -> tuple[int, str]:
     """Run ``recipe.cli(argv)`` in this process as `python recipes/x.py argv` would: (exit code, stderr).
     The recipe's log handlers (they write to this test's captured streams) are removed afterwards."""

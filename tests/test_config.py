@@ -30,9 +30,24 @@ class Train:
 
 
 @dataclass
+class Op:
+    name: str = ""
+    limit_side_len: int = 736
+
+
+@dataclass
+class Free:
+    """Values of the shapes -o must take: a list of sections, a free-form mapping, a list of strings."""
+    ops: list[Op] = field(default_factory=list)
+    backbone: dict = field(default_factory=dict)
+    opt: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Cfg:
     Global: Global = field(default_factory=Global)
     Train: Train = field(default_factory=Train)
+    Free: Free = field(default_factory=Free)
 
 
 def _write(tmp_path, text):
@@ -112,46 +127,27 @@ def test_override_into_a_mapping_or_name_field():
         load_config(None, ["Architecture.normalize.meen=[0, 0, 0]"], DetConfig)
 
 
-@dataclass
-class Op:
-    name: str = ""
-    limit_side_len: int = 736
-
-
-@dataclass
-class Free:
-    ops: list[Op] = field(default_factory=list)
-    backbone: dict = field(default_factory=dict)
-    opt: list[str] = field(default_factory=list)
-
-
-@dataclass
-class FlowCfg:
-    Global: Global = field(default_factory=Global)
-    Free: Free = field(default_factory=Free)
-
-
 def test_overrides_take_yaml_flow_lists_and_mappings():
     """-o values are YAML, flow collections included (PaddleOCR's -o: yaml.load of the value), typed as the file's."""
     cfg = load_config(None, ["Free.ops=[{name: DetResizeForTest, limit_side_len: 960}, {name: x}]",
                              "Free.backbone={name: PPLCNetV3, scale: 0.95}", "Global.image_shape=[3, 32, 100]"],
-                      FlowCfg)
+                      Cfg)
     assert cfg.Free.ops == [Op("DetResizeForTest", 960), Op("x", 736)]
     assert cfg.Free.backbone == {"name": "PPLCNetV3", "scale": 0.95} and cfg.Global.image_shape == [3, 32, 100]
     with pytest.raises(ConfigError, match=r"^Free.ops\[0\].limit_side_len: expected an integer, got 'big' "):
-        load_config(None, ["Free.ops=[{limit_side_len: big}]"], FlowCfg)
+        load_config(None, ["Free.ops=[{limit_side_len: big}]"], Cfg)
     with pytest.raises(ConfigError, match=r"unknown key 'Free.ops\[0\].limit'; did you mean 'limit_side_len'"):
-        load_config(None, ["Free.ops=[{limit: 960}]"], FlowCfg)
+        load_config(None, ["Free.ops=[{limit: 960}]"], Cfg)
     # a list of -o texts (ocr_system's Det.opt): an item that is no YAML itself is kept as written
     cfg = load_config(None, ["Free.opt=[PostProcess.unclip_ratio=2.0, Eval.transform={limit_side_len: 960, "
-                             "limit_type: max}, 'Global.x=[1, 2]']"], FlowCfg)
+                             "limit_type: max}, 'Global.x=[1, 2]']"], Cfg)
     assert cfg.Free.opt == ["PostProcess.unclip_ratio=2.0", "Eval.transform={limit_side_len: 960, limit_type: max}",
                             "Global.x=[1, 2]"]
     # text that is no YAML stays text, but a broken flow collection is one line naming the override
-    assert load_config(None, ["Global.name=@home"], FlowCfg).Global.name == "@home"
+    assert load_config(None, ["Global.name=@home"], Cfg).Global.name == "@home"
     for text, where in (("Free.backbone={name: x", "column 9"), ("Free.opt=[a, {b: 1]", "column 10")):
         with pytest.raises(ConfigError) as err:
-            load_config(None, [text], FlowCfg)
+            load_config(None, [text], Cfg)
         assert str(err.value).startswith(f"override '{text}': invalid YAML flow value: ") and where in str(err.value)
 
 

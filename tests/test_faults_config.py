@@ -4,7 +4,6 @@ The 2-process launcher case is in test_faults_launch.py."""
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from dataclasses import dataclass, field
 
@@ -185,9 +184,8 @@ def test_sigterm_while_the_config_loads_is_our_one_line(tmp_path):
     """Issue 37: a SIGTERM during config loading printed paddle's C++ FatalError dump (our handler came later).
     A big-but-allowed config (0.9 MiB: seconds of parsing) is read; the SIGTERM lands once the file is read."""
     import subprocess
-    import time
 
-    from conftest import _clean_env
+    from conftest import _clean_env, sigterm_and_wait
 
     cfg = tmp_path / "slow.yml"
     rows = "".join(f"    k{i}: [1, 2, 3]\n" for i in range(45000))
@@ -196,15 +194,11 @@ def test_sigterm_while_the_config_loads_is_our_one_line(tmp_path):
     proc = subprocess.Popen([sys.executable, "recipes/ocr_det.py", "-c", str(cfg), "-o",
                              f"Global.output_dir={tmp_path / 'out'}"], cwd=REPO_ROOT, env=_clean_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert _wait_for_read(cfg, 60), "the recipe never read its config"
-        proc.send_signal(signal.SIGTERM)
-        t0 = time.time()
-        _, err = proc.communicate(timeout=30)
-        assert time.time() - t0 < 5, f"{time.time() - t0:.1f} s to stop"
-    finally:
+    if not _wait_for_read(cfg, 60):
         proc.kill()
-        proc.wait()
+        raise AssertionError(f"the recipe never read its config: {proc.communicate()[1][-3000:]}")
+    err, seconds = sigterm_and_wait(proc)
+    assert seconds < 5, f"{seconds:.1f} s to stop"
     assert "FatalError" not in err and "Termination signal" not in err, err[-3000:]
     assert proc.returncode == 143, (proc.returncode, err[-3000:])
     assert [ln for ln in err.splitlines() if "SIGTERM" in ln] == [f"process {proc.pid}: stopped by SIGTERM"], err
