@@ -174,6 +174,18 @@ class SkipStats:
         return {**self.counts(), "missing_chars": [[c, k] for c, k in self.top_missing(top)]}
 
 
+def first_loadable(dataset) -> bool:
+    """Whether some sample of ``dataset`` (``load(i)`` -> sample or ("skip", where, reason), ``stats``) loads: tried
+    in order until one does (one image read in a sound set), the skips counted. Datasets call it when built, so a
+    set with no readable image is one error line, not hours of zero-sample batches."""
+    for i in range(len(dataset)):
+        sample = dataset.load(i)
+        if not isinstance(sample, tuple):
+            return True
+        dataset.stats.add(sample[1], sample[2])
+    return False
+
+
 def _check_path(path: str, key: str, kind: str = "path") -> Path:
     p = Path(path)
     if not str(path) or not p.exists():
@@ -223,7 +235,7 @@ class RecDataset:
             self._init_label_files(key)
         else:
             self._init_lmdb(key)
-        if not self.items:
+        if not first_loadable(self):
             where = (", ".join(cfg.label_file_list) or "no label_file_list") if cfg.format == "label_file" \
                 else (cfg.data_dir or "no data_dir")
             raise DataError(f"{key}: no usable samples in {where} ({self.stats.summary()}); check data_dir / "

@@ -25,7 +25,7 @@ from typing import Callable, List, Sequence, Tuple
 from paddle_recipes.data import (MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, DataError, ImageError, check_file, read_image,
                                  read_label_file)
 
-from ..ocr.dataset import SkipStats
+from ..ocr.dataset import SkipStats, first_loadable
 from .labels import DetBox, DetLabelError, clip_polygons_to_image, parse_det_label
 
 
@@ -67,17 +67,10 @@ class DetDataset:
                     self.stats.add(rec.source, exc.reason, exc.detail)
                     continue
                 self.items.append((rec.image_path, boxes, rec.source))
-        self._check_usable(name, label_files)
-
-    def _check_usable(self, name: str, label_files) -> None:
-        """DataError unless some item loads: items are tried in order until one does (one read in a sound set)."""
-        where = f"{name} ({', '.join(str(f) for f in label_files) or 'no label files'}, data_dir {self.data_dir})"
-        for i in range(len(self.items)):
-            sample = self.load(i)
-            if not isinstance(sample, tuple):
-                return
-            self.stats.add(sample[1], sample[2])
-        raise DataError(f"{where}: no usable sample ({self.stats.summary()}); check data_dir and the label files")
+        if not first_loadable(self):
+            files = ", ".join(str(f) for f in label_files) or "no label files"
+            raise DataError(f"{name} ({files}, data_dir {self.data_dir}): no usable sample ({self.stats.summary()}); "
+                            f"check data_dir and the label files")
 
     def __len__(self) -> int:
         return len(self.items)
