@@ -112,10 +112,13 @@ def _u32(d, o, e=">"):
 def _jpeg(d):
     i = 2
     while i + 4 <= len(d):
-        if d[i] != 0xFF:
-            return None
+        if d[i] != 0xFF:  # stray bytes before a marker: skipped, as libjpeg does (with a warning)
+            i = d.find(b"\xff", i)
+            if i < 0:
+                return None
+            continue
         m = d[i + 1]
-        if m == 0xFF:  # fill byte
+        if m in (0xFF, 0x00):  # a fill byte, or a stuffed 0xFF (not a marker)
             i += 1
             continue
         if m in (0x01, *range(0xD0, 0xD8)):  # standalone markers

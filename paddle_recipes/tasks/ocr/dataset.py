@@ -178,12 +178,17 @@ def first_loadable(dataset) -> bool:
     """Whether some sample of ``dataset`` (``load(i)`` -> sample or ("skip", where, reason), ``stats``) loads: tried
     in order until one does (one image read in a sound set), the skips counted. Datasets call it when built, so a
     set with no readable image is one error line, not hours of zero-sample batches."""
-    for i in range(len(dataset)):
-        sample = dataset.load(i)
-        if not isinstance(sample, tuple):
-            return True
-        dataset.stats.add(sample[1], sample[2])
-    return False
+    states = random.getstate(), np.random.get_state()  # augmentations draw from them: training stays as it was
+    try:
+        for i in range(len(dataset)):
+            sample = dataset.load(i)
+            if not isinstance(sample, tuple):
+                return True
+            dataset.stats.add(sample[1], sample[2])
+        return False
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
 
 
 def _check_path(path: str, key: str, kind: str = "path") -> Path:
