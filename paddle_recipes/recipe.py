@@ -43,7 +43,7 @@ from .assets import resolve_path
 from .checkpoint import CheckpointError, load_weights
 from .cli import exit_on_user_error, run_recipe
 from .config import ConfigError
-from .data import build_loader
+from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, DataError, build_loader
 from .compat.ppocr_logs import PPOCREvalLog
 from .serialization import save_safetensors
 from .training import Run, build_training, count_params
@@ -55,9 +55,13 @@ READY_FILE = ".ready.json"
 
 @dataclass
 class PredictConfig:
-    """images: an image file or folder. batch_size: images per forward pass."""
+    """images: an image file or folder. batch_size: images per forward pass. max_image_pixels (width x height, from
+    the header; default 8e7) / max_image_bytes (default 256 MiB): larger images are skipped unread (0 = no limit;
+    data.images)."""
     images: str = ""
     batch_size: int = 16
+    max_image_pixels: int = MAX_IMAGE_PIXELS
+    max_image_bytes: int = MAX_IMAGE_BYTES
 
 
 @dataclass
@@ -325,8 +329,13 @@ class Recipe:
         return metrics
 
     def predict(self) -> list:
+        """predict_model's results; none (every input unreadable, or an empty folder) is a DataError (exit 2)."""
         model, _ = self.load_for_inference()
-        return self.predict_model(model)
+        results = self.predict_model(model)
+        if not results:
+            raise DataError(f"{self.name} predict: no input could be read in {getattr(self.cfg.Predict, 'images', '')!r} "
+                            f"(the skipped files are listed above)")
+        return results
 
     def export(self) -> dict:
         """Export the (EMA) model (export_files; default jit.save at Export.out_prefix, "" = output_dir/inference/model)

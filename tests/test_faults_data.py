@@ -57,22 +57,24 @@ def test_non_utf8_lmdb_label_is_a_counted_skip(tmp_path):
 
 
 def test_oversized_image_is_a_counted_skip_before_decode(tmp_path, monkeypatch):
-    from paddle_recipes.tasks.ocr import dataset as ocr_ds
     from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate
 
     (tmp_path / "img").mkdir()
     (tmp_path / "img" / "small.png").write_bytes(_png(40, 16))
     (tmp_path / "img" / "huge.png").write_bytes(_png(400, 300))  # 120000 px > the 50000 limit below
     (tmp_path / "train.txt").write_text("small.png\tab\nhuge.png\tba\n", encoding="utf-8")
+    import cv2
+
     decoded = []
-    real = ocr_ds.decode_image
-    monkeypatch.setattr(ocr_ds, "decode_image", lambda data: decoded.append(len(data)) or real(data))
+    real = cv2.imdecode
+    monkeypatch.setattr(cv2, "imdecode", lambda buf, flags: decoded.append(len(buf)) or real(buf, flags))
     cfg = DatasetConfig(data_dir=str(tmp_path / "img"), label_file_list=[str(tmp_path / "train.txt")],
                         max_image_pixels=50_000)
     ds = RecDataset(cfg, _charset(tmp_path), (3, 32, 64), 6)
     batch = collate([ds[0], ds[1]])
     assert batch["text"] == ["ab"] and batch["skipped"] == [f"{tmp_path / 'train.txt'}:2\ttoo_large"]
-    assert len(decoded) == 1  # the huge one was never decoded
+    small = len((tmp_path / "img" / "small.png").read_bytes())
+    assert decoded and set(decoded) == {small}  # the huge one was never decoded (the small one: at build and load)
 
 
 def test_det_truncated_image_is_one_line_error(tmp_path):
@@ -100,7 +102,7 @@ def test_det_truncated_image_is_one_line_error(tmp_path):
     loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=1), LoaderConfig(), collate_fn=DetCollate([64]))
     it = iter(loader)
     next(it)
-    with pytest.raises(DataError, match=r"cannot decode image .*b\.jpg \(image id 2\)") as err:
+    with pytest.raises(DataError, match=r"image .*b\.jpg \(image id 2\): corrupt JPEG \(cannot decode\)") as err:
         next(it)
     assert "\n" not in str(err.value)
 

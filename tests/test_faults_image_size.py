@@ -11,6 +11,7 @@ import json
 import struct
 import zlib
 
+import cv2
 import pytest
 
 from paddle_recipes.data import DataError
@@ -48,12 +49,12 @@ def test_det_json_that_lies_is_a_counted_too_large_skip(tmp_path, monkeypatch, c
     data["images"].append({"id": 2, "file_name": "ok.png", "width": 96, "height": 96})
     ann.write_text(json.dumps(data))
     _huge_png(img / "ok.png", 96, 96)
-    monkeypatch.setattr(coco.cv2, "imread", _never)
+    monkeypatch.setattr(cv2, "imdecode", _never)
     with caplog.at_level("WARNING"):
         idx = coco.load_coco(ann, img)
     assert [r["im_id"] for r in idx.records] == [2]
     assert idx.counts["too_large"] == 1
-    assert (f"image id 1 ({img / 'big.png'}: 400000000 pixels > max_image_pixels 80000000; the json says 96x96)"
+    assert (f"image id 1 ({img / 'big.png'}: 20000x20000 > max_image_pixels 80000000; the json says 96x96)"
             in caplog.text)
 
 
@@ -62,18 +63,16 @@ def test_det_decode_checks_the_header_again(tmp_path, monkeypatch):
     ann, img = _det_json(tmp_path)
     idx = coco.load_coco(ann, img, check_files=False)  # trusts the json's 96x96
     assert len(idx.records) == 1
-    monkeypatch.setattr(coco.cv2, "imread", _never)
-    with pytest.raises(coco.DetDataError, match=r"big.png \(image id 1\) has 400000000 pixels > max_image_pixels "
-                                                r"80000000: not decoded"):
+    monkeypatch.setattr(cv2, "imdecode", _never)
+    with pytest.raises(coco.DetDataError, match=r"big.png \(image id 1\): PNG of 20000x20000 = 400000000 pixels > "
+                                                r"max_image_pixels 80000000: not decoded"):
         coco.CocoDetDataset(idx)[0]
 
 
 def test_det_predict_refuses_oversized_image(tmp_path, monkeypatch):
     big = _huge_png(tmp_path / "big.png")
-    import cv2
-
-    monkeypatch.setattr(cv2, "imread", _never)
-    with pytest.raises(DataError, match="has 400000000 pixels > max_image_pixels 80000000: not decoded"):
+    monkeypatch.setattr(cv2, "imdecode", _never)
+    with pytest.raises(DataError, match="20000x20000 = 400000000 pixels > max_image_pixels 80000000: not decoded"):
         predict_export.load_rgb(str(big))
 
 
@@ -81,7 +80,8 @@ def test_ocr_predict_skips_oversized_image_without_decoding(tmp_path, monkeypatc
     import paddle
 
     big = _huge_png(tmp_path / "big.png")
-    monkeypatch.setattr(ocr_evaluate, "decode_image", _never)
+    monkeypatch.setattr(cv2, "imdecode", _never)
     model = paddle.nn.Linear(2, 2)  # never called: no readable image
     results, bad = ocr_evaluate.recognize_files(model, [str(big)], CharDict(list("ab")), (3, 32, 128))
-    assert results == [] and bad == [(str(big), "too large: 400000000 pixels > max_image_pixels 80000000")]
+    assert results == [] and bad == [(str(big), "PNG of 20000x20000 = 400000000 pixels > max_image_pixels 80000000: "
+                                                "not decoded")]

@@ -1,4 +1,4 @@
-"""Data blocks: the DataLoader (``loader``), image files (``images``), and the PaddleOCR formats every
+"""Data blocks: the DataLoader (``loader``), the one image reader (``images``), and the PaddleOCR formats every
 OCR task reads: label files (``labelfile``) and LMDB sets (``lmdb``). Each is usable alone::
 
     loader = build_loader(dataset, batch_sampler, LoaderConfig(num_workers=2), name="Train.loader")
@@ -8,7 +8,8 @@ OCR task reads: label files (``labelfile``) and LMDB sets (``lmdb``). Each is us
 
 The albumentations adapter (image + boxes) belongs to detection: paddle_recipes.tasks.det.augment.
 """
-from .images import IMAGE_EXTS, MAX_IMAGE_PIXELS, image_pixels, list_images
+from .images import (IMAGE_EXTS, MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, check_file, image_pixels, image_size,
+                     list_images, read_image)
 from .labelfile import LabelFileDataset, LabelFileError, LabelRecord, LabelRecords, read_label_file
 from .lmdb import LmdbDataset, LmdbFormatError, LmdbLabelError, write_lmdb
 from .loader import (DataError, GuardedCollate, GuardedDataset, LoaderConfig, LoaderTimeout, build_loader,
@@ -17,7 +18,8 @@ from .loader import (DataError, GuardedCollate, GuardedDataset, LoaderConfig, Lo
 __all__ = [
     "LoaderConfig", "build_loader", "shm_free_mb", "seed_worker", "DataError", "LoaderTimeout", "GuardedDataset",
     "GuardedCollate",
-    "current_sample_key", "IMAGE_EXTS", "list_images", "MAX_IMAGE_PIXELS", "image_pixels",
+    "current_sample_key", "IMAGE_EXTS", "list_images", "MAX_IMAGE_PIXELS", "MAX_IMAGE_BYTES", "image_pixels",
+    "image_size", "ImageError", "check_file", "read_image",
     "LabelFileError", "LabelRecord", "LabelRecords", "read_label_file", "LabelFileDataset",
     "LmdbFormatError", "LmdbLabelError", "write_lmdb", "LmdbDataset",
 ]

@@ -10,6 +10,8 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
+from .images import ImageError, read_file
+
 __all__ = ["LabelFileError", "LabelRecord", "LabelRecords", "read_label_file", "LabelFileDataset"]
 
 class LabelFileError(ValueError):
@@ -45,7 +47,7 @@ def read_label_file(path: str | os.PathLike, delimiter: str = "\t", strict: bool
     if not path.is_file():
         raise LabelFileError(f"label file not found: {path}" +
                              (" (it is a directory)" if path.is_dir() else ""))
-    raw = path.read_bytes()
+    raw = read_file(path, 0)  # a regular file (no FIFO / device, even if swapped in since the check)
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     out = LabelRecords()
@@ -107,6 +109,8 @@ class LabelFileDataset:
         rec = self.records[idx]
         img = self.data_dir / rec.image_path
         try:
-            return img.read_bytes(), rec.label
-        except FileNotFoundError:
-            raise FileNotFoundError(f"image {img} listed at {rec.source} does not exist") from None
+            return read_file(img), rec.label  # a regular file within the byte cap (data.images)
+        except ImageError as exc:
+            if exc.reason == "missing_image":
+                raise FileNotFoundError(f"image {img} listed at {rec.source} does not exist") from None
+            raise ImageError(exc.reason, f"{img} (listed at {rec.source})", exc.detail) from None

@@ -74,7 +74,7 @@ class OcrDet(DetPaddleOCRExport, Recipe):
             root = self.synthetic_root / part
             files = [root / "label.txt"]
         ds = DetDataset(files, root, strict=d.strict, max_image_pixels=d.max_image_pixels, transform=transform,
-                        name=split)
+                        name=split, max_image_bytes=d.max_image_bytes)
         setattr(self, f"{split}_set", ds)
         return ds
 
@@ -120,8 +120,9 @@ class OcrDet(DetPaddleOCRExport, Recipe):
         if not self.cfg.Predict.images:
             raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
         out_dir, res = Path(self.cfg.Global.output_dir) / "predict", self.cfg.Predict.save_res_path
-        results, bad = predict_files(model, list_images(self.cfg.Predict.images),
-                                     DBEvalTransform(**asdict(self.cfg.Eval.transform)), self.post, out_dir, res)
+        p = self.cfg.Predict
+        results, bad = predict_files(model, list_images(p.images), DBEvalTransform(**asdict(self.cfg.Eval.transform)),
+                                     self.post, out_dir, res, (p.max_image_pixels, p.max_image_bytes))
         if self.info.is_main:
             for f, why in bad:
                 self.log.warning("skipped %s: %s", f, why)

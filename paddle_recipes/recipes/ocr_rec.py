@@ -114,7 +114,7 @@ class OcrRec(PaddleOCRExport, Recipe):
     def predict_model(self, model) -> list:
         p = self.cfg.Predict
         return predict_images(model, p.images, self.charset, self.cfg.Global.image_shape, p.batch_size, self.info.is_main,
-                              p.save_res_path if self.info.is_main else "")
+                              p.save_res_path if self.info.is_main else "", p.max_image_pixels, p.max_image_bytes)
 
 
 main, cli = OcrRec.main, OcrRec.cli

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.config import ConfigError, load_config
-from paddle_recipes.data import list_images
+from paddle_recipes.data import DataError, list_images
 from paddle_recipes.recipe import Recipe, merge_skips
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
@@ -92,10 +92,13 @@ class OcrSystem(Recipe):
             raise ConfigError("Det.oracle: GT boxes exist only in eval mode (--mode eval)")
         if not self.cfg.Predict.images:
             raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
-        files, font = list_images(self.cfg.Predict.images), self.font()
-        out = run_files(self.pipeline(), files, Path(self.cfg.Global.output_dir) / "predict", font)
+        p, font = self.cfg.Predict, self.font()
+        out = run_files(self.pipeline(), list_images(p.images), Path(self.cfg.Global.output_dir) / "predict", font,
+                        (p.max_image_pixels, p.max_image_bytes))
         if self.info.is_main:
             print(json.dumps({**out, **self.sources}, ensure_ascii=False))
+        if not out["images"]:
+            raise DataError(f"ocr_system predict: no image could be read in {p.images!r} (skipped files listed above)")
         return out
 
     def eval(self) -> dict:

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from paddle_recipes.data import image_pixels
+from paddle_recipes.data import ImageError, read_image
+from paddle_recipes.data.images import image_file_size
 
 logger = logging.getLogger("paddle_recipes.det")
 
@@ -126,16 +127,16 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
         w, h = im.get("width"), im.get("height")
         header = None
         if check_files or not w or not h:  # the file's own header: the size the decoder would allocate
-            from PIL import Image
             try:
-                with Image.open(path) as pil:  # PIL's DecompressionBombWarning: filtered at start-up (cli)
-                    header = pil.size
-            except Image.DecompressionBombError:  # PIL's own hard limit: too large whatever the json says
-                header = (image_pixels(path) or 1 << 62, 1)
-            except Exception as e:  # noqa: BLE001 - not an image / truncated header
-                if not w or not h:
-                    skip("unreadable_image", f"image id {im_id} ({path}: {e})")
-                    continue  # with a json size, the decoder reports a corrupt file in one line
+                found = image_file_size(path)
+            except ImageError as e:
+                found, why = None, e.detail
+            else:
+                why = "no image header whose size can be read"
+            if found is None and (not w or not h):
+                skip("unreadable_image", f"image id {im_id} ({path}: {why})")
+                continue  # with a json size, the decoder reports a corrupt file in one line
+            header = found[1:] if found else None
             if header is not None and (not w or not h):
                 w, h = header
         try:
@@ -143,7 +144,7 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
         except (TypeError, ValueError):
             raise DetDataError(f"{ann_file}: image id {im_id} has a non-integer width/height {w!r}x{h!r}") from None
         if limit and header is not None and header[0] * header[1] > limit:
-            size = f"{header[0]}x{header[1]}" if header[1] > 1 else f"{header[0]} pixels"
+            size = f"{header[0]}x{header[1]}"
             said = "" if (w, h) == tuple(header) else f"; the json says {w}x{h}"
             skip("too_large", f"image id {im_id} ({path}: {size} > max_image_pixels {limit}{said})")
             continue
@@ -249,15 +250,11 @@ class CocoDetDataset:
 
     def __getitem__(self, i):
         rec = self.index.records[i]
-        limit = self.index.max_image_pixels
-        pixels = image_pixels(rec["file"]) if limit else None  # the header, in case the file changed since indexing
-        if pixels is not None and pixels > limit:
-            raise DetDataError(f"image {rec['file']} (image id {rec['im_id']}) has {pixels} pixels > max_image_pixels "
-                               f"{limit}: not decoded; shrink it or remove it from {self.index.ann_file}")
-        img = cv2.imread(rec["file"], cv2.IMREAD_COLOR)
-        if img is None:
-            raise DetDataError(f"cannot decode image {rec['file']} (image id {rec['im_id']}): not an image or "
-                               f"truncated; fix or remove it from {self.index.ann_file}")
+        try:  # the header again (the file may have changed since indexing): too large is never decoded
+            img = read_image(rec["file"], self.index.max_image_pixels)
+        except ImageError as exc:
+            raise DetDataError(f"image {rec['file']} (image id {rec['im_id']}): {exc.detail}; fix, shrink or remove it "
+                               f"from {self.index.ann_file}") from None
         img = img[:, :, ::-1]
         boxes, classes = rec["boxes"], rec["classes"]
         h, w = img.shape[:2]

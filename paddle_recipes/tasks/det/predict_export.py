@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from ...data import MAX_IMAGE_PIXELS, DataError, image_pixels
+from ...data import MAX_IMAGE_PIXELS, read_image
 from .coco import DetCollate
 from .normalize import NormalizeConfig, collate_kwargs
 from .postprocess import postprocess_batch
@@ -18,17 +18,9 @@ logger = logging.getLogger(__name__)
 
 
 def load_rgb(path: str, max_image_pixels: int = MAX_IMAGE_PIXELS) -> np.ndarray:
-    """RGB uint8 [H, W, 3]; an image whose header says more than max_image_pixels (0 = no limit) is a DataError
-    and never decoded."""
-    import cv2
-
-    pixels = image_pixels(path) if max_image_pixels else None
-    if pixels is not None and pixels > max_image_pixels:
-        raise DataError(f"image {path} has {pixels} pixels > max_image_pixels {max_image_pixels}: not decoded")
-    img = cv2.imread(path, cv2.IMREAD_COLOR)
-    if img is None:
-        raise FileNotFoundError(f"cannot read image {path}")
-    return np.ascontiguousarray(img[:, :, ::-1])
+    """RGB uint8 [H, W, 3] by data.read_image: an image whose header says more than max_image_pixels (0 = no limit),
+    an unreadable one or a FIFO / device is an ImageError (a DataError: one line) and never decoded."""
+    return np.ascontiguousarray(read_image(path, max_image_pixels)[:, :, ::-1])
 
 
 def detect_images(model, files: list[str], size: int, nms: dict, norm: NormalizeConfig | None = None):

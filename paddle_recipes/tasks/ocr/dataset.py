@@ -25,10 +25,11 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from paddle_recipes.config import check_image_shape
-from paddle_recipes.data import MAX_IMAGE_PIXELS, DataError, LabelFileDataset, LmdbDataset, LmdbLabelError, image_pixels, read_label_file
+from paddle_recipes.data import (MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, DataError, ImageError, LmdbDataset, LmdbLabelError,
+                                 check_file, read_image, read_label_file)
 
 from .charset import WIDTH_MODES, CharDict, normalize_width
-from .transforms import decode_image, resize_norm_pad
+from .transforms import resize_norm_pad
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ class DatasetConfig:
     delimiter: separator between image path and label.
     max_image_pixels: images with more pixels (width x height, read from the header before
         decoding) are skipped and counted as too_large; 0 = no limit. Default 8e7.
+    max_image_bytes: image files of more bytes are skipped and counted as file_too_large; 0 = no limit.
+        Default 256 MiB (268435456). FIFOs, devices and sockets are never read (not_a_file); see data.images.
     normalize_width: "none" (default: labels as written), "halfwidth" (full-width ASCII variants and
         U+3000 -> ASCII) or "fullwidth" (the reverse), applied to every label before the dict check.
     aug: augment training images (perspective, blur, noise, contrast; our stand-in for PaddleOCR's RecAug;
@@ -68,6 +71,7 @@ class DatasetConfig:
     ratio_list: List[float] = field(default_factory=list)
     delimiter: str = "\t"
     max_image_pixels: int = MAX_IMAGE_PIXELS
+    max_image_bytes: int = MAX_IMAGE_BYTES
     normalize_width: str = "none"
     aug: bool = False
     glyph_aug: bool = False
@@ -83,8 +87,9 @@ class DatasetConfig:
                                 or not all(0 < r <= 1 for r in self.ratio_list)):
             raise ValueError(f"dataset.ratio_list {self.ratio_list} needs one value in (0, 1] per label file "
                              f"({len(self.label_file_list)})")
-        if self.max_image_pixels < 0:
-            raise ValueError(f"dataset.max_image_pixels must be >= 0 (0 = no limit), got {self.max_image_pixels}")
+        for key in ("max_image_pixels", "max_image_bytes"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"dataset.{key} must be >= 0 (0 = no limit), got {getattr(self, key)}")
         if self.normalize_width not in WIDTH_MODES:
             raise ValueError(f"dataset.normalize_width must be one of {WIDTH_MODES}, got {self.normalize_width!r}")
         if self.label_encoder not in ("CTCLabelEncode", "MultiLabelEncode"):
@@ -169,6 +174,23 @@ class SkipStats:
         return {**self.counts(), "missing_chars": [[c, k] for c, k in self.top_missing(top)]}
 
 
+def first_loadable(dataset) -> bool:
+    """Whether some sample of ``dataset`` (``load(i)`` -> sample or ("skip", where, reason), ``stats``) loads: tried
+    in order until one does (one image read in a sound set), the skips counted. Datasets call it when built, so a
+    set with no readable image is one error line, not hours of zero-sample batches."""
+    states = random.getstate(), np.random.get_state()  # augmentations draw from them: training stays as it was
+    try:
+        for i in range(len(dataset)):
+            sample = dataset.load(i)
+            if not isinstance(sample, tuple):
+                return True
+            dataset.stats.add(sample[1], sample[2])
+        return False
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+
+
 def _check_path(path: str, key: str, kind: str = "path") -> Path:
     p = Path(path)
     if not str(path) or not p.exists():
@@ -218,7 +240,7 @@ class RecDataset:
             self._init_label_files(key)
         else:
             self._init_lmdb(key)
-        if not self.items:
+        if not first_loadable(self):
             where = (", ".join(cfg.label_file_list) or "no label_file_list") if cfg.format == "label_file" \
                 else (cfg.data_dir or "no data_dir")
             raise DataError(f"{key}: no usable samples in {where} ({self.stats.summary()}); check data_dir / "
@@ -252,8 +274,10 @@ class RecDataset:
                 self.stats.add(where, reason, why)
             for rec in recs:
                 path = data_dir / rec.image_path
-                if not path.is_file():
-                    self.stats.add(rec.source, "missing_image", str(path))
+                try:
+                    check_file(path, self.cfg.max_image_bytes)  # missing, not a regular file, too many bytes
+                except ImageError as exc:
+                    self.stats.add(rec.source, exc.reason, str(path))
                     continue
                 self._keep(str(path), rec.label, rec.source)
         if self.cfg.ratio_list:  # (start, stop, ratio) per label file, for the sampler
@@ -294,26 +318,15 @@ class RecDataset:
         """Characters (label ids) per sample, in index order (the length curriculum reads them)."""
         return [len(ids) for _, ids, _, _ in self.items]
 
-    def _read_bytes(self, image_key) -> bytes | None:
-        if self._source is None:
-            try:
-                with open(image_key, "rb") as f:
-                    return f.read()
-            except OSError:
-                return None
-        return self._source[image_key][0]
-
     def load(self, idx: int, image_shape: Sequence[int] | None = None):
-        """Sample dict, or ("skip", where, reason) when the image can't be read/decoded. image_shape:
-        (C, H, W) of this sample (default self.image_shape; multi-scale training passes others)."""
+        """Sample dict, or ("skip", where, reason) when the image can't be read/decoded (data.read_image's reasons).
+        image_shape: (C, H, W) of this sample (default self.image_shape; multi-scale training passes others)."""
         image_key, ids, text, where = self.items[idx]
-        data = self._read_bytes(image_key)
-        limit = self.cfg.max_image_pixels
-        if data is not None and limit and (image_pixels(data) or 0) > limit:
-            return ("skip", where, "too_large")
-        img = decode_image(data) if data is not None else None
-        if img is None:
-            return ("skip", where, "missing_image" if data is None else "corrupt_image")
+        src = image_key if self._source is None else self._source[image_key][0]
+        try:
+            img = read_image(src, self.cfg.max_image_pixels, self.cfg.max_image_bytes, name=where)
+        except ImageError as exc:
+            return ("skip", where, exc.reason)
         if self._aug is not None:  # seeded from numpy's state (per-sample seeds under MultiScaleDataset)
             self._aug.set_random_seed(int(np.random.randint(2**31 - 1)))
             img = self._aug(image=img)["image"]

@@ -9,13 +9,13 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from ...data import MAX_IMAGE_PIXELS, image_pixels, list_images
+from ...data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, list_images, read_image
 from ...compat.ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
 from .metrics import PerTagRecMetric, RecMetric
 from .postprocess import ctc_greedy_decode
-from .transforms import INFER_MAX_WIDTH, decode_image, pad_batch, resize_norm_infer
+from .transforms import INFER_MAX_WIDTH, pad_batch, resize_norm_infer
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +58,13 @@ def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = Non
 @paddle.no_grad()
 def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape: Sequence[int] = (3, 48, 320),
                     batch_size: int = 16, max_width: int = INFER_MAX_WIDTH, max_image_pixels: int = MAX_IMAGE_PIXELS,
-                    ) -> Tuple[List[Tuple[str, str, float]], List[Tuple[str, str]]]:
+                    max_image_bytes: int = MAX_IMAGE_BYTES) -> Tuple[List[Tuple[str, str, float]], List[Tuple[str, str]]]:
     """Recognize image files the way paddleocr 3.x ``TextRecognition`` does, so texts and scores agree
     with our export run there: BGR decode, keep-ratio resize to height H on a canvas at least W wide
     (wider lines keep their ratio, up to ``max_width`` px), batches of ``batch_size`` consecutive
     readable files zero-padded to their widest image, confidence = mean max-probability of the kept
-    CTC steps. Files whose header says more than ``max_image_pixels`` (0 = no limit) are never decoded.
+    CTC steps. Files are read by data.read_image: one whose header says more than ``max_image_pixels``, or of
+    more than ``max_image_bytes`` bytes, or not a regular file (FIFO, device) is skipped unread / undecoded.
     Returns ([(file, text, confidence)], [(file, reason)] of unreadable or too large files)."""
     model.eval()
     probs = bool(getattr(model, "outputs_probabilities", False))  # PaddleOCR-faithful models: softmax in eval
@@ -81,17 +82,9 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
 
     for f in files:
         try:
-            data = Path(f).read_bytes()
-        except OSError as exc:
-            bad.append((f, f"unreadable: {exc.strerror or exc}"))
-            continue
-        pixels = image_pixels(data)  # from the header: a 20000 x 20000 file is not decoded
-        if max_image_pixels and pixels is not None and pixels > max_image_pixels:
-            bad.append((f, f"too large: {pixels} pixels > max_image_pixels {max_image_pixels}"))
-            continue
-        img = decode_image(data)
-        if img is None:
-            bad.append((f, "corrupt image (cannot decode)"))
+            img = read_image(f, max_image_pixels, max_image_bytes)
+        except ImageError as exc:
+            bad.append((f, exc.detail))
             continue
         pending.append((f, resize_norm_infer(img, image_shape, max_width)))
         if len(pending) >= batch_size:
@@ -101,15 +94,18 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
 
 
 def predict_images(model, images: str, charset: CharDict, image_shape: Sequence[int], batch_size: int = 1,
-                   show: bool = True, save_res_path: str = "") -> List[Tuple[str, str, float]]:
+                   show: bool = True, save_res_path: str = "", max_image_pixels: int = MAX_IMAGE_PIXELS,
+                   max_image_bytes: int = MAX_IMAGE_BYTES) -> List[Tuple[str, str, float]]:
     """Recognize an image file or folder. When ``show``, logs PaddleOCR tools/infer_rec.py's two lines per
     image (``infer_img: <path>``, ``\t result: <text>\t<score>``) and, with ``save_res_path``, writes its
-    results file (``<path>\t<text>\t<score>`` per line). Unreadable images are warned and counted, not fatal."""
+    results file (``<path>\t<text>\t<score>`` per line). Unreadable images are warned and counted, not fatal
+    (``max_image_pixels`` / ``max_image_bytes``: see recognize_files)."""
     if not images:
         from .dataset import DataPathError
 
         raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
-    results, bad = recognize_files(model, list_images(images), charset, image_shape, batch_size)
+    results, bad = recognize_files(model, list_images(images), charset, image_shape, batch_size,
+                                   max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes)
     if show:
         for f, text, conf in results:
             for line in format_infer_rec(f, text, conf):

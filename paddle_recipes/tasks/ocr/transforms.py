@@ -18,17 +18,17 @@ from typing import Sequence, Tuple
 import cv2
 import numpy as np
 
+from paddle_recipes.data.images import MAX_IMAGE_PIXELS, ImageError, read_image
 
-def decode_image(data: bytes) -> np.ndarray | None:
-    """Encoded image bytes -> BGR uint8 HWC array (PaddleOCR's ``DecodeImage img_mode: BGR``),
-    or None if the bytes are not a decodable image."""
-    if not data:
+
+def decode_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> np.ndarray | None:
+    """Encoded image bytes -> BGR uint8 HWC array (PaddleOCR's ``DecodeImage img_mode: BGR``), or None if the
+    bytes are not a decodable image or their header says more than ``max_pixels`` (data.images.read_image,
+    which says why)."""
+    try:
+        return read_image(data, max_pixels, 0)
+    except ImageError:
         return None
-    buf = np.frombuffer(data, dtype=np.uint8)
-    img = cv2.imdecode(buf, cv2.IMREAD_COLOR)
-    if img is None or img.size == 0:
-        return None
-    return img
 
 
 def resize_norm_pad(img: np.ndarray, image_shape: Sequence[int] = (3, 48, 320)) -> Tuple[np.ndarray, float]:

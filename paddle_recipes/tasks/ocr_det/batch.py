@@ -2,7 +2,7 @@
 
 ``collate(samples)`` -> {"image": [B, 3, H, W] float32 (zero-padded bottom/right to the largest),
 "image_hw": [B, 2] int64 (each image's own size before padding), "num_samples": [1] int64,
-"skipped": ["where<TAB>reason", ...], and per key of the samples: train maps stacked [B, H, W]
+"skipped": ["where<TAB>reason", ...] (skip records and the samples' own "skipped" lists), and per key of the samples: train maps stacked [B, H, W]
 (train samples all have the crop size), eval "shape" [B, 4] float32 and "polys"/"ignore_tags" lists}.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ def collate(samples: list) -> dict:
     for s in samples:
         if isinstance(s, dict):
             good.append(s)
+            skipped.extend(f"{w}\t{r}" for w, r in s.get("skipped", ()))  # e.g. a polygon outside the image
         elif s[0] == "skip":
             skipped.append(f"{s[1]}\t{s[2]}")
         else:  # ("skip_many", [(where, reason), ...])

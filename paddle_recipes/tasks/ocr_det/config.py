@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from paddle_recipes.config import ConfigError
-from paddle_recipes.data import MAX_IMAGE_PIXELS
+from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS
 from paddle_recipes.optim import OptimizerConfig
 from paddle_recipes.recipe import PredictConfig
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
@@ -97,11 +97,14 @@ class DetMetricConfig:
 @dataclass
 class DetDatasetConfig:
     """data_dir: root of the images of label_file_list ("" = the synthetic pages). strict: the first bad
-    label line is an error (else it is skipped and counted). max_image_pixels: larger images are skipped."""
+    label line is an error (else it is skipped and counted). max_image_pixels (width x height from the header,
+    default 8e7) / max_image_bytes (file size, default 256 MiB): larger images are skipped and counted (0 = no
+    limit; data.images)."""
     data_dir: str = ""
     label_file_list: List[str] = field(default_factory=list)
     strict: bool = False
     max_image_pixels: int = MAX_IMAGE_PIXELS
+    max_image_bytes: int = MAX_IMAGE_BYTES
 
 
 @dataclass

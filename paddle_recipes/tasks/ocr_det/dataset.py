@@ -3,14 +3,18 @@
 Label lines are parsed once, in the main process, when the dataset is built (``labels.py``):
 malformed lines/JSON and lines without a usable polygon are skipped and counted per ``file:line``
 (``strict=True``: the first one raises ``DetLabelError``/``LabelFileError`` naming it instead);
-polygon problems are counted per ``file:line polygon k``. Images are checked at load time, maybe in
-a DataLoader worker: missing, corrupt (undecodable) or too large (``max_image_pixels``, read from
-the header before decoding) images come back as ``("skip", where, reason)`` records, like the rec
-dataset's, and polygons wholly outside the image are dropped (a skip when none is left).
+polygon problems are counted per ``file:line polygon k``. Listed images that are missing, not regular files
+(FIFO, device) or above ``max_image_bytes`` are counted at build (data.check_file), as the rec dataset does, and
+the first listed image is read: a set with no usable sample, or no readable image, is a DataError (one line)
+before any training. At load time, maybe in a DataLoader worker, images go through data.read_image: corrupt or
+too large (``max_image_pixels``, from the header, never decoded) ones come back as ``("skip", where, reason)``
+records; polygons wholly outside the image are dropped and counted (``outside_image``; a skip ``no_text`` when
+none is left), the others clamped into the image (labels.clip_polygons_to_image).
 
-``ds[i]`` -> ``transform(sample)`` where sample = {"image": BGR uint8 HWC, "polys": list of [K, 2]
-float32, "ignore_tags": list of bool, "texts": list of str, "source": "file:line",
-"polygon_problems": [(where, reason)]}; ``transform`` defaults to identity.
+``ds.load(i)`` -> ("skip", where, reason) or sample = {"image": BGR uint8 HWC, "polys": list of [K, 2] float32,
+"ignore_tags": list of bool, "texts": list of str, "source": "file:line", "polygon_problems": [(where, reason)]};
+``ds[i]`` -> ``transform(sample)`` (default identity) with the sample's polygon problems in ``"skipped"``, which
+``batch.collate`` carries to the main process to be counted.
 """
 from __future__ import annotations
 
@@ -18,11 +22,11 @@ import os
 from pathlib import Path
 from typing import Callable, List, Sequence, Tuple
 
-from paddle_recipes.data import MAX_IMAGE_PIXELS, image_pixels, read_label_file
+from paddle_recipes.data import (MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, DataError, ImageError, check_file, read_image,
+                                 read_label_file)
 
-from ..ocr.dataset import SkipStats
-from ..ocr.transforms import decode_image
-from .labels import DetBox, DetLabelError, check_polygons_in_image, parse_det_label
+from ..ocr.dataset import SkipStats, first_loadable
+from .labels import DetBox, DetLabelError, clip_polygons_to_image, parse_det_label
 
 
 class DetDataset:
@@ -31,11 +35,11 @@ class DetDataset:
 
     def __init__(self, label_files: str | os.PathLike | Sequence[str | os.PathLike], data_dir: str | os.PathLike = ".",
                  strict: bool = False, max_image_pixels: int = MAX_IMAGE_PIXELS,
-                 transform: Callable | None = None, name: str = "det data"):
+                 transform: Callable | None = None, name: str = "det data", max_image_bytes: int = MAX_IMAGE_BYTES):
         if isinstance(label_files, (str, os.PathLike)):
             label_files = [label_files]
         self.data_dir = Path(data_dir)
-        self.max_image_pixels = max_image_pixels
+        self.max_image_pixels, self.max_image_bytes = max_image_pixels, max_image_bytes
         self.transform = transform
         self.stats = SkipStats(name)
         self.items: List[Tuple[str, List[DetBox], str]] = []  # (image path, boxes, "file:line")
@@ -57,7 +61,16 @@ class DetDataset:
                     self.stats.add(where, reason)
                 if boxes is None:
                     continue
+                try:
+                    check_file(self.data_dir / rec.image_path, max_image_bytes)
+                except ImageError as exc:
+                    self.stats.add(rec.source, exc.reason, exc.detail)
+                    continue
                 self.items.append((rec.image_path, boxes, rec.source))
+        if not first_loadable(self):
+            files = ", ".join(str(f) for f in label_files) or "no label files"
+            raise DataError(f"{name} ({files}, data_dir {self.data_dir}): no usable sample ({self.stats.summary()}); "
+                            f"check data_dir and the label files")
 
     def __len__(self) -> int:
         return len(self.items)
@@ -66,15 +79,10 @@ class DetDataset:
         """The raw sample dict (see module docstring) or ("skip", where, reason)."""
         path, boxes, where = self.items[idx]
         try:
-            data = (self.data_dir / path).read_bytes()
-        except OSError:
-            return ("skip", where, "missing_image")
-        if self.max_image_pixels and (image_pixels(data) or 0) > self.max_image_pixels:
-            return ("skip", where, "too_large")
-        img = decode_image(data)
-        if img is None:
-            return ("skip", where, "corrupt_image")
-        boxes, problems = check_polygons_in_image(boxes, img.shape[0], img.shape[1], where)
+            img = read_image(self.data_dir / path, self.max_image_pixels, self.max_image_bytes, name=where)
+        except ImageError as exc:
+            return ("skip", where, exc.reason)
+        boxes, problems = clip_polygons_to_image(boxes, img.shape[0], img.shape[1], where)
         if not boxes:
             return ("skip", where, "no_text")
         return {"image": img, "polys": [b.points for b in boxes], "ignore_tags": [b.ignore for b in boxes],
@@ -84,4 +92,7 @@ class DetDataset:
         sample = self.load(int(idx))
         if isinstance(sample, tuple) or self.transform is None:
             return sample
-        return self.transform(sample)
+        out = self.transform(sample)
+        if sample["polygon_problems"]:
+            out["skipped"] = list(sample["polygon_problems"])
+        return out

@@ -10,7 +10,8 @@ Polygons are float arrays [K, 2] of (x, y) pixels on the (cropped/resized) train
 * ``make_border_map``: each cared polygon is dilated by the same D; inside the dilated polygon
   (threshold mask = 1) the threshold map is 1 - min(1, distance to the nearest edge / D) (the DB
   paper's point-to-edge distance, as PaddleOCR computes it), the max over polygons, then scaled to
-  [``thresh_min``, ``thresh_max``]. Returns (threshold_map, threshold_mask) as float32 [H, W].
+  [``thresh_min``, ``thresh_max``]. Returns (threshold_map, threshold_mask) as float32 [H, W]. Distances are only
+  computed on the canvas, so memory stays O(H x W) for any polygon; coordinates beyond 4 canvas sizes are clamped.
 Defaults as PaddleOCR's det YAMLs: shrink_ratio 0.4, min_text_size 8, thresh 0.3 .. 0.7.
 """
 from __future__ import annotations
@@ -71,14 +72,12 @@ def make_shrink_map(h: int, w: int, polys: Sequence[np.ndarray], ignore_tags: Se
     return gt, mask, ignore
 
 
-def _edge_distances(xs, ys, poly):
-    """[K, H, W] distance of every pixel to every edge (p_i, p_i+1), DB's formula: the distance to
-    the edge's line, or to the nearer end point where the angle at the pixel is acute."""
-    p1 = poly[:, None, None, :]
-    p2 = np.roll(poly, -1, axis=0)[:, None, None, :]
-    d1 = np.square(xs - p1[..., 0]) + np.square(ys - p1[..., 1])
-    d2 = np.square(xs - p2[..., 0]) + np.square(ys - p2[..., 1])
-    d12 = np.square(p1[..., 0] - p2[..., 0]) + np.square(p1[..., 1] - p2[..., 1])
+def _edge_distance(xs, ys, p1, p2):
+    """Distance of every pixel (xs, ys) to the edge (p1, p2), DB's formula: the distance to the edge's line, or
+    to the nearer end point where the angle at the pixel is acute."""
+    d1 = np.square(xs - p1[0]) + np.square(ys - p1[1])
+    d2 = np.square(xs - p2[0]) + np.square(ys - p2[1])
+    d12 = np.square(p1[0] - p2[0]) + np.square(p1[1] - p2[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         cosin = (d12 - d1 - d2) / (2 * np.sqrt(d1 * d2))
         sin2 = np.nan_to_num(1 - np.square(cosin))
@@ -96,20 +95,22 @@ def _draw_border(poly: np.ndarray, canvas: np.ndarray, mask: np.ndarray, shrink_
     cv2.fillPoly(mask, [padded.astype(np.int32)], 1.0)
     xmin, ymin = padded.min(0)
     xmax, ymax = padded.max(0)
-    width, height = xmax - xmin + 1, ymax - ymin + 1
-    local = np.array(poly)
-    local[:, 0] = local[:, 0] - xmin
-    local[:, 1] = local[:, 1] - ymin
-    xs = np.broadcast_to(np.arange(width, dtype=np.float64)[None, :], (height, width))
-    ys = np.broadcast_to(np.arange(height, dtype=np.float64)[:, None], (height, width))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        dist = np.clip(_edge_distances(xs, ys, local) / distance, 0, 1).astype(np.float32).min(0)
     h, w = canvas.shape
-    x0, x1 = min(max(0, xmin), w - 1), min(max(0, xmax), w - 1)
-    y0, y1 = min(max(0, ymin), h - 1), min(max(0, ymax), h - 1)
-    region = canvas[y0:y1 + 1, x0:x1 + 1]
-    canvas[y0:y1 + 1, x0:x1 + 1] = np.fmax(
-        1 - dist[y0 - ymin:y1 - ymax + height, x0 - xmin:x1 - xmax + width], region)
+    x0, x1 = max(0, xmin), min(xmax, w - 1)
+    y0, y1 = max(0, ymin), min(ymax, h - 1)
+    if x0 > x1 or y0 > y1:  # the dilated polygon misses the canvas
+        return
+    # Distances only over the part of the dilated polygon's box that is on the canvas (memory: the canvas at
+    # most, whatever the polygon's size), the min over edges taken one edge at a time.
+    xs = np.arange(x0 - xmin, x1 - xmin + 1, dtype=np.float64)[None, :]
+    ys = np.arange(y0 - ymin, y1 - ymin + 1, dtype=np.float64)[:, None]
+    local = np.array(poly, np.float64) - (xmin, ymin)
+    dist = None
+    for p1, p2 in zip(local, np.roll(local, -1, axis=0)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.clip(_edge_distance(xs, ys, p1, p2) / distance, 0, 1).astype(np.float32)
+        dist = d if dist is None else np.minimum(dist, d)
+    canvas[y0:y1 + 1, x0:x1 + 1] = np.fmax(1 - dist, canvas[y0:y1 + 1, x0:x1 + 1])
 
 
 def make_border_map(h: int, w: int, polys: Sequence[np.ndarray], ignore_tags: Sequence[bool],
@@ -117,7 +118,8 @@ def make_border_map(h: int, w: int, polys: Sequence[np.ndarray], ignore_tags: Se
                     ) -> Tuple[np.ndarray, np.ndarray]:
     canvas = np.zeros((h, w), dtype=np.float32)
     mask = np.zeros((h, w), dtype=np.float32)
+    bound = 4.0 * max(h, w) + 64  # px: coordinates clamped to +-bound before pyclipper (its integers overflow)
     for poly, ignore in zip(polys, ignore_tags):
         if not ignore:
-            _draw_border(np.array(poly), canvas, mask, shrink_ratio)
+            _draw_border(np.clip(np.array(poly, np.float64), -bound, bound), canvas, mask, shrink_ratio)
     return canvas * (thresh_max - thresh_min) + thresh_min, mask

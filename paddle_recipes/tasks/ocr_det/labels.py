@@ -9,7 +9,7 @@ care" in the metric), as PaddleOCR's DetLabelEncode. Problems are reported with 
   fewer than 3 points or non-numeric points (``bad_polygon``, dropped), zero area (``zero_area``,
   dropped), self-intersecting (``self_intersecting``: kept as an ignored region, so its pixels are
   neither text nor background), wholly outside the image (``outside_image``, dropped; checked by
-  ``check_polygons_in_image`` once the image size is known).
+  ``clip_polygons_to_image`` once the image size is known, which also clamps the others into the image).
 """
 from __future__ import annotations
 
@@ -79,13 +79,17 @@ def parse_det_label(label: str, source: str) -> Tuple[List[DetBox], Problems]:
     return boxes, problems
 
 
-def check_polygons_in_image(boxes: Sequence[DetBox], h: int, w: int, source: str) -> Tuple[List[DetBox], Problems]:
-    """Drop polygons that do not overlap the h x w image; -> (kept, problems)."""
+def clip_polygons_to_image(boxes: Sequence[DetBox], h: int, w: int, source: str) -> Tuple[List[DetBox], Problems]:
+    """Drop the polygons that do not overlap the h x w image (problem ``outside_image``) and clamp the vertices of
+    the others into [0, w] x [0, h] (as PaddleOCR's MakeShrinkMap clamps them), so no coordinate is larger than the
+    image (a 1e30 or 20000-px polygon on a 128-px page cannot overflow pyclipper or size a label map); -> (kept,
+    problems)."""
     frame = box(0, 0, w, h)
     kept, problems = [], []
     for b in boxes:
         if Polygon(b.points).buffer(0).intersection(frame).area <= 0:
             problems.append((f"{source} polygon {b.index}", "outside_image"))
         else:
-            kept.append(b)
+            pts = np.clip(b.points, 0, np.array([w, h], np.float32))
+            kept.append(DetBox(pts, b.text, b.ignore, b.index))
     return kept, problems

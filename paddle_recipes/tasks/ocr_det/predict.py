@@ -3,7 +3,8 @@
 ``predict_files(model, files, eval_tf, post, out_dir, result_file)`` writes ``result_file`` ("" =
 ``out_dir/det_results.txt``; PaddleOCR's Global.save_res_path) (one
 ``path<TAB>[{"points": [[x, y], ...]}, ...]`` line per image, as PaddleOCR's tools/infer_det.py) and
-``out_dir/<name>`` (the image with the boxes drawn); unreadable images are skipped and listed.
+``out_dir/<name>`` (the image with the boxes drawn); images data.read_image refuses (unreadable, not a regular
+file, above ``limits`` = (max_image_pixels, max_image_bytes)) are skipped and listed.
 Returns [(path, boxes, scores)], the bad files as [(path, reason)].
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import List, Sequence, Tuple
 import cv2
 import numpy as np
 
-from ..ocr.transforms import decode_image
+from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, read_image
+
 from .postprocess import DBPostProcess
 from .step import predict_maps
 from .transforms import DBEvalTransform
@@ -31,19 +33,17 @@ def detect_image(model, img: np.ndarray, eval_tf: DBEvalTransform, post: DBPostP
 
 
 def predict_files(model, files: Sequence[str], eval_tf: DBEvalTransform, post: DBPostProcess, out_dir: str | Path,
-                  result_file: str | Path = "") -> Tuple[List[tuple], List[Tuple[str, str]]]:
+                  result_file: str | Path = "", limits: Tuple[int, int] = (MAX_IMAGE_PIXELS, MAX_IMAGE_BYTES)
+                  ) -> Tuple[List[tuple], List[Tuple[str, str]]]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results, bad, lines = [], [], []
     model.eval()
     for f in files:
         try:
-            img = decode_image(Path(f).read_bytes())
-        except OSError as exc:
-            bad.append((f, f"unreadable: {exc.strerror}"))
-            continue
-        if img is None:
-            bad.append((f, "not a decodable image"))
+            img = read_image(f, *limits)
+        except ImageError as exc:
+            bad.append((f, exc.detail))
             continue
         boxes, scores = detect_image(model, img, eval_tf, post)
         boxes = [b.tolist() for b in boxes]

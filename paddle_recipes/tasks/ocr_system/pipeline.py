@@ -22,7 +22,9 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..ocr.charset import CharDict
 from ..ocr.postprocess import ctc_greedy_decode
-from ..ocr.transforms import decode_image, pad_batch, resize_norm_infer
+from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, images
+
+from ..ocr.transforms import pad_batch, resize_norm_infer
 from ..ocr_det.predict import detect_image
 from .geometry import crop_box, reading_order
 from .metric import E2EMetric
@@ -98,27 +100,26 @@ def draw_result(img: np.ndarray, lines: Sequence[dict], font_path: str, font_ind
     return cv2.cvtColor(np.asarray(both), cv2.COLOR_RGB2BGR)
 
 
-def read_image(path: str) -> Tuple[np.ndarray | None, str]:
-    """(BGR image, "") or (None, reason) for a missing / unreadable / corrupt file."""
+def read_image(path: str, limits: Tuple[int, int] = (MAX_IMAGE_PIXELS, MAX_IMAGE_BYTES)) -> Tuple[np.ndarray | None, str]:
+    """(BGR image, "") or (None, reason) for a file data.read_image refuses (missing, not a regular file, corrupt,
+    above ``limits`` = (max_image_pixels, max_image_bytes))."""
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        return None, f"unreadable: {exc.strerror or exc}"
-    img = decode_image(data)
-    return (img, "") if img is not None else (None, "corrupt image (cannot decode)")
+        return images.read_image(path, *limits), ""
+    except images.ImageError as exc:
+        return None, exc.detail
 
 
-def run_files(pipeline: OcrPipeline, files: Sequence[str], out_dir: str | Path, font: Tuple[str, int] | None
-              ) -> dict:
+def run_files(pipeline: OcrPipeline, files: Sequence[str], out_dir: str | Path, font: Tuple[str, int] | None,
+              limits: Tuple[int, int] = (MAX_IMAGE_PIXELS, MAX_IMAGE_BYTES)) -> dict:
     """OCR ``files`` -> ``out_dir/system_results.txt`` (``path<TAB>[{"transcription", "points", "score"}]`` per
     readable image, PaddleOCR's predict_system results file) and ``out_dir/<name>`` pictures (``font`` =
-    (path, face index) for the texts; None: no pictures). Unreadable images are counted and logged; an image
+    (path, face index) for the texts; None: no pictures). Unreadable images (read_image) are counted and logged; an image
     with no line found gets ``[]`` and is counted as ``no_text``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, counts = [], {"images": 0, "lines": 0, "no_text": 0, "skipped": 0}
     for f in files:
-        img, why = read_image(f)
+        img, why = read_image(f, limits)
         if img is None:
             logger.warning("skipped %s: %s", f, why)
             counts["skipped"] += 1
@@ -144,6 +145,7 @@ def score_pages(dataset, read: Callable[[int, dict], Sequence[Tuple[object, str]
         if isinstance(sample, tuple):
             dataset.stats.add(sample[1], sample[2])
             continue
+        dataset.stats.add_batch(sample["polygon_problems"])
         gts = [(p, "###" if ign else t) for p, t, ign in zip(sample["polys"], sample["texts"], sample["ignore_tags"])]
         metric.update(read(i, sample), gts)
     return metric.compute()
