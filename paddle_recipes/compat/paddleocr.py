@@ -118,6 +118,7 @@ NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
 ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
 MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
+MULTIHEAD_BUILT = ("CTCHead", "NRTRHead")  # SARHead (PP-OCRv3's guided-training branch) is recognised, not built
 ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")
 # Architecture.algorithm values of PaddleOCR's other rec configs (configs/rec/*.yml): recognised, not built here.
 PPOCR_OTHER_ALGORITHMS = ("ABINet", "CAN", "CPPD", "LaTeXOCR", "NRTR", "PP-FormulaNet-L", "PP-FormulaNet-S",
@@ -339,6 +340,12 @@ class _Translator:
         if network is not None and network.cls is None:  # a recognised PaddleOCR name: a clear error, not a key error
             raise self.error("Architecture.Backbone.name", f"{network.name!r} is PaddleOCR's, but this version has no "
                              f"implementation of it; built here: {', '.join(catalog.backbone_names(catalog.REC))}")
+        parts = (a.get("Head") or {}).get("head_list") if isinstance(a.get("Head"), dict) else None
+        for i, item in enumerate(parts if isinstance(parts, list) else []):
+            name = next(iter(item), None) if isinstance(item, dict) else None
+            if isinstance(name, str) and name in MULTIHEAD_PARTS and name not in MULTIHEAD_BUILT:
+                raise self.error(f"Architecture.Head.head_list[{i}]", f"{name!r} is PaddleOCR's, but this version does "
+                                 f"not build it; a MultiHead here is {' + '.join(MULTIHEAD_BUILT)}")
 
     @staticmethod
     def _global_keys():

@@ -28,6 +28,7 @@ from ..config import UnknownNameError
 from .dense_conv import DenseConvDet, DenseConvRec
 from .lcnetrec import LCNetRec
 from .lcnetv4 import PPLCNetV4
+from .mobilenetv1_enhance import MobileNetV1Enhance
 from .pphgnetv2 import PPHGNetV2_B4
 from .pplcnetv3 import PPLCNetV3
 from .resnet34vd import ResNet34vd
@@ -60,13 +61,14 @@ NETWORKS: Tuple[Network, ...] = (
             export_name={REC: "PP-OCRv5_server_rec", DET: "PP-OCRv5_server_det"}),
     Network("ResNet", ResNet, (REC,)),
     Network("ResNet_vd", ResNet_vd, (DET,)),
+    Network("MobileNetV1Enhance", MobileNetV1Enhance, (REC,), paddlex={REC: r"PP-OCRv3_mobile_rec$"},
+            export_name={REC: "PP-OCRv3_mobile_rec"}),
     # our designs
     Network("LCNetRec", LCNetRec, (REC,), ours=True),
     Network("ResNet34vd", ResNet34vd, (REC,), ours=True),
     Network("DenseConvRec", DenseConvRec, (REC,), ours=True),
     Network("DenseConvDet", DenseConvDet, (DET,), ours=True),
     # PaddleOCR's, known by name, not built here
-    Network("MobileNetV1Enhance", None, (REC,), paddlex={REC: r"PP-OCRv3_mobile_rec$"}),
     Network("PPHGNet_small", None, (REC, DET), paddlex={REC: r"PP-OCRv4_server_rec(_doc)?$"}),
     Network("MobileNetV3", None, (REC, DET)),
     Network("SVTRNet", None, (REC,)),
@@ -104,6 +106,10 @@ def find_backbone(name: Any, model_type: str) -> Network:
     if net is not None:
         raise UnknownNameError(f"Architecture.Backbone.name: {net.name!r} is PaddleOCR's, but this version has no "
                                f"{model_type} implementation of it; built here: {', '.join(built)}")
+    other = lookup(name)
+    if other is not None:
+        raise UnknownNameError(f"Architecture.Backbone.name: {other.name!r} is a {' / '.join(other.model_types)} "
+                               f"network, not a {model_type} one; {model_type} backbones built here: {', '.join(built)}")
     close = difflib.get_close_matches(str(name), built, n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UnknownNameError(f"Architecture.Backbone.name: unknown name {name!r}; valid names: "

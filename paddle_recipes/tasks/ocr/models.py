@@ -11,15 +11,18 @@ networks in the catalogue (case-insensitive).
 """
 from __future__ import annotations
 
+import collections.abc
 import inspect
-from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+import types
+import typing
+from dataclasses import asdict, dataclass, field, is_dataclass, make_dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import paddle.nn as nn
 import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
-from ...nn.catalog import REC, build_backbone, find_backbone
+from ...nn.catalog import REC, build_backbone, find_backbone, networks
 from ...nn.layers import ConvBN
 from . import ppocr_models
 from .ctc_init import set_blank_bias
@@ -121,27 +124,39 @@ def _register(registry: Dict[str, type]) -> Callable[[str], Callable[[type], typ
 register_neck, register_head = _register(NECKS), _register(HEADS)
 
 
-@dataclass
-class BackboneConfig:
-    """name: a rec network of nn.catalog (case-insensitive): ours (LCNetRec: light PP-LCNet-like; ResNet34vd;
-    DenseConvRec) or PaddleOCR's (PPLCNetV3, PPHGNetV2_B4, ResNet, ...). The other fields are constructor
-    arguments (see the network's class in paddle_recipes/nn/), None = the network's default; a value the chosen
-    network does not take is a one-line error listing what it takes. Ours: scale (channel multiplier),
-    width_stride (input width / time steps)."""
-    name: str = "LCNetRec"
-    scale: Optional[float] = None
-    width_stride: Optional[int] = None
-    conv_kxk_num: Optional[int] = None
-    lr_mult_list: Optional[List[float]] = None
-    lab_lr: Optional[float] = None
-    text_rec: Optional[bool] = None
-    use_lab: Optional[bool] = None
-    layers: Optional[int] = None
-    model_size: Optional[str] = None
-    use_rep: Optional[bool] = None
-    stem_type: Optional[str] = None
-    config_name: Optional[str] = None
-    stem_channels: Optional[int] = None
+def _field_type(tp: Any) -> Any:
+    """A constructor annotation as a config field type: Sequence[X] -> List[X] (in unions too), none -> Any."""
+    if tp is inspect.Parameter.empty:
+        return Any
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_field_type(a) for a in args)]
+    if origin is collections.abc.Sequence:
+        return List[args[0]] if args else list
+    return tp
+
+
+def _backbone_fields() -> List[Tuple[str, Any, Any]]:
+    """(name, Optional[type], None) for every constructor argument of nn.catalog's rec networks but in_channels and
+    det (the builder sets them): a network ported into the catalogue brings its own keys."""
+    found: Dict[str, Any] = {}
+    for network in networks(REC):
+        hints = typing.get_type_hints(network.cls.__init__)
+        for p in list(inspect.signature(network.cls.__init__).parameters.values())[1:]:
+            if p.name in ("in_channels", "det") or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            tp = _field_type(hints.get(p.name, p.annotation))
+            found[p.name] = tp if found.get(p.name, tp) == tp else Any  # two networks disagree on the type: Any
+    return [(name, Optional[tp], field(default=None)) for name, tp in found.items()]
+
+
+BackboneConfig = make_dataclass("BackboneConfig", [("name", str, field(default="LCNetRec")), *_backbone_fields()])
+BackboneConfig.__module__ = __name__
+BackboneConfig.__doc__ = """name: a rec network of nn.catalog (case-insensitive): ours (LCNetRec: light PP-LCNet-like;
+    ResNet34vd; DenseConvRec) or PaddleOCR's (PPLCNetV3, PPHGNetV2_B4, ResNet, MobileNetV1Enhance, ...). The other
+    fields are the constructor arguments of those networks (see each class in paddle_recipes/nn/), None = the
+    network's default; a value the chosen network does not take is a one-line error listing what it takes.
+    Ours: scale (channel multiplier), width_stride (input width / time steps)."""
 
 
 @dataclass
