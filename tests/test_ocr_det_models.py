@@ -113,7 +113,7 @@ def test_det_forward_shapes_and_eval_train_contract():
 def test_dense_conv_det_is_a_dense_four_stage_det_backbone():
     """The default recipe's backbone (ours): strides 4..32, the channels it reports, no depthwise conv, and the
     default architecture (+ DBFPN 64 + DBHead) gives full-size maps and exports with identical maps."""
-    from paddle_recipes.tasks.ocr_det.backbones import DenseConvDet
+    from paddle_recipes.nn.dense_conv import DenseConvDet
     from paddle_recipes.tasks.ocr_det.models import use_repeat_upsample
 
     paddle.seed(0)

@@ -174,8 +174,8 @@ def test_wrong_data_path_is_a_clear_error(tmp_path):
     bad_name = run_python([RECIPE, "-c", SMOKE, "--mode", "export", "-o", f"Global.output_dir={tmp_path}",
                            "Architecture.Backbone.name=ResNet9"], check=False)
     assert bad_name.returncode == 2 and "Traceback" not in bad_name.stderr
-    assert ("ocr_rec: error: Architecture.Backbone.name: unknown name 'ResNet9'; valid names: DenseConvRec, LCNetRec, PPHGNetV2_B4, "
-            "PPLCNetV3, PPLCNetV4, ResNet, ResNet34vd" in bad_name.stderr)
+    assert ("ocr_rec: error: Architecture.Backbone.name: unknown name 'ResNet9'; valid names: DenseConvRec, LCNetRec, MobileNetV1Enhance, "
+            "PPHGNetV2_B4, PPLCNetV3, PPLCNetV4, ResNet, ResNet34vd (did you mean 'ResNet'?)" in bad_name.stderr)
     bad_loss = run_python([RECIPE, "-c", SMOKE, "-o", "Loss.name=AttnLoss"], check=False)
     assert bad_loss.returncode == 2 and "Loss.name: unknown name 'AttnLoss'; valid names: CTCLoss" in bad_loss.stderr
 

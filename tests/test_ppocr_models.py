@@ -116,7 +116,7 @@ def test_unknown_architecture_keys_are_rejected():
     with pytest.raises(ValueError, match="unknown keys.*'scal'"):
         build_ppocr_rec_model({"Backbone": {"name": "PPLCNetV3", "scal": 0.95},
                                "Head": {"name": "CTCHead"}}, 10)
-    with pytest.raises(ValueError, match="unknown 'NoSuchNet'"):
+    with pytest.raises(ValueError, match=r"Architecture.Backbone.name: unknown name 'NoSuchNet'; valid names: "):
         build_ppocr_rec_model({"Backbone": {"name": "NoSuchNet"}, "Head": {"name": "CTCHead"}}, 10)
 
 
@@ -154,7 +154,8 @@ def test_training_width_other_than_320_is_named_once(backbone, monkeypatch, capl
     at input width 320. A training batch at another width gets one warning naming the backbone and the width."""
     from paddle_recipes.nn import rec_pool
     from paddle_recipes.nn.lcnetv4 import PPLCNetV4
-    from paddle_recipes.tasks.ocr.ppocr_backbones import PPHGNetV2_B4, PPLCNetV3
+    from paddle_recipes.nn.pphgnetv2 import PPHGNetV2_B4
+    from paddle_recipes.nn.pplcnetv3 import PPLCNetV3
 
     monkeypatch.setattr(rec_pool, "_warned", set())
     net = {"PPLCNetV3": lambda: PPLCNetV3(scale=0.25), "PPHGNetV2_B4": lambda: PPHGNetV2_B4(text_rec=True),

@@ -21,7 +21,8 @@ from paddle_recipes.tasks.ocr.ctc_init import blank_logit, frame_prior, init_ctc
 from paddle_recipes.tasks.ocr.curriculum import LengthCurriculumSampler
 from paddle_recipes.tasks.ocr.dataset import SkipStats
 from paddle_recipes.tasks.ocr.losses import CTCLoss
-from paddle_recipes.tasks.ocr.models import BACKBONES, build_rec_model
+from paddle_recipes.nn import catalog
+from paddle_recipes.tasks.ocr.models import build_rec_model
 from paddle_recipes.tasks.ocr.recipe_data import build_train_loader
 from paddle_recipes.tasks.ocr.step import CtcTrainStep
 from paddle_recipes.training import TrainLoaderConfig
@@ -268,7 +269,7 @@ def test_count_flops_conv_linear_depthwise():
 
 
 def test_dense_backbone_registered_shape_and_no_depthwise():
-    assert "DenseConvRec" in BACKBONES
+    assert catalog.find_backbone("DenseConvRec", "rec").ours  # in the catalogue, no side-effect import
     arch = {"Backbone": {"name": "DenseConvRec", "width_stride": 8}, "Neck": {"name": "Im2Seq"}, "Head": {"name": "CTCHead"}}
     m = tiny_model(arch)
     assert m.backbone(paddle.randn([2, 3, 32, 192])).shape == [2, 96, 1, 24]

@@ -52,6 +52,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
 from paddle_recipes.config import ConfigError, OverrideNote, _short, _suggest
+from paddle_recipes.nn import catalog
 
 logger = logging.getLogger(__name__)
 
@@ -106,18 +107,6 @@ _SIGNATURE_GLOBAL = (*_PADDLEOCR_ONLY_GLOBAL, "log_smooth_window", "eval_batch_s
 # Global keys of our schema that PaddleOCR's never has: any one of them marks a file as ours.
 _NATIVE_ONLY_GLOBAL = ("epochs", "output_dir", "log_every", "eval_every_epochs", "save_every_epochs")
 
-BACKBONES = ("PPLCNetV3", "PPLCNetV4", "PPHGNetV2_B4", "PPHGNet_small", "ResNet", "MobileNetV1Enhance", "MobileNetV3",
-             "SVTRNet", "ResNet31", "ResNet45", "LCNetRec", "ResNet34vd")
-
-
-def _built_backbones() -> list:
-    """Backbone names the model builder constructs (PaddleOCR's, then ours); a recognised PaddleOCR name
-    outside it is a clear error, not a key error later."""
-    from paddle_recipes.tasks.ocr.models import BACKBONES as OURS, PPOCR_BACKBONE_NAMES
-
-    return [*PPOCR_BACKBONE_NAMES, *sorted(OURS)]
-
-
 def _paddlex_rec_names() -> tuple:
     """The Global.model_name values an export can carry (paddlex 3.x's text-recognition names)."""
     from paddle_recipes.tasks.ocr.export_paddleocr import PADDLEX_REC_MODEL_NAMES
@@ -129,6 +118,7 @@ NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
 ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
 HEADS = ("CTCHead", "MultiHead", "NRTRHead")
 MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
+MULTIHEAD_BUILT = ("CTCHead", "NRTRHead")  # SARHead (PP-OCRv3's guided-training branch) is recognised, not built
 ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")
 # Architecture.algorithm values of PaddleOCR's other rec configs (configs/rec/*.yml): recognised, not built here.
 PPOCR_OTHER_ALGORITHMS = ("ABINet", "CAN", "CPPD", "LaTeXOCR", "NRTR", "PP-FormulaNet-L", "PP-FormulaNet-S",
@@ -360,10 +350,16 @@ class _Translator:
             raise self.error("Architecture.algorithm", f"{a['algorithm']!r} is PaddleOCR's, but this version does not "
                              f"build it; built here: {', '.join(ALGORITHMS)}")
         b = a.get("Backbone")
-        name = b.get("name") if isinstance(b, dict) else None
-        if name in BACKBONES and name not in _built_backbones():
-            raise self.error("Architecture.Backbone.name", f"{name!r} is PaddleOCR's, but this version has no "
-                             f"implementation of it; built here: {', '.join(_built_backbones())}")
+        network = catalog.lookup(b.get("name") if isinstance(b, dict) else None, catalog.REC)
+        if network is not None and network.cls is None:  # a recognised PaddleOCR name: a clear error, not a key error
+            raise self.error("Architecture.Backbone.name", f"{network.name!r} is PaddleOCR's, but this version has no "
+                             f"implementation of it; built here: {', '.join(catalog.backbone_names(catalog.REC))}")
+        parts = (a.get("Head") or {}).get("head_list") if isinstance(a.get("Head"), dict) else None
+        for i, item in enumerate(parts if isinstance(parts, list) else []):
+            name = next(iter(item), None) if isinstance(item, dict) else None
+            if isinstance(name, str) and name in MULTIHEAD_PARTS and name not in MULTIHEAD_BUILT:
+                raise self.error(f"Architecture.Head.head_list[{i}]", f"{name!r} is PaddleOCR's, but this version does "
+                                 f"not build it; a MultiHead here is {' + '.join(MULTIHEAD_BUILT)}")
 
     @staticmethod
     def _global_keys():
@@ -482,7 +478,8 @@ class _Translator:
             self.none("Architecture.Transform", "null: no rectification stage")
         self.head_name = None
         self.multihead_parts: List[str] = []
-        for part, names in (("Backbone", BACKBONES), ("Neck", NECKS), ("Head", HEADS)):
+        backbones = catalog.backbone_names(catalog.REC, built=None)
+        for part, names in (("Backbone", backbones), ("Neck", NECKS), ("Head", HEADS)):
             node = a.get(part)
             if node is None:
                 if part in a:

@@ -31,6 +31,7 @@ import math
 from typing import Any, Tuple
 
 from paddle_recipes.config import ConfigError, _suggest
+from paddle_recipes.nn import catalog
 
 from .paddleocr import TranslationReport, _canon, _schema_has, _Translator, paddleocr_rec_translator
 
@@ -63,10 +64,12 @@ EMA_GLOBAL = {"use_ema": "EMA.enable", "ema_decay": "EMA.decay", "ema_decay_type
 EMA_DECAY_TYPES = {"threshold": "threshold", "exponential": "exponential", "normal": "none"}  # ppdet -> ours
 
 
-def _registries():
-    from paddle_recipes.tasks.ocr_det.models import DET_BACKBONES, DET_HEADS, DET_NECKS
+def _registries() -> dict:
+    """Architecture part -> what is built here for detection: lower-case name -> class (backbones: nn.catalog)."""
+    from paddle_recipes.tasks.ocr_det.models import DET_HEADS, DET_NECKS
 
-    return {"Backbone": DET_BACKBONES, "Neck": DET_NECKS, "Head": DET_HEADS}
+    backbones = {n.name.lower(): n.cls for n in catalog.networks(catalog.DET)}
+    return {"Backbone": backbones, "Neck": DET_NECKS, "Head": DET_HEADS}
 
 
 class _DetTranslator(_Translator):
@@ -114,14 +117,11 @@ class _DetTranslator(_Translator):
         self.backbone_builds(a["Backbone"])
 
     def backbone_builds(self, node: dict) -> None:
-        """A backbone option value not built here (e.g. PPLCNetV4 det model_size: base) is named before any key of
+        """A backbone option value not built here (e.g. the PP-OCRv6 det model_size: base) is named before any key of
         the file is reported: the backbone is built once (seconds at most)."""
-        from paddle_recipes.tasks.ocr.ppocr_models import _construct
-        from paddle_recipes.tasks.ocr_det.models import DET_BACKBONES
-
         kw = {k: v for k, v in node.items() if k != "in_channels"}
         try:
-            _construct(DET_BACKBONES, "Backbone", kw)
+            catalog.build_backbone(node.get("name"), catalog.DET, **{k: v for k, v in kw.items() if k != "name"})
         except (ValueError, TypeError, KeyError) as e:
             raise self.error("Architecture.Backbone", f"{node.get('name')!r} with {kw}: {e}") from None
 

@@ -1,4 +1,5 @@
-"""The sequence pooling that ends PaddleOCR's PP-OCRv4/v5/v6 rec backbones (PPLCNetV3, PPHGNetV2_B4, PPLCNetV4).
+"""The sequence pooling that ends PaddleOCR's PP-OCRv4/v5/v6 rec backbones (the PP-LCNetV3 / V4 and
+PP-HGNetV2 families).
 
 Training: an adaptive average pool to 1 x 40 columns, whatever the width. Eval and export: a [3, 2] average pool,
 one column for every 2 feature columns (8 input pixels). The two agree only at 80 feature columns (input width

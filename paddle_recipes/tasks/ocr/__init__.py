@@ -1,3 +1,1 @@
-"""OCR task: recognition models, data, losses, metrics, post-processing."""
-# Components that register themselves into the model registries of models.py.
-from . import dense_backbone  # noqa: F401
+"""OCR task: recognition models, data, losses, metrics, post-processing (backbones: ``paddle_recipes.nn``)."""

@@ -23,7 +23,6 @@ The graph takes ``x: float32 [N, 3, H, W]`` with N and W free and returns softma
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Sequence
 
@@ -33,6 +32,7 @@ import paddle.nn.functional as F
 from paddle import nn
 
 from ...export import create_predictor, predict
+from ...nn import catalog
 
 __all__ = ["PADDLEX_REC_MODEL_NAMES", "DEFAULT_MODEL_NAME", "SoftmaxOutput", "resolve_model_name", "model_name_for",
            "paddlex_rec_config", "export_rec_for_paddleocr"]
@@ -70,35 +70,21 @@ def resolve_model_name(name: str | None) -> str:
     return name
 
 
-# The network a PaddleX name stands for, by its Architecture.Backbone.name in PaddleOCR's configs/rec YAMLs
-# (PP-OCRv4 and v5 mobile are one network, PPLCNetV3 with a MultiHead; the language prefix changes only the dict).
-NAME_BACKBONES = ((r"PP-OCRv[45]_mobile_rec$", "PPLCNetV3"), (r"PP-OCRv5_server_rec$", "PPHGNetV2_B4"),
-                  (r"PP-OCRv4_server_rec(_doc)?$", "PPHGNet_small"), (r"PP-OCRv3_mobile_rec$", "MobileNetV1Enhance"),
-                  (r"PP-OCRv6_\w+_rec$", "PPLCNetV4"), (r"SVTRv2_rec$", "SVTRv2"), (r"RepSVTR_rec$", "RepSVTR"))
-# The name an export gets when Export.model_name is "": PaddleOCR's own model of that network.
-DEFAULT_NAME_BY_BACKBONE = {"PPLCNetV3": "PP-OCRv5_mobile_rec", "PPHGNetV2_B4": "PP-OCRv5_server_rec",
-                            "PPLCNetV4": "PP-OCRv6_medium_rec"}  # v6 base has no PaddleX name of its own
-
-
-def name_backbone(name: str) -> str | None:
-    """The backbone of the network PaddleX's `name` stands for (NAME_BACKBONES), None when unknown."""
-    return next((b for pattern, b in NAME_BACKBONES if re.search(pattern, name)), None)
-
-
 def model_name_for(backbone: str, requested: str | None = "") -> str:
     """``Global.model_name`` of the inference.yml of an exported network whose Architecture.Backbone.name is
-    `backbone`. A network PaddleX has names for (PPLCNetV3, PPHGNetV2_B4, ...): `requested` must be one of them
-    (ValueError naming both otherwise); "" = PaddleOCR's model of it (DEFAULT_NAME_BY_BACKBONE). Other networks
-    (our presets, the v2.0 CRNN): any name paddlex accepts (resolve_model_name); "" = DEFAULT_MODEL_NAME. The name
-    selects no weights: paddleocr's TextRecognition(model_name=...) must equal it."""
-    known = backbone in DEFAULT_NAME_BY_BACKBONE or any(b == backbone for _, b in NAME_BACKBONES)
+    `backbone`. A network PaddleX has names for (nn.catalog's ``paddlex``: PPLCNetV3, PPHGNetV2_B4, ...): `requested`
+    must be one of them (ValueError naming both otherwise); "" = PaddleOCR's model of it (the catalogue's
+    ``export_name``). Other networks (our presets, the v2.0 CRNN): any name paddlex accepts (resolve_model_name);
+    "" = DEFAULT_MODEL_NAME. The name selects no weights: paddleocr's TextRecognition(model_name=...) must equal it."""
+    network = catalog.lookup(backbone, catalog.REC)
     if not requested:
-        return DEFAULT_NAME_BY_BACKBONE.get(backbone, DEFAULT_MODEL_NAME)
+        return catalog.export_name(backbone, catalog.REC) or DEFAULT_MODEL_NAME
     name = resolve_model_name(requested)
-    if known and name_backbone(name) != backbone:
-        raise ValueError(f"model_name {name!r} is PaddleX's name of a {name_backbone(name) or 'different'} network, "
-                         f"but this export is a {backbone}; use '' (= {model_name_for(backbone)!r}) or another "
-                         f"{backbone} name")
+    named = catalog.paddlex_network(name, catalog.REC)
+    if network is not None and catalog.REC in network.paddlex and named is not network:
+        raise ValueError(f"model_name {name!r} is PaddleX's name of a {named.name if named else 'different'} network, "
+                         f"but this export is a {network.name}; use '' (= {model_name_for(backbone)!r}) or another "
+                         f"{network.name} name")
     return name
 
 

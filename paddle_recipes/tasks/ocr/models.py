@@ -1,167 +1,31 @@
 """CTC text-line recognizers written on paddle.nn: backbone -> im2seq -> neck -> CTC head.
 
-Backbones map an image [B, C, H, W] to a feature map [B, C', 1, T] (H collapsed,
-T = W / width_stride). Pick parts by name through the registries below.
-
-* ``ResNet34vd``: ResNet-34 with the "vd" tweaks (3-conv stem, avg-pool shortcut),
-  strides tuned for text lines (height shrinks to 1, width by ``width_stride``).
-* ``LCNetRec``: a light PP-LCNet-style net of depthwise-separable blocks
-  (hardswish, optional squeeze-excite), several times cheaper than ResNet34vd.
-
-``ResNet34vd`` / ``LCNetRec`` and the ``BiLSTM`` / ``Conv`` necks and ``CTCHead`` of this module are
-OUR OWN DESIGNS, not PaddleOCR's networks: PaddleOCR weights do not load into them. PaddleOCR's own
-recognizers (PP-OCRv4/v5 mobile: ``PPLCNetV3`` + ``MultiHead``; the CRNN ``rec_r34_vd_none_bilstm_ctc``:
-``ResNet`` + ``SequenceEncoder`` + ``CTCHead``) live in ``ppocr_models.py``; ``build_rec_model``
-dispatches to them when ``Backbone.name`` is one of ``PPOCR_BACKBONES`` (case-insensitive).
+Backbones come from the catalogue of networks (``paddle_recipes.nn.catalog``): ours (``LCNetRec``,
+``ResNet34vd``, ``DenseConvRec``) map an image [B, C, H, W] to a feature map [B, C', 1, T] (H collapsed,
+T = W / width_stride) and take the ``BiLSTM`` / ``Conv`` / ``Im2Seq`` necks and the ``CTCHead`` name of this
+module (class ``LinearCTCHead``). These are OUR OWN DESIGNS: PaddleOCR weights do not load into them.
+PaddleOCR's own recognizers (PP-OCRv4/v5 mobile: ``PPLCNetV3`` + ``MultiHead``; the CRNN
+``rec_r34_vd_none_bilstm_ctc``: ``ResNet`` + ``SequenceEncoder`` + ``CTCHead``) are assembled in
+``ppocr_models.py``; ``build_rec_model`` dispatches to them when ``Backbone.name`` is one of PaddleOCR's
+networks in the catalogue (case-insensitive).
 """
 from __future__ import annotations
 
+import collections.abc
 import inspect
-from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+import types
+import typing
+from dataclasses import asdict, dataclass, field, is_dataclass, make_dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import paddle.nn as nn
 import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
+from ...nn.catalog import REC, build_backbone, find_backbone, networks
+from ...nn.layers import ConvBN
 from . import ppocr_models
 from .ctc_init import set_blank_bias
-
-
-def _div8(v: float, minimum: int = 8) -> int:
-    """Round channels to a multiple of 8 (at least ``minimum``)."""
-    return max(minimum, int(v + 4) // 8 * 8)
-
-
-def _width_plan(width_stride: int, n: int) -> List[int]:
-    """Split a total width stride (power of two) over ``n`` downsampling stages, earliest first."""
-    if width_stride & (width_stride - 1) or width_stride < 1:
-        raise ValueError(f"width_stride must be a power of two, got {width_stride}")
-    plan, remaining = [], width_stride
-    for _ in range(n):
-        s = 2 if remaining > 1 else 1
-        plan.append(s)
-        remaining //= s
-    if remaining != 1:
-        raise ValueError(f"width_stride {width_stride} too large for {n} downsampling stages")
-    return plan
-
-
-class ConvBN(nn.Layer):
-    def __init__(self, cin, cout, k, stride=1, groups=1, act="relu"):
-        super().__init__()
-        pad = (k - 1) // 2
-        self.conv = nn.Conv2D(cin, cout, k, stride=stride, padding=pad, groups=groups, bias_attr=False)
-        self.bn = nn.BatchNorm2D(cout)
-        self.act = {"relu": nn.ReLU(), "hardswish": nn.Hardswish(), None: nn.Identity()}[act]
-
-    def forward(self, x):
-        return self.act(self.bn(self.conv(x)))
-
-
-# ----------------------------------------------------------------- ResNet34-vd
-class BasicBlockVd(nn.Layer):
-    """3x3-3x3 residual block; a strided shortcut is avg-pool + 1x1 conv (the "d" tweak)."""
-
-    def __init__(self, cin, cout, stride: Tuple[int, int]):
-        super().__init__()
-        self.conv1 = ConvBN(cin, cout, 3, stride=stride)
-        self.conv2 = ConvBN(cout, cout, 3, act=None)
-        if tuple(stride) != (1, 1):
-            self.short = nn.Sequential(nn.AvgPool2D(stride, stride, ceil_mode=True), ConvBN(cin, cout, 1, act=None))
-        elif cin != cout:
-            self.short = ConvBN(cin, cout, 1, act=None)
-        else:
-            self.short = nn.Identity()
-
-    def forward(self, x):
-        return F.relu(self.conv2(self.conv1(x)) + self.short(x))
-
-
-class ResNet34vd(nn.Layer):
-    """ResNet34-vd for recognition. Output [B, 512*scale, 1, W/width_stride].
-
-    Height: stem pool /2, then stages 2-4 each /2 -> H/16 (3 for H=48), then mean over H.
-    Width: split ``width_stride`` (default 4 -> T=80 for W=320) over stem pool and stage 2,3,...
-    """
-
-    def __init__(self, in_channels: int = 3, scale: float = 1.0, width_stride: int = 4,
-                 depths: Sequence[int] = (3, 4, 6, 3)):
-        super().__init__()
-        ws = _width_plan(width_stride, 4)
-        c = [_div8(v * scale) for v in (32, 64, 128, 256, 512)]
-        self.stem = nn.Sequential(ConvBN(in_channels, c[0], 3), ConvBN(c[0], c[0], 3), ConvBN(c[0], c[1], 3))
-        self.pool = nn.MaxPool2D(kernel_size=3, stride=(2, ws[0]), padding=1)
-        stages, cin = [], c[1]
-        stage_strides = [(1, 1), (2, ws[1]), (2, ws[2]), (2, ws[3])]
-        for i, (depth, cout) in enumerate(zip(depths, c[1:])):
-            for j in range(depth):
-                stages.append(BasicBlockVd(cin, cout, stage_strides[i] if j == 0 else (1, 1)))
-                cin = cout
-        self.stages = nn.Sequential(*stages)
-        self.out_channels = cin
-
-    def forward(self, x):
-        x = self.stages(self.pool(self.stem(x)))
-        return x.mean(axis=2, keepdim=True)
-
-
-# ------------------------------------------------------------------ LCNetRec
-class SE(nn.Layer):
-    def __init__(self, c, r=4):
-        super().__init__()
-        self.fc1 = nn.Conv2D(c, max(8, c // r), 1)
-        self.fc2 = nn.Conv2D(max(8, c // r), c, 1)
-
-    def forward(self, x):
-        s = F.adaptive_avg_pool2d(x, 1)
-        return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
-
-
-class DWSepBlock(nn.Layer):
-    """Depthwise kxk (stride) + optional SE + pointwise 1x1, hardswish activations."""
-
-    def __init__(self, cin, cout, k, stride, se=False):
-        super().__init__()
-        self.dw = ConvBN(cin, cin, k, stride=stride, groups=cin, act="hardswish")
-        self.se = SE(cin) if se else nn.Identity()
-        self.pw = ConvBN(cin, cout, 1, act="hardswish")
-
-    def forward(self, x):
-        return self.pw(self.se(self.dw(x)))
-
-
-class LCNetRec(nn.Layer):
-    """Light PP-LCNet-style recognizer backbone. Output [B, 384*scale, 1, W/width_stride].
-
-    Height is halved 4 times (48 -> 3), then averaged to 1. ``width_stride`` (default 4)
-    is spread over the first downsampling layers.
-    """
-
-    # (kernel, out_channels, downsample?, se) per block, after a stride-2 stem of 16 channels.
-    PLAN = [(3, 32, False, False),
-            (3, 64, True, False), (3, 64, False, False),
-            (3, 128, True, False), (3, 128, False, False),
-            (5, 256, True, False), (5, 256, False, False), (5, 256, False, False), (5, 256, False, True),
-            (5, 384, False, True)]
-
-    def __init__(self, in_channels: int = 3, scale: float = 1.0, width_stride: int = 4):
-        super().__init__()
-        ws = _width_plan(width_stride, 4)
-        self.stem = ConvBN(in_channels, _div8(16 * scale), 3, stride=(2, ws[0]), act="hardswish")
-        blocks, cin, k = [], _div8(16 * scale), 1
-        for kernel, cout, down, se in self.PLAN:
-            stride = (1, 1)
-            if down:
-                stride, k = (2, ws[k]), k + 1
-            blocks.append(DWSepBlock(cin, _div8(cout * scale), kernel, stride, se))
-            cin = _div8(cout * scale)
-        self.blocks = nn.Sequential(*blocks)
-        self.out_channels = cin
-
-    def forward(self, x):
-        x = self.blocks(self.stem(x))
-        return x.mean(axis=2, keepdim=True)
 
 
 # --------------------------------------------------------------------- necks
@@ -216,8 +80,9 @@ class ConvNeck(nn.Layer):
 
 
 # ---------------------------------------------------------------------- head
-class CTCHead(nn.Layer):
-    """Linear (optionally via a mid layer) to ``num_classes`` logits per time step: [B, T, num_classes].
+class LinearCTCHead(nn.Layer):
+    """Our CTC head (config name ``CTCHead`` with our backbones; PaddleOCR's is ``ppocr_heads.CTCHead``):
+    linear (optionally via a mid layer) to ``num_classes`` logits per time step: [B, T, num_classes].
 
     The last bias is added after reshaping back to [B, T, C]: Paddle Inference's fc-fusion pass
     mis-fuses a matmul + bias on reshaped 3-D inputs (wrong logits / shape errors at export).
@@ -239,11 +104,10 @@ class CTCHead(nn.Layer):
         return self.fc(x.reshape([-1, c])).reshape([-1, t, self.num_classes]) + self.bias
 
 
-# Registries: name -> class. Add a component with the decorators (e.g. in a new module imported by
-# paddle_recipes.tasks.ocr) and it becomes a valid `Architecture.<Section>.name`.
-BACKBONES: Dict[str, type] = {"ResNet34vd": ResNet34vd, "LCNetRec": LCNetRec}
+# Neck / head registries of our backbones: name -> class (backbones: nn.catalog). Add a component with the
+# decorators and it becomes a valid `Architecture.<Section>.name`.
 NECKS: Dict[str, type] = {"BiLSTM": BiLSTMNeck, "Conv": ConvNeck, "Im2Seq": Im2Seq}
-HEADS: Dict[str, type] = {"CTCHead": CTCHead}
+HEADS: Dict[str, type] = {"CTCHead": LinearCTCHead}
 ALGORITHMS = {"CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR"}  # Architecture.algorithm labels (PaddleOCR's names)
 MODEL_TYPES = {"rec"}
 
@@ -257,32 +121,42 @@ def _register(registry: Dict[str, type]) -> Callable[[str], Callable[[type], typ
     return register
 
 
-register_backbone, register_neck, register_head = _register(BACKBONES), _register(NECKS), _register(HEADS)
+register_neck, register_head = _register(NECKS), _register(HEADS)
 
 
-@dataclass
-class BackboneConfig:
-    """name: ours (LCNetRec: light PP-LCNet-like; ResNet34vd) or PaddleOCR's (PPLCNetV3, PPLCNetV4, PPHGNetV2_B4,
-    ResNet; case-insensitive). The other fields are constructor arguments, None = the network's default;
-    a value the chosen network does not take is a one-line error listing what it takes.
-    Ours: scale (channel multiplier), width_stride (input width / time steps). PaddleOCR's: scale,
-    conv_kxk_num, lr_mult_list, lab_lr (PPLCNetV3); model_size (tiny | small | medium), or the earlier
-    use_rep, stem_type, config_name, stem_channels (PPLCNetV4, PP-OCRv6); text_rec, use_lab (PPHGNetV2_B4);
-    layers (ResNet)."""
-    name: str = "LCNetRec"
-    scale: Optional[float] = None
-    width_stride: Optional[int] = None
-    conv_kxk_num: Optional[int] = None
-    lr_mult_list: Optional[List[float]] = None
-    lab_lr: Optional[float] = None
-    text_rec: Optional[bool] = None
-    use_lab: Optional[bool] = None
-    layers: Optional[int] = None
-    model_size: Optional[str] = None
-    use_rep: Optional[bool] = None
-    stem_type: Optional[str] = None
-    config_name: Optional[str] = None
-    stem_channels: Optional[int] = None
+def _field_type(tp: Any) -> Any:
+    """A constructor annotation as a config field type: Sequence[X] -> List[X] (in unions too), none -> Any."""
+    if tp is inspect.Parameter.empty:
+        return Any
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_field_type(a) for a in args)]
+    if origin is collections.abc.Sequence:
+        return List[args[0]] if args else list
+    return tp
+
+
+def _backbone_fields() -> List[Tuple[str, Any, Any]]:
+    """(name, Optional[type], None) for every constructor argument of nn.catalog's rec networks but in_channels and
+    det (the builder sets them): a network ported into the catalogue brings its own keys."""
+    found: Dict[str, Any] = {}
+    for network in networks(REC):
+        hints = typing.get_type_hints(network.cls.__init__)
+        for p in list(inspect.signature(network.cls.__init__).parameters.values())[1:]:
+            if p.name in ("in_channels", "det") or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            tp = _field_type(hints.get(p.name, p.annotation))
+            found[p.name] = tp if found.get(p.name, tp) == tp else Any  # two networks disagree on the type: Any
+    return [(name, Optional[tp], field(default=None)) for name, tp in found.items()]
+
+
+BackboneConfig = make_dataclass("BackboneConfig", [("name", str, field(default="LCNetRec")), *_backbone_fields()])
+BackboneConfig.__module__ = __name__
+BackboneConfig.__doc__ = """name: a rec network of nn.catalog (case-insensitive): ours (LCNetRec: light PP-LCNet-like;
+    ResNet34vd; DenseConvRec) or PaddleOCR's (PPLCNetV3, PPHGNetV2_B4, ResNet, MobileNetV1Enhance, ...). The other
+    fields are the constructor arguments of those networks (see each class in paddle_recipes/nn/), None = the
+    network's default; a value the chosen network does not take is a one-line error listing what it takes.
+    Ours: scale (channel multiplier), width_stride (input width / time steps)."""
 
 
 @dataclass
@@ -344,12 +218,9 @@ class ArchitectureConfig:
         return self.Head.name.lower() == "multihead"
 
 
-# PaddleOCR's networks (ppocr_models.py): lower-case name -> class; their Neck/Head names
-# (SequenceEncoder, CTCHead, MultiHead) are resolved in PaddleOCR's meaning there.
-PPOCR_BACKBONES = ppocr_models.PPOCR_BACKBONES
+# The Neck/Head names of PaddleOCR's networks (ppocr_models.py: SequenceEncoder, CTCHead, MultiHead), lower-case.
 PPOCR_NECKS = ppocr_models.PPOCR_NECKS
 PPOCR_HEADS = ppocr_models.PPOCR_HEADS
-PPOCR_BACKBONE_NAMES = tuple(c.__name__ for c in PPOCR_BACKBONES.values())
 ENCODER_TYPES = ("reshape", "fc", "rnn", "svtr", "lightsvtr")
 
 
@@ -388,10 +259,10 @@ def _check_args(section: str, cls: type, kwargs: Dict[str, Any], extra: Sequence
                           f"(it takes {sorted(set(takes) | set(extra)) or 'nothing'})")
 
 
-def _pick(registry: Dict[str, type], section: str, name: Any, case_insensitive: bool, also=()) -> type:
+def _pick(registry: Dict[str, type], section: str, name: Any, case_insensitive: bool) -> type:
     key = str(name).lower() if case_insensitive else name
     if key not in registry:
-        valid = sorted({c.__name__ if case_insensitive else k for k, c in registry.items()} | set(also))
+        valid = sorted({c.__name__ if case_insensitive else k for k, c in registry.items()})
         check_name(f"Architecture.{section}.name", name, valid)
     return registry[key]
 
@@ -400,17 +271,16 @@ def check_architecture(arch: "ArchitectureConfig") -> None:
     """Names and arguments of the Backbone / Neck / Head sections against the networks they pick:
     PaddleOCR's (ppocr_models, when the backbone is one of theirs) or ours. One-line ConfigErrors."""
     b = _as_kwargs(arch.Backbone)
-    bname = b.pop("name")
+    network = find_backbone(b.pop("name"), REC)
+    _check_args("Backbone", network.cls, b)
     h = _as_kwargs(arch.Head)
     hname = h.pop("name")
     n = _as_kwargs(arch.Neck) if arch.Neck is not None else None
-    if str(bname).lower() not in PPOCR_BACKBONES:  # our own designs
-        _check_args("Backbone", _pick(BACKBONES, "Backbone", bname, False, PPOCR_BACKBONE_NAMES), b)
+    if network.ours:
         if n is not None:
             _check_args("Neck", _pick(NECKS, "Neck", n.pop("name"), False), n)
         _check_args("Head", _pick(HEADS, "Head", hname, False), h)
         return
-    _check_args("Backbone", _pick(PPOCR_BACKBONES, "Backbone", bname, True), b)
     if n is not None:
         _pick(PPOCR_NECKS, "Neck", n.pop("name"), True)
         etype = n.pop("encoder_type", None)
@@ -436,17 +306,23 @@ def _build(registry: Dict[str, type], section: str, kwargs: Dict[str, Any], *arg
 def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> nn.Layer:
     """Build a recognizer from ``arch_cfg`` (dataclass or dict with Backbone / Neck / Head sections,
     each holding ``name`` plus constructor arguments). A PaddleOCR backbone name (PPLCNetV3, PPHGNetV2_B4,
-    ResNet) builds PaddleOCR's network (``ppocr_models.PPOCRRecModel``, PaddleOCR's parameter names).
-    A null Neck with our backbones means Im2Seq (no context layer)."""
-    if ppocr_models.is_ppocr_arch(arch_cfg):
-        try:
+    ResNet, ...: nn.catalog) builds PaddleOCR's network (``ppocr_models.PPOCRRecModel``, PaddleOCR's parameter
+    names). A null Neck with our backbones means Im2Seq (no context layer). Bad names or arguments: one-line
+    ConfigError."""
+    try:
+        if ppocr_models.is_ppocr_arch(arch_cfg):
             return ppocr_models.build_ppocr_rec_model(arch_cfg, num_classes, in_channels)
-        except ValueError as exc:  # e.g. a bad head_list entry: one line for the CLI
-            if isinstance(exc, ConfigError):
-                raise
-            raise ConfigError(str(exc)) from None
+        return _build_own(arch_cfg, num_classes, in_channels)
+    except ValueError as exc:  # e.g. a bad head_list entry: one line for the CLI
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(str(exc)) from None
+
+
+def _build_own(arch_cfg: Any, num_classes: int, in_channels: int) -> "RecModel":
     arch = _as_kwargs(arch_cfg)
-    backbone = _build(BACKBONES, "Backbone", _as_kwargs(arch.get("Backbone")), in_channels)
+    b_kw = _as_kwargs(arch.get("Backbone"))
+    backbone = build_backbone(b_kw.pop("name", None), REC, in_channels=in_channels, **b_kw)
     neck_kw = _as_kwargs(arch.get("Neck")) if arch.get("Neck") is not None else {"name": "Im2Seq"}
     neck = _build(NECKS, "Neck", neck_kw, backbone.out_channels)
     head = _build(HEADS, "Head", _as_kwargs(arch.get("Head")), neck.out_channels, num_classes)

@@ -24,8 +24,8 @@ from .postprocess import ctc_greedy_decode
 @dataclass
 class RecExportConfig(PPOCRExportConfig):
     """PPOCRExportConfig of the recognizer: the folder also holds character_dict.txt. model_name "" = PaddleOCR's
-    model of the exported network (PP-OCRv5_mobile_rec for PPLCNetV3, PP-OCRv6_medium_rec for PPLCNetV4,
-    PP-OCRv5_server_rec for PPHGNetV2_B4 and for networks paddlex has no name for; export_paddleocr.model_name_for);
+    model of the exported network (nn.catalog's export_name, e.g. PP-OCRv5_mobile_rec for PPLCNetV3;
+    PP-OCRv5_server_rec for networks paddlex has no name for; export_paddleocr.model_name_for);
     paddleocr's TextRecognition(model_name=...) must equal it. legacy: inference.pdmodel for paddleocr 2.x predict_rec."""
     resolve_model_name = staticmethod(resolve_model_name)
 

@@ -32,12 +32,13 @@ import numpy as np
 import paddle
 
 from ...export import inference_files
+from ...nn import catalog
 from ...compat.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig, folder_files, write_inference_dir
 from .models import DetInferenceModel
 from .postprocess import DBPostProcess
 from .transforms import IMAGENET_MEAN, IMAGENET_STD
 
-__all__ = ["PADDLEX_DET_MODEL_NAMES", "BACKBONE_MODEL_NAMES", "DEFAULT_MODEL_NAME", "resolve_det_model_name",
+__all__ = ["PADDLEX_DET_MODEL_NAMES", "DEFAULT_MODEL_NAME", "resolve_det_model_name",
            "paddlex_limit_type", "paddlex_det_config", "DetExportConfig", "DetPaddleOCRExport"]
 
 # Global.model_name values paddlex 3.7.2 accepts for a text-detection model_dir (its
@@ -45,11 +46,8 @@ __all__ = ["PADDLEX_DET_MODEL_NAMES", "BACKBONE_MODEL_NAMES", "DEFAULT_MODEL_NAM
 PADDLEX_DET_MODEL_NAMES = ("PP-OCRv6_medium_det", "PP-OCRv6_small_det", "PP-OCRv6_tiny_det", "PP-OCRv5_mobile_det",
                            "PP-OCRv5_server_det", "PP-OCRv4_mobile_det", "PP-OCRv4_server_det", "PP-OCRv3_mobile_det",
                            "PP-OCRv3_server_det", "PP-OCRv4_mobile_seal_det", "PP-OCRv4_server_seal_det")
-# Export.model_name "" follows the exported architecture's backbone (PaddleOCR's published det models); PPLCNetV4
-# (PP-OCRv6) by its model_size.
-BACKBONE_MODEL_NAMES = {"pplcnetv3": "PP-OCRv5_mobile_det", "pphgnetv2_b4": "PP-OCRv5_server_det",
-                        ("pplcnetv4", "tiny"): "PP-OCRv6_tiny_det", ("pplcnetv4", "small"): "PP-OCRv6_small_det",
-                        ("pplcnetv4", "medium"): "PP-OCRv6_medium_det"}
+# Export.model_name "" follows the exported architecture's backbone (nn.catalog's export_name: PaddleOCR's published
+# det model of that network, PP-OCRv6 by its model_size), else:
 DEFAULT_MODEL_NAME = "PP-OCRv5_server_det"  # architectures without a paddlex name (ResNet_vd DB)
 
 
@@ -61,13 +59,11 @@ def paddlex_limit_type(model_name: str) -> str:
 
 def resolve_det_model_name(name: str | None, backbone: str | dict = "") -> str:
     """``Global.model_name`` for the yml: a name paddlex knows -> itself; "" / None -> the backbone's (a name or the
-    Architecture.Backbone section: BACKBONE_MODEL_NAMES by name, or by (name, model_size), else DEFAULT_MODEL_NAME);
+    Architecture.Backbone section: nn.catalog's export_name when paddlex knows it, else DEFAULT_MODEL_NAME);
     anything else -> ValueError listing the accepted names."""
     if not name:
-        section = backbone if isinstance(backbone, dict) else {"name": backbone}
-        key = str(section.get("name", "")).lower()
-        return BACKBONE_MODEL_NAMES.get((key, section.get("model_size")),
-                                        BACKBONE_MODEL_NAMES.get(key, DEFAULT_MODEL_NAME))
+        named = catalog.export_name(backbone, catalog.DET)
+        return named if named in PADDLEX_DET_MODEL_NAMES else DEFAULT_MODEL_NAME
     if name not in PADDLEX_DET_MODEL_NAMES:
         raise ValueError(f"model_name {name!r} is not a text-detection model paddlex 3.x accepts; "
                          f"use one of {list(PADDLEX_DET_MODEL_NAMES)} (or '' to follow the architecture)")
@@ -101,9 +97,9 @@ def paddlex_det_config(limit_side_len: int, limit_type: str, post: DBPostProcess
 
 @dataclass
 class DetExportConfig(PPOCRExportConfig):
-    """PPOCRExportConfig of the detector: model_name "" = the architecture's (PPLCNetV3 -> PP-OCRv5_mobile_det,
-    PPHGNetV2_B4 -> PP-OCRv5_server_det, PPLCNetV4 model_size tiny/small/medium -> PP-OCRv6_<size>_det, else
-    PP-OCRv5_server_det); legacy: inference.pdmodel for 2.x predict_det."""
+    """PPOCRExportConfig of the detector: model_name "" = the architecture's (nn.catalog's export_name of the
+    backbone, e.g. PPLCNetV3 -> PP-OCRv5_mobile_det, else PP-OCRv5_server_det); legacy: inference.pdmodel for 2.x
+    predict_det."""
     resolve_model_name = staticmethod(resolve_det_model_name)
 
 

@@ -3,12 +3,11 @@
 ``build_ppocr_det_model(arch)`` takes the section PaddleOCR's det configs hold (dict or dataclass)::
 
     Backbone: {name: PPLCNetV3, scale: 0.75, det: true}  # | {name: PPHGNetV2_B4, det: true} | {name: ResNet_vd, layers: 18}
-                                                         # | {name: PPLCNetV4, det: true, model_size: tiny} (PP-OCRv6)
     Neck:     {name: RSEFPN, out_channels: 96, shortcut: true}  # | LKPAN | DBFPN | UniRepLKFPN | UniRepLKPAN
     Head:     {name: DBHead, k: 50, fix_nan: true}               # | {name: PFHeadLocal, k: 50, mode: large}
 
-Names are matched case-insensitively; an option a network does not take is a ``ValueError`` naming
-it. The presets below are PaddleOCR's published det architectures (PP-OCRv4 mobile = v5 mobile).
+Backbones come from ``paddle_recipes.nn.catalog`` (those serving ``det``). Names are matched case-insensitively;
+an option a network does not take is a ``ValueError`` naming it. The presets below are PaddleOCR's published det architectures (PP-OCRv4 mobile = v5 mobile).
 """
 from __future__ import annotations
 
@@ -16,16 +15,11 @@ from typing import Any
 
 import paddle.nn as nn
 
-from ...nn.lcnetv4 import PPLCNetV4
-from ..ocr.ppocr_backbones import PPHGNetV2_B4, PPLCNetV3
-from ..ocr.ppocr_models import _construct, _section, arch_dict
-from .backbones import DenseConvDet, ResNet_vd
+from ...nn.catalog import DET, arch_dict, arch_section, build_backbone, build_part
 from .heads import DBHead, PFHeadLocal
 from .necks import DBFPN, LKPAN, RSEFPN
 from .replk_necks import UniRepLKFPN, UniRepLKPAN
 
-DET_BACKBONES = {"pplcnetv3": PPLCNetV3, "pplcnetv4": PPLCNetV4, "pphgnetv2_b4": PPHGNetV2_B4,
-                 "resnet_vd": ResNet_vd, "denseconvdet": DenseConvDet}
 DET_NECKS = {"dbfpn": DBFPN, "rsefpn": RSEFPN, "lkpan": LKPAN, "unireplkfpn": UniRepLKFPN, "replkfpn": UniRepLKFPN,
              "unireplkpan": UniRepLKPAN, "replkpan": UniRepLKPAN}
 DET_HEADS = {"dbhead": DBHead, "pfheadlocal": PFHeadLocal}
@@ -79,11 +73,12 @@ def build_ppocr_det_model(arch_cfg: Any, in_channels: int = 3) -> PPOCRDetModel:
     for part in ("Backbone", "Neck", "Head"):
         if not arch.get(part):
             raise ValueError(f"Architecture.{part}: missing (DB needs a backbone, a neck and a head)")
-    backbone = _construct(DET_BACKBONES, "Backbone", _section(arch["Backbone"], "Backbone"), in_channels=in_channels)
+    b_kw = arch_section(arch["Backbone"], "Backbone")
+    backbone = build_backbone(b_kw.pop("name"), DET, in_channels=in_channels, **b_kw)
     if not isinstance(backbone.out_channels, list):
         raise ValueError("Architecture.Backbone: set det: true (a detection backbone returns 4 feature maps)")
-    neck = _construct(DET_NECKS, "Neck", _section(arch["Neck"], "Neck"), in_channels=backbone.out_channels)
-    head = _construct(DET_HEADS, "Head", _section(arch["Head"], "Head"), in_channels=neck.out_channels)
+    neck = build_part(DET_NECKS, "Neck", arch_section(arch["Neck"], "Neck"), in_channels=backbone.out_channels)
+    head = build_part(DET_HEADS, "Head", arch_section(arch["Head"], "Head"), in_channels=neck.out_channels)
     return PPOCRDetModel(backbone, neck, head)
 
 
