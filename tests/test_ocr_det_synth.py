@@ -209,18 +209,18 @@ def test_system_crop_is_the_systems_crop_of_the_grown_box():
     img = np.random.default_rng(0).integers(0, 255, (120, 200, 3), dtype=np.uint8)
     box = np.float32([[40, 50], [140, 50], [140, 70], [40, 70]])  # 100 x 20, axis-aligned
     np.testing.assert_array_equal(system_crop(img, box), img[50:70, 40:140])
-    np.testing.assert_array_equal(system_crop(img, box), crop_box(img, box))
+    np.testing.assert_array_equal(system_crop(img, box), crop_box(img, box, "minarea"))
     grown = system_crop(img, box, margin=0.25)  # 0.25 x 20 px = 5 px on each side
     np.testing.assert_array_equal(grown, img[45:75, 35:145])
     tall = np.float32([[90, 10], [110, 10], [110, 110], [90, 110]])  # a vertical line: turned like the system's
     np.testing.assert_array_equal(system_crop(img, tall), np.rot90(img[10:110, 90:110]))
-    np.testing.assert_array_equal(system_crop(img, tall), crop_box(img, tall))
+    np.testing.assert_array_equal(system_crop(img, tall), crop_box(img, tall, "minarea"))
     assert system_crop(img, box, height=10).shape == (10, 50, 3)
-    # jitter moves each corner by (offset x the shorter side): the crop of that moved quad
+    # jitter moves each corner by (offset x the shorter side): the crop of that moved quad, warped as given
     jitter = np.float32([[0.1, -0.1], [0.0, 0.05], [-0.05, 0.1], [0.1, 0.0]])
-    from paddle_recipes.tasks.ocr_det.synth_pages import order_quad
+    from paddle_recipes.tasks.ocr_det.geometry import order_quad
     moved = order_quad(cv2.boxPoints(cv2.minAreaRect(box)) + jitter * 20)  # offsets in cv2.boxPoints order
-    np.testing.assert_array_equal(system_crop(img, box, jitter=jitter), crop_box(img, moved))
+    np.testing.assert_array_equal(system_crop(img, box, jitter=jitter), crop_box(img, moved, "rotate"))
     assert not np.array_equal(system_crop(img, box, jitter=jitter), system_crop(img, box))
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import paddle
 import pytest
 
+from test_paddleocr_inference import VENV2_PY, _run_json, paddleocr_python  # noqa: F401
 from paddle_recipes.config import load_config
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
@@ -20,11 +21,13 @@ from paddle_recipes.tasks.ocr.metrics import edit_distance
 from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
 from paddle_recipes.tasks.ocr.transforms import resize_norm_infer
 from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, write_pages
-from paddle_recipes.tasks.ocr_system.geometry import crop_box, min_area_quad, reading_order, rotate_crop
+from paddle_recipes.tasks.ocr_det.geometry import min_area_quad, order_quad, rotate_crop
+from paddle_recipes.tasks.ocr_system.geometry import crop_box, reading_order
 from paddle_recipes.tasks.ocr_system.metric import E2EMetric, match_lines
 from paddle_recipes.tasks.ocr_system.pipeline import OcrPipeline, rec_fn, run_files
 
 DET_CFG, REC_CFG = "recipes/configs/ocr_det_smoke.yml", "recipes/configs/ocr_rec_smoke.yml"
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _pattern(h, w, seed=0):
@@ -76,9 +79,12 @@ def test_min_area_quad_orders_corners_like_paddleocr():
     assert q[0][0] < q[1][0] and q[3][0] < q[2][0] and q[0][1] < q[3][1] and q[1][1] < q[2][1]
     assert abs(np.linalg.norm(q[0] - q[1]) - 60) < 1.5 and abs(np.linalg.norm(q[0] - q[3]) - 20) < 1.5
     img = _pattern(100, 100).astype(np.uint8)
-    poly = np.concatenate([rect, rect[:1] + [0.2, 0.1]])  # 5 points: the min-area path of crop_box
-    assert np.array_equal(crop_box(img, poly), rotate_crop(img, min_area_quad(poly)))
-    assert np.array_equal(crop_box(img, rect, "poly"), rotate_crop(img, min_area_quad(rect)))
+    poly = np.concatenate([rect, rect[:1] + [0.2, 0.1]])  # 5 points: the min-area path in both modes
+    assert np.array_equal(crop_box(img, poly, "rotate"), rotate_crop(img, min_area_quad(poly)))
+    assert np.array_equal(crop_box(img, poly, "minarea"), rotate_crop(img, min_area_quad(poly)))
+    assert np.array_equal(crop_box(img, rect, "rotate"), rotate_crop(img, rect))
+    with pytest.raises(ValueError, match="crop mode 'quad': must be one of"):
+        crop_box(img, rect, "quad")
 
 
 def test_reading_order_rows_within_10px_left_to_right():
@@ -101,10 +107,87 @@ def test_crops_and_order_equal_paddleocr_textsystem():
     ref = json.loads(OUT.read_text())
     img, c = image(), ref["cases"]
     for q, want in zip(c["quads"], ref["quad_crops"]):
-        assert np.array_equal(crop_box(img, q), np.uint8(want)), q
+        assert np.array_equal(crop_box(img, q, "rotate"), np.uint8(want)), q
     for p, want in zip(c["polys"], ref["poly_crops"]):
-        assert np.array_equal(crop_box(img, p, "poly"), np.uint8(want)), p
+        assert np.array_equal(crop_box(img, p, "minarea"), np.uint8(want)), p
     assert reading_order(c["order"]) == ref["order"]
+
+
+def _random_boxes(rng, h: int, w: int, n: int) -> list:
+    """``n`` float32 boxes on an ``h`` x ``w`` image, of six kinds in turn: DB-like (rotated rectangles rounded to
+    int, corners ordered, clipped to the image), any 4 float points in any order (crossed / non-convex ones too),
+    tall and near-tall axis-aligned boxes (h / w around 1.5), thin ones (1-3 px, some 0 px: collinear points),
+    5-14-point polygons along a bent line, and boxes reaching past the image border."""
+    boxes = []
+    for i in range(n):
+        c = rng.uniform([0, 0], [w, h])
+        kind = i % 6
+        if kind == 0:
+            q = cv2.boxPoints((tuple(c), tuple(rng.uniform(3, [w / 2, h / 3])), float(rng.uniform(-90, 90))))
+            q = np.clip(np.round(order_quad(q)), 0, [w, h])
+        elif kind == 1:
+            q = c + rng.uniform(-30, 30, (4, 2))
+        elif kind == 2:
+            bw = int(rng.integers(2, 30))
+            bh = int(round(bw * rng.uniform(1.3, 1.7)))
+            q = np.float32([[0, 0], [bw, 0], [bw, bh], [0, bh]]) + np.floor(c)
+        elif kind == 3:  # thin: 1-3 px; every 5th degenerate (OpenCV then warps to the source's size, both sides)
+            t = 0.0 if i % 30 == 3 else rng.uniform(1, 3)
+            q = c + np.float32([[0, 0], [rng.uniform(0, 20), 0], [rng.uniform(0, 20), t], [0, t]])
+            q = q[:, ::-1] if rng.random() < 0.5 else q  # along x or along y
+        elif kind == 4:
+            k = int(rng.integers(3, 8))
+            xs = np.linspace(0, rng.uniform(20, 80), k)
+            top = np.stack([xs, 6 * np.sin(xs / 15)], 1)
+            q = c + np.concatenate([top, (top + [0, rng.uniform(6, 20)])[::-1]]) + rng.normal(0, 0.7, (2 * k, 2))
+        else:
+            q = np.float32([[-5, -5], [25, -4], [24, 12], [-6, 11]]) + rng.choice([[0, 0], [w - 15, h - 6]])
+        boxes.append(np.float32(q))
+    return boxes
+
+
+def _crop_images() -> list:
+    """The geometry fixture's noise image, and every picture of tests/fixtures and docs/img (a JPEG page of the
+    synthetic held-out set, a PNG sheet of line samples)."""
+    sys.path.insert(0, str(Path(__file__).parent / "scripts"))
+    from make_ppocr_system_fixtures import image
+
+    files = sorted(p for d in ("tests/fixtures", "docs/img") for p in (REPO / d).rglob("*")
+                   if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    return [image()] + [cv2.imread(str(f)) for f in files]
+
+
+def test_crops_equal_paddleocr_2_and_3_byte_for_byte(paddleocr_python, tmp_path):
+    """Our two crop modes on 240 random boxes per image equal PaddleOCR's own functions byte for byte (shape,
+    dtype, every pixel): ``rotate`` = 2.x's get_rotate_crop_image for 4-point boxes and get_minarea_rect_crop for
+    the others (TextSystem), ``minarea`` = paddlex 3.x's CropByPolys('quad') (the PaddleOCR(...) pipeline).
+    tests/scripts/paddleocr_crops.py runs them in their venvs with ours beside them (the same OpenCV: paddlex
+    pins opencv-contrib 4.10, whose cubic warp differs from 5.x's by a grey level or two on some pixels); the
+    2.x venv has our OpenCV, so there its crops also equal ours made here, across processes."""
+    rng = np.random.default_rng(0)
+    imgs = _crop_images()
+    boxes, owner = [], []
+    for k, img in enumerate(imgs):
+        boxes += _random_boxes(rng, *img.shape[:2], 240)
+        owner += [k] * 240
+    np.savez(tmp_path / "in.npz", owner=np.int32(owner), **{f"img_{k}": im for k, im in enumerate(imgs)},
+             **{f"box_{i}": b for i, b in enumerate(boxes)})
+    n4 = sum(len(b) == 4 for b in boxes)
+    rep = _run_json(paddleocr_python, "paddleocr_crops.py", [3, tmp_path / "in.npz", tmp_path / "out3.npz"], tmp_path)
+    print(f"paddlex 3.x venv (OpenCV {rep['opencv']}): {rep['crops_and_ours_equal']} crops / byte-equal to ours")
+    assert rep["crops_and_ours_equal"] == {"minarea": [len(boxes), len(boxes)]}
+    if not VENV2_PY.is_file():
+        pytest.skip(f"3.x crops equal ours; no paddleocr 2.x venv at {VENV2_PY.parent.parent} (optional)")
+    rep = _run_json(VENV2_PY, "paddleocr_crops.py", [2, tmp_path / "in.npz", tmp_path / "out2.npz"], tmp_path)
+    print(f"paddleocr 2.x venv (OpenCV {rep['opencv']}): {rep['crops_and_ours_equal']} crops / byte-equal to ours")
+    assert rep["crops_and_ours_equal"] == {"rotate": [n4, n4], "minarea": [len(boxes), len(boxes)]}
+    if rep["opencv"] == cv2.__version__:  # across processes: 2.x's crops == ours made here
+        ref = np.load(tmp_path / "out2.npz")
+        for i, (b, k) in enumerate(zip(boxes, owner)):
+            for mode in ("rotate", "minarea"):
+                want = ref[f"{mode}_{i}" if mode == "minarea" or len(b) == 4 else f"minarea_{i}"]
+                got = crop_box(imgs[k], b, mode)
+                assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (mode, i, b)
 
 
 # ------------------------------------------------------------------ metric

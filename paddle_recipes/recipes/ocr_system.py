@@ -8,7 +8,8 @@
 Predict writes ``output_dir/predict/system_results.txt`` (``path<TAB>[{"transcription", "points", "score"}]``,
 PaddleOCR's predict_system format) and a picture per image (boxes beside the texts). Eval reads PaddleOCR det
 label files with transcriptions (default: the det config's synthetic held-out pages) and writes
-``output_dir/e2e_metrics.json``. ``Det.oracle=true``: GT boxes instead of the detector. See config.py.
+``output_dir/e2e_metrics.json``. ``Det.oracle=true``: GT boxes instead of the detector. ``Det.crop``: minarea
+(paddleocr 3.x's crop, default) or rotate (paddleocr 2.x's). See config.py.
 """
 from __future__ import annotations
 
@@ -63,11 +64,11 @@ class OcrSystem(Recipe):
         rec_model, rec_src = rec.load_for_inference()
         recognize = rec_fn(rec_model, rec.charset, rec.cfg.Global.image_shape, g.rec_batch_num)
         detect, self.sources = None, {"rec_weights": rec_src, "det_weights": "oracle (GT boxes)"}
-        box_type = "quad" if oracle else self.det.post.box_type
+        crop = "minarea" if not oracle and self.det.post.box_type == "poly" else self.cfg.Det.crop
         if not oracle:
             det_model, self.sources["det_weights"] = self.det.load_for_inference()
             detect = det_fn(det_model, DBEvalTransform(**asdict(self.det.cfg.Eval.transform)), self.det.post)
-        return OcrPipeline(detect, recognize, g.drop_score, box_type)
+        return OcrPipeline(detect, recognize, g.drop_score, crop)
 
     def font(self) -> tuple:
         try:

@@ -47,6 +47,7 @@ from shapely.geometry import Polygon
 from ...data.render_pool import fork_map
 from ..ocr.backgrounds import make_background, pick_colors
 from ..ocr.synth import SPLIT_IDS, LineRenderer, SynthConfig, font_side
+from .geometry import order_quad, rotate_crop
 
 
 @dataclass
@@ -116,32 +117,6 @@ class PageLine:
 
 
 # ------------------------------------------------------------------ geometry
-def order_quad(pts: np.ndarray) -> np.ndarray:
-    """4 points -> (top-left, top-right, bottom-right, bottom-left) by x then y, as DB's mini box."""
-    pts = sorted(np.asarray(pts, np.float32).tolist(), key=lambda p: p[0])
-    left = (pts[0], pts[1]) if pts[1][1] > pts[0][1] else (pts[1], pts[0])
-    right = (pts[2], pts[3]) if pts[3][1] > pts[2][1] else (pts[3], pts[2])
-    return np.float32([left[0], right[0], right[1], left[1]])
-
-
-def warp_quad(img: np.ndarray, quad) -> np.ndarray:
-    """Perspective warp of a (tl, tr, br, bl) box to an upright ``w x h`` image, w / h the longer of each pair
-    of opposite sides (truncated to int px, at least 1); cubic interpolation, replicated border."""
-    q = np.asarray(quad, np.float32).reshape(4, 2)
-    w = max(1, int(max(np.linalg.norm(q[0] - q[1]), np.linalg.norm(q[2] - q[3]))))
-    h = max(1, int(max(np.linalg.norm(q[0] - q[3]), np.linalg.norm(q[1] - q[2]))))
-    m = cv2.getPerspectiveTransform(q, np.float32([[0, 0], [w, 0], [w, h], [0, h]]))
-    return cv2.warpPerspective(img, m, (w, h), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
-
-
-TALL_RATIO = 1.5  # h / w at or above which a crop is turned (vertical text; PaddleOCR's get_rotate_crop_image)
-
-
-def turn_if_tall(crop: np.ndarray) -> np.ndarray:
-    """A crop with h / w >= TALL_RATIO turned 90 degrees counter-clockwise, else the crop itself."""
-    return np.ascontiguousarray(np.rot90(crop)) if crop.shape[0] / float(crop.shape[1]) >= TALL_RATIO else crop
-
-
 def system_crop(img: np.ndarray, points: np.ndarray, margin: float = 0.0, height: int | None = None,
                 jitter=None) -> np.ndarray:
     """The line image of polygon ``points`` as the OCR system cuts it for the recognizer: the min-area rectangle
@@ -153,7 +128,7 @@ def system_crop(img: np.ndarray, points: np.ndarray, margin: float = 0.0, height
     quad = cv2.boxPoints(((cx, cy), (w + grow, h + grow), angle))
     if jitter is not None:
         quad = quad + np.asarray(jitter, np.float32).reshape(4, 2) * min(w, h)
-    out = turn_if_tall(warp_quad(img, order_quad(quad)))
+    out = rotate_crop(img, order_quad(quad))
     h, w = out.shape[:2]
     if height:
         out = cv2.resize(out, (max(1, int(round(w * height / h))), height), interpolation=cv2.INTER_AREA)

@@ -3,6 +3,10 @@
 ``Det`` / ``Rec``: a recipe config (``config``: our YAML or a PaddleOCR one, ``opt``: its ``-o`` overrides)
 and ``weights`` ("" = that config's Global.weights, else its output_dir/checkpoints ``best`` / latest).
 ``Det.oracle``: eval mode only, GT polygons replace the detector (checks crops + recognizer alone).
+``Det.crop``: how a box is cut out for the recognizer (geometry.crop_box): ``minarea`` (default; what
+paddleocr 3.x's ``PaddleOCR(...)`` pipeline does, so an export read there gives our texts) or ``rotate``
+(paddleocr 2.x's predict_system: a 4-point box warped as given). A ``PostProcess.box_type: poly`` detector's
+boxes always go through their min-area rectangle (2.x's det_box_type poly; 3.x's crop does it for every box).
 ``Global.drop_score``: lines recognised below this score are dropped (PaddleOCR's 0.5).
 ``Global.rec_batch_num``: crops per recognizer pass (PaddleOCR's 6). ``Global.font``: font-registry name
 of the picture's text. ``Eval.dataset``: PaddleOCR det label files with transcriptions; empty ``data_dir``
@@ -11,7 +15,7 @@ of the picture's text. ``Eval.dataset``: PaddleOCR det label files with transcri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Literal
 
 from paddle_recipes.config import ConfigError
 from paddle_recipes.recipe import PredictConfig
@@ -32,7 +36,12 @@ class SystemModel:
     config: str = ""
     opt: List[str] = field(default_factory=list)
     weights: str = ""
+
+
+@dataclass
+class SystemDet(SystemModel):
     oracle: bool = False
+    crop: Literal["minarea", "rotate"] = "minarea"
 
 
 @dataclass
@@ -51,14 +60,12 @@ class SystemEval:
 @dataclass
 class SystemConfig:
     Global: SystemGlobal = field(default_factory=SystemGlobal)
-    Det: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_det.yml"))
+    Det: SystemDet = field(default_factory=lambda: SystemDet("recipes/configs/ocr_det.yml"))
     Rec: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_rec_pages.yml"))
     Eval: SystemEval = field(default_factory=SystemEval)
     Predict: PredictConfig = field(default_factory=PredictConfig)
 
 
 def check_system_config(cfg: SystemConfig) -> None:
-    if cfg.Rec.oracle:
-        raise ConfigError("Rec.oracle: only the detector has an oracle (Det.oracle: GT boxes, eval mode)")
     if not 0.0 < cfg.Eval.iou <= 1.0:
         raise ConfigError(f"Eval.iou: {cfg.Eval.iou} is not in (0, 1]")

@@ -1,44 +1,32 @@
-"""Crops and reading order of detected text boxes, with PaddleOCR's TextSystem semantics.
+"""Crops and reading order of detected text boxes, as PaddleOCR's pipelines make them.
 
-* :func:`rotate_crop`: a 4-point box (top-left, top-right, bottom-right, bottom-left, pixels) warped to an
-  upright ``w x h`` image, w / h the longer of each pair of opposite sides (truncated to int), cubic
-  interpolation, replicated border; a crop with h / w >= 1.5 is turned 90 degrees counter-clockwise
-  (PaddleOCR's get_rotate_crop_image).
-* :func:`min_area_crop`: any polygon -> its minimum-area rectangle, corners ordered as above, then
-  :func:`rotate_crop` (PaddleOCR's get_minarea_rect_crop, used for polygon boxes).
+* :func:`crop_box`, crop mode ``minarea`` (paddlex 3.x, the ``PaddleOCR(...)`` pipeline: CropByPolys with
+  det_box_type 'quad'): every box, whatever its number of points, is cropped through its minimum-area rectangle
+  (points truncated to int first). Mode ``rotate`` (paddleocr 2.x TextSystem, det_box_type 'quad'): a 4-point
+  box is warped as given, corners as listed; a box of other size goes through its min-area rectangle, as 2.x
+  does for 'poly' boxes. Both: ``ocr_det.geometry.rotate_crop`` (upright, cubic, turned when tall).
 * :func:`reading_order`: sort by the first point's (y, x), then within rows (first points less than
-  ``row_tol`` = 10 px apart in y) left to right (PaddleOCR's sorted_boxes).
+  ``row_tol`` = 10 px apart in y) left to right (2.x's sorted_boxes, 3.x's SortQuadBoxes).
 """
 from __future__ import annotations
 
 from typing import List, Sequence
 
-import cv2
 import numpy as np
 
-from ..ocr_det.synth_pages import order_quad, turn_if_tall, warp_quad
+from ..ocr_det.geometry import min_area_quad, rotate_crop
+
+CROP_MODES = ("minarea", "rotate")
 
 
-def rotate_crop(img: np.ndarray, quad) -> np.ndarray:
-    """Perspective crop of a 4-point box (tl, tr, br, bl) -> upright HWC image (see module docstring)."""
-    return turn_if_tall(warp_quad(img, quad))
-
-
-def min_area_quad(points) -> np.ndarray:
-    """The minimum-area rectangle of integer-rounded ``points`` as (tl, tr, br, bl): by x, the left pair
-    and the right pair each ordered by y (PaddleOCR's get_minarea_rect_crop ordering)."""
-    return order_quad(cv2.boxPoints(cv2.minAreaRect(np.asarray(points, np.float32).reshape(-1, 2).astype(np.int32))))
-
-
-def min_area_crop(img: np.ndarray, points) -> np.ndarray:
-    return rotate_crop(img, min_area_quad(points))
-
-
-def crop_box(img: np.ndarray, points, box_type: str = "quad") -> np.ndarray:
-    """A detector box -> its line image. ``box_type`` as PaddleOCR's det_box_type: "quad" crops a 4-point box
-    as given (a box of other size goes through its min-area rectangle), "poly" always uses the rectangle."""
-    pts = np.asarray(points, np.float32).reshape(-1, 2)
-    return rotate_crop(img, pts) if box_type == "quad" and len(pts) == 4 else min_area_crop(img, pts)
+def crop_box(img: np.ndarray, points, mode: str = "minarea") -> np.ndarray:
+    """A detector box ([K, 2] x, y px) -> its upright line image, by crop ``mode`` (see the module docstring)."""
+    if mode not in CROP_MODES:
+        raise ValueError(f"crop mode {mode!r}: must be one of {list(CROP_MODES)}")
+    pts = np.asarray(points)
+    if mode == "rotate" and pts.size == 8:
+        return rotate_crop(img, pts.astype(np.float32))
+    return rotate_crop(img, min_area_quad(pts))
 
 
 def reading_order(boxes: Sequence, row_tol: float = 10.0) -> List[int]:

@@ -4,7 +4,8 @@
 (e.g. :func:`det_fn` around our DB model), ``recognize(crops) -> [(text, score)]`` (:func:`rec_fn`).
 ``pipeline(img)`` -> [{"transcription", "points", "score"}] in reading order, lines whose recognition
 score is below ``drop_score`` (default 0.5, PaddleOCR's) left out. ``boxes=`` replaces the detector
-(the GT-box "oracle" of eval mode, a plumbing check of crops + recognizer). ``box_type``: see crop_box.
+(the GT-box "oracle" of eval mode, a plumbing check of crops + recognizer). ``crop``: the crop mode,
+"minarea" (paddlex 3.x, default) or "rotate" (paddleocr 2.x); see geometry.crop_box.
 """
 from __future__ import annotations
 
@@ -63,14 +64,14 @@ class OcrPipeline:
     detect: Callable
     recognize: Callable
     drop_score: float = 0.5
-    box_type: str = "quad"  # the detector's PostProcess.box_type: how boxes are cropped (geometry.crop_box)
+    crop: str = "minarea"  # how boxes are cut out: geometry.crop_box's mode
 
     def __call__(self, img: np.ndarray, boxes: Sequence | None = None) -> List[dict]:
         if boxes is None:
             boxes, _ = self.detect(img)
         boxes = [np.asarray(b, np.float32).reshape(-1, 2) for b in boxes]
         boxes = [boxes[i] for i in reading_order(boxes)]
-        texts = self.recognize([crop_box(img, b, self.box_type) for b in boxes]) if boxes else []
+        texts = self.recognize([crop_box(img, b, self.crop) for b in boxes]) if boxes else []
         return [{"transcription": t, "points": np.round(b, 2).tolist(), "score": round(float(s), 5)}
                 for b, (t, s) in zip(boxes, texts) if s >= self.drop_score]
 
