@@ -180,7 +180,7 @@ def test_crops_equal_paddleocr_2_and_3_byte_for_byte(paddleocr_python, tmp_path)
         pytest.skip(f"3.x crops equal ours; no paddleocr 2.x venv at {VENV2_PY.parent.parent} (optional)")
     rep = _run_json(VENV2_PY, "paddleocr_crops.py", [2, tmp_path / "in.npz", tmp_path / "out2.npz"], tmp_path)
     print(f"paddleocr 2.x venv (OpenCV {rep['opencv']}): {rep['crops_and_ours_equal']} crops / byte-equal to ours")
-    assert rep["crops_and_ours_equal"] == {"rotate": [n4, n4], "minarea": [len(boxes), len(boxes)]}
+    assert rep["crops_and_ours_equal"] == {"rotate": [n4, n4], "minarea": [len(boxes), len(boxes)], "kept": [n4, n4]}
     if rep["opencv"] == cv2.__version__:  # across processes: 2.x's crops == ours made here
         ref = np.load(tmp_path / "out2.npz")
         for i, (b, k) in enumerate(zip(boxes, owner)):

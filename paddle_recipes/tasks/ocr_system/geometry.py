@@ -5,6 +5,10 @@
   (points truncated to int first). Mode ``rotate`` (paddleocr 2.x TextSystem, det_box_type 'quad'): a 4-point
   box is warped as given, corners as listed; a box of other size goes through its min-area rectangle, as 2.x
   does for 'poly' boxes. Both: ``ocr_det.geometry.rotate_crop`` (upright, cubic, turned when tall).
+* :func:`paddleocr2_boxes`: 4-point boxes as paddleocr 2.x's TextDetector hands them to its TextSystem (the
+  ``rotate`` mode's boxes): corners re-ordered clockwise from the one of least x + y (then least y - x, the
+  opposite corner the one of most x + y), truncated into the image (0 .. w - 1, 0 .. h - 1), and boxes with a side
+  (corner 0 to 1, 0 to 3) of 3 px or less dropped.
 * :func:`reading_order`: sort by the first point's (y, x), then within rows (first points less than
   ``row_tol`` = 10 px apart in y) left to right (2.x's sorted_boxes, 3.x's SortQuadBoxes).
 """
@@ -27,6 +31,27 @@ def crop_box(img: np.ndarray, points, mode: str = "minarea") -> np.ndarray:
     if mode == "rotate" and pts.size == 8:
         return rotate_crop(img, pts.astype(np.float32))
     return rotate_crop(img, min_area_quad(pts))
+
+
+def paddleocr2_boxes(boxes: Sequence, shape) -> List[np.ndarray]:
+    """``boxes`` (each [4, 2] x, y) on an image of ``shape`` (h, w, ...) -> 2.x's kept boxes, float32 (see module
+    docstring); a box of other size is kept as it is (it is cropped through its min-area rectangle)."""
+    h, w = shape[:2]
+    out = []
+    for box in boxes:
+        p = np.asarray(box, np.float32).reshape(-1, 2)
+        if len(p) != 4:
+            out.append(p)
+            continue
+        s = p.sum(1)
+        first, third = int(np.argmin(s)), int(np.argmax(s))
+        rest = np.delete(p, (first, third), axis=0)  # 2 points (3 when one corner is both)
+        d = rest[:, 1] - rest[:, 0]
+        q = np.stack([p[first], rest[np.argmin(d)], p[third], rest[np.argmax(d)]])
+        q = np.floor(np.clip(q, 0, [w - 1, h - 1])).astype(np.float32)
+        if int(np.linalg.norm(q[0] - q[1])) > 3 and int(np.linalg.norm(q[0] - q[3])) > 3:
+            out.append(q)
+    return out
 
 
 def reading_order(boxes: Sequence, row_tol: float = 10.0) -> List[int]:

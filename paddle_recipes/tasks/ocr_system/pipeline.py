@@ -27,7 +27,7 @@ from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, images
 
 from ..ocr.transforms import pad_batch, resize_norm_infer
 from ..ocr_det.predict import detect_image
-from .geometry import crop_box, reading_order
+from .geometry import crop_box, paddleocr2_boxes, reading_order
 from .metric import E2EMetric
 
 logger = logging.getLogger(__name__)
@@ -70,6 +70,8 @@ class OcrPipeline:
         if boxes is None:
             boxes, _ = self.detect(img)
         boxes = [np.asarray(b, np.float32).reshape(-1, 2) for b in boxes]
+        if self.crop == "rotate":  # 2.x crops the boxes its TextDetector hands on
+            boxes = paddleocr2_boxes(boxes, img.shape)
         boxes = [boxes[i] for i in reading_order(boxes)]
         texts = self.recognize([crop_box(img, b, self.crop) for b in boxes]) if boxes else []
         return [{"transcription": t, "points": np.round(b, 2).tolist(), "score": round(float(s), 5)}
