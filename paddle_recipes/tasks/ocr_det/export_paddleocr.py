@@ -22,6 +22,9 @@ Facts from paddlex 3.7.2 (inference/models/text_detection/predictor.py) the layo
   ``score_mode`` / ``box_type`` are read from the yml by TextDetection; the ``PaddleOCR`` pipeline overrides
   thresh, box_thresh, unclip_ratio and the resize with its own defaults (64 / min / 0.3 / 0.6 / 1.5) unless given
   ``text_det_*`` arguments (the report's ``paddleocr_pipeline_kwargs``).
+* The ``PaddleOCR`` pipeline (text_type general) crops every box through its min-area rectangle (CropByPolys
+  'quad'); paddleocr 2.x's predict_system warps a quad as given. The yml's header comment and the report's
+  ``paddleocr_crops`` say so (our ocr_system's ``Det.crop``).
 """
 from __future__ import annotations
 
@@ -38,8 +41,8 @@ from .models import DetInferenceModel
 from .postprocess import DBPostProcess
 from .transforms import IMAGENET_MEAN, IMAGENET_STD
 
-__all__ = ["PADDLEX_DET_MODEL_NAMES", "DEFAULT_MODEL_NAME", "resolve_det_model_name",
-           "paddlex_limit_type", "paddlex_det_config", "DetExportConfig", "DetPaddleOCRExport"]
+__all__ = ["PADDLEX_DET_MODEL_NAMES", "DEFAULT_MODEL_NAME", "resolve_det_model_name", "paddlex_limit_type",
+           "paddlex_det_config", "paddleocr_crops", "crop_note", "DetExportConfig", "DetPaddleOCRExport"]
 
 # Global.model_name values paddlex 3.7.2 accepts for a text-detection model_dir (its
 # modules/text_detection/model_list.py). The name picks no weights here; it sets paddlex's resize type (below).
@@ -95,6 +98,24 @@ def paddlex_det_config(limit_side_len: int, limit_type: str, post: DBPostProcess
     }
 
 
+def paddleocr_crops(box_type: str) -> dict:
+    """How each PaddleOCR system cuts this detector's boxes out for its recognizer (our ocr_system's Det.crop
+    modes): paddleocr 3.x's PaddleOCR(...) pipeline through the min-area rectangle (paddlex CropByPolys 'quad'),
+    2.x's predict_system a 4-point box as given (get_rotate_crop_image; 'poly' boxes: min-area rectangle)."""
+    return {"paddleocr 3.x PaddleOCR(...)": "minarea",
+            "paddleocr 2.x predict_system": "rotate" if box_type == "quad" else "minarea"}
+
+
+def crop_note(box_type: str) -> str:
+    """The inference.yml's header: which crop each PaddleOCR system makes of these boxes (paddleocr_crops)."""
+    crops = paddleocr_crops(box_type)
+    return "\n".join(["Which crop each PaddleOCR system makes of these boxes for its recognizer (ours: "
+                       "recipes/ocr_system.py Det.crop):"] +
+                      [f"  {who}: {mode}" for who, mode in crops.items()] +
+                      ["  minarea = each box's min-area rectangle (points truncated to int) warped upright; "
+                       "rotate = the 4 points warped as given"])
+
+
 @dataclass
 class DetExportConfig(PPOCRExportConfig):
     """PPOCRExportConfig of the detector: model_name "" = the architecture's (nn.catalog's export_name of the
@@ -127,9 +148,11 @@ class DetPaddleOCRExport:
         t = cfg.Eval.transform
         name = resolve_det_model_name(cfg.Export.model_name, cfg.Architecture.Backbone)
         infer_cfg = paddlex_det_config(t.limit_side_len, t.limit_type, self.post, name)
-        write_inference_dir(deploy, self.input_spec(), out_dir, infer_cfg, legacy=cfg.Export.legacy)
+        write_inference_dir(deploy, self.input_spec(), out_dir, infer_cfg, legacy=cfg.Export.legacy,
+                            note=crop_note(self.post.box_type))
         post = infer_cfg["PostProcess"]
         entries = {"layout": "paddleocr", "model_name": name, "files": folder_files(out_dir),
+                   "paddleocr_crops": paddleocr_crops(self.post.box_type),
                    "paddlex_predict_kwargs": {} if t.limit_type == paddlex_limit_type(name) else {"limit_type": t.limit_type},
                    "paddleocr_pipeline_kwargs": {
                        "text_det_limit_side_len": t.limit_side_len, "text_det_limit_type": t.limit_type,
