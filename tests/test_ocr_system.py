@@ -14,6 +14,7 @@ import pytest
 
 from test_paddleocr_inference import VENV2_PY, _run_json, paddleocr_python  # noqa: F401
 from paddle_recipes.config import load_config
+from paddle_recipes.distributed import DistInfo
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.recipes.ocr_system import OcrSystem
@@ -332,7 +333,17 @@ def test_predict_writes_results_and_pictures_and_counts_bad_images(system, capsy
     assert pic.shape == (page.shape[0], 2 * page.shape[1], 3)
 
 
+@pytest.mark.parametrize("opts, crop", [([], "minarea"), (["Det.crop=rotate"], "rotate"),
+                                        (["Det.crop=rotate", "Det.opt=[PostProcess.box_type=poly]"], "minarea")])
+def test_det_crop_reaches_the_pipeline(system, opts, crop):
+    """Det.crop (default minarea) is the pipeline's crop mode; a 'poly' detector's boxes are always cropped through
+    their min-area rectangle (as paddleocr 2.x and 3.x do)."""
+    cfg = load_config("recipes/configs/ocr_system.yml", [*system["opts"], *opts], OcrSystem.Config)
+    assert OcrSystem(cfg, DistInfo()).pipeline().crop == crop
+
+
 @pytest.mark.parametrize("opt, says", [("Det.oracle=true", "ocr_system: error: Det.oracle"),
+                                       ("Det.crop=quad", "Det.crop: 'quad' is not one of ['minarea', 'rotate']"),
                                        ("Rec.weights=/nope.pdparams", "/nope.pdparams"),
                                        ("Global.font=comic_sans", "Global.font"),
                                        ("Det.opt=[Global.no_such_key=1]", "no_such_key")])
