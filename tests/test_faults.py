@@ -1,7 +1,7 @@
 """Fault-injection suite, part 1: data loading, config numbers, non-finite steps (issue 14).
 
 Every test injects one fault and checks what the user sees (one clear error naming the file /
-key, or a counted skip) and what is kept. The README section "Failure behaviour" names each test.
+key, or a counted skip) and what is kept. The section "Failure behaviour" of docs/reliability.md names each test.
 """
 from __future__ import annotations
 
