@@ -77,10 +77,6 @@ class AmpConfig:
         check_number("AMP.decr_every_n_nan_or_inf", self.decr_every_n_nan_or_inf, low=1)
 
 
-def _device_kind() -> str:
-    return paddle.device.get_device().split(":")[0]
-
-
 def amp_support(dtype: str = "float16") -> tuple[bool, str]:
     """(supported, reason) for autocast of `dtype` on the current paddle device."""
     device = paddle.device.get_device()

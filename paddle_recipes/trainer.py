@@ -2,7 +2,7 @@
 
     trainer = Trainer(model, optimizer, train_step, loader, lr_scheduler=sched, amp=Amp(cfg.amp),
                       accumulator=GradAccumulator(3), ema=ModelEMA(model), eval_fn=evaluate,
-                      epochs=10, output_dir="output/rec", dist_info=info)
+                      output_dir="output/rec", dist_info=info, options=TrainerOptions(epochs=10))
     trainer.fit(resume_from="output/rec/checkpoints")   # or None
 
 train_step(model, batch) -> {"loss": Tensor, **scalars}: forward + loss for one micro-batch; it runs
@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -151,51 +152,69 @@ class _Callbacks:
             cb.set_state_dict(state)
 
 
+@dataclass
+class TrainerOptions:
+    """When a Trainer trains, evaluates, saves and logs (counts are epochs or optimizer steps).
+
+    epochs: epochs to train (1). max_steps: stop after this many optimizer steps (0 = no cap).
+    log_every: optimizer steps between log lines (10).
+    eval_every_epochs: evaluate at every this many epoch ends (1; 0 = never at epoch ends).
+    eval_batch_step: PaddleOCR's [start, every]: also evaluate after optimizer step s when s > start and
+        (s - start) % every == 0 (() = off).
+    save_every_epochs: checkpoint at every this many epoch ends (1; 0 = never). save_every_steps: also every this
+        many optimizer steps (0 = off). keep_last: step/epoch checkpoints kept (3). keep_every_epochs: every this
+        many epochs the epoch-end checkpoint is tagged iter_epoch_N and never pruned (0 = off).
+    main_metric: eval key that picks output_dir/checkpoints/best, higher is better (None = no best). PaddleOCR's
+        tie rule: an eval equal to the best so far becomes the new best.
+    max_nonfinite_steps: raise NonFiniteError after this many skipped (inf/nan) steps in a row (20; 0 = never).
+    eval_log: the lines written after each evaluation (None = EvalLog(); PaddleOCR's `cur metric` /
+        `best metric` lines: compat.ppocr_logs.PPOCREvalLog).
+    """
+
+    epochs: int = 1
+    max_steps: int = 0
+    log_every: int = 10
+    eval_every_epochs: int = 1
+    eval_batch_step: tuple = ()
+    save_every_epochs: int = 1
+    save_every_steps: int = 0
+    keep_last: int = 3
+    keep_every_epochs: int = 0
+    main_metric: str | None = None
+    max_nonfinite_steps: int = 20
+    eval_log: EvalLog | None = None
+
+    def __post_init__(self):
+        self.log_every = max(1, int(self.log_every))
+        self.eval_batch_step = tuple(self.eval_batch_step or ())
+        self.eval_log = self.eval_log or EvalLog()
+
+
 class Trainer:
     """Epoch/step loop with AMP, accumulation, EMA, LR schedule, logging, eval, checkpoints, resume.
 
-    epochs: number of epochs; max_steps: stop after this many optimizer steps (0 = no limit).
-    log_every: optimizer steps between log lines. save_every_steps: 0 = only at epoch ends.
-    save_every_epochs / eval_every_epochs: 0 disables. keep_last: checkpoints kept.
-    main_metric: eval key used to keep output_dir/checkpoints/best (higher is better; PaddleOCR's tie rule:
-    an eval equal to the best so far becomes the new best, so `best` holds the latest of equal evals);
-    `trainer.best` (BestMetric) tracks it. The LR scheduler steps once per optimizer step.
-    max_nonfinite_steps: raise NonFiniteError after this many skipped (inf/nan) steps in a row (0 = never).
+    options: a TrainerOptions, when to evaluate, save and log (default TrainerOptions()). The LR scheduler steps
+    once per optimizer step. `trainer.best` (BestMetric) tracks options.main_metric.
     skipped_steps (attribute): optimizer steps skipped for inf/nan gradients (checkpointed with AMP state).
     refused_saves (attribute): checkpoints not written because a tensor was inf/nan.
-    eval_batch_step: PaddleOCR's [start, every] in optimizer steps: also evaluate after optimizer step s
-    when s > start and (s - start) % every == 0 (() = off). keep_every_epochs: every this many epochs the
-    epoch-end checkpoint is tagged iter_epoch_N and never pruned (0 = off).
-    eval_log: an EvalLog, the lines written after each evaluation (default: EvalLog(); PaddleOCR's
-    `cur metric` / `best metric` lines: compat.ppocr_logs.PPOCREvalLog).
     total_steps (attribute): optimizer steps this run will take (planned_steps; max_steps caps it).
     eval_history (attribute): one row per evaluation, {"global_step", "epoch", **metrics}.
     """
 
     def __init__(self, model: paddle.nn.Layer, optimizer, train_step: Callable, train_loader, *,
                  lr_scheduler=None, amp: Amp | None = None, accumulator: GradAccumulator | None = None,
-                 ema=None, callbacks: list | tuple = (), epochs: int = 1, max_steps: int = 0,
-                 log_every: int = 10, output_dir: str | None = None, eval_fn: Callable | None = None,
-                 eval_every_epochs: int = 1, save_every_epochs: int = 1, save_every_steps: int = 0,
-                 keep_last: int = 3, dist_info: DistInfo | None = None, batch_size_fn: Callable = default_batch_size,
-                 main_metric: str | None = None, config: Any = None,
-                 timer=None, scalar_writer=None, eval_batch_step=(), keep_every_epochs: int = 0,
-                 eval_log: EvalLog | None = None, max_nonfinite_steps: int = 20):
+                 ema=None, callbacks: list | tuple = (), output_dir: str | None = None, eval_fn: Callable | None = None,
+                 dist_info: DistInfo | None = None, batch_size_fn: Callable = default_batch_size, config: Any = None,
+                 timer=None, scalar_writer=None, options: TrainerOptions | None = None):
         self.model, self.optimizer, self.train_step, self.train_loader = model, optimizer, train_step, train_loader
         self.lr_scheduler, self.ema, self.callbacks = lr_scheduler, ema, list(callbacks)
         self.amp = amp or Amp()
         self.accumulator = accumulator or GradAccumulator(1)
-        self.epochs, self.max_steps, self.log_every = epochs, max_steps, max(1, log_every)
+        self.options = o = options or TrainerOptions()
         self.output_dir = Path(output_dir) if output_dir else None
-        self.eval_fn, self.eval_every_epochs = eval_fn, eval_every_epochs
-        self.save_every_epochs, self.save_every_steps, self.keep_last = save_every_epochs, save_every_steps, keep_last
-        self.info = dist_info or DistInfo()
-        self.batch_size_fn, self.main_metric = batch_size_fn, main_metric
-        self.config, self.scalar_writer = config, scalar_writer
-        self.timer = timer
-        self.eval_batch_step, self.keep_every_epochs = tuple(eval_batch_step or ()), keep_every_epochs
-        self.eval_log = eval_log or EvalLog()
-        self.best = BestMetric(main_metric)
+        self.eval_fn, self.info = eval_fn, dist_info or DistInfo()
+        self.batch_size_fn, self.config, self.scalar_writer, self.timer = batch_size_fn, config, scalar_writer, timer
+        self.best = BestMetric(o.main_metric)
         self.eval_history: list[dict] = []  # one row per evaluation: global_step, epoch, metrics
         # progress
         self.epoch = 0                 # current epoch (0-based)
@@ -206,7 +225,6 @@ class Trainer:
         self.history: list[dict] = []  # one row per log line (for benchmarks)
         self.stop_training = False
         self._log_buf: dict[str, list] = {}
-        self.max_nonfinite_steps = max_nonfinite_steps
         self.nonfinite_in_a_row = 0
         self.refused_saves = 0
         self._buffers = float_buffers(model)
@@ -229,8 +247,8 @@ class Trainer:
         try:
             n = len(self.train_loader)
         except TypeError:
-            return self.max_steps or None
-        return planned_steps(n, self.accumulator.steps, self.epochs, self.max_steps)
+            return self.options.max_steps or None
+        return planned_steps(n, self.accumulator.steps, self.options.epochs, self.options.max_steps)
 
     @property
     def skipped_steps(self) -> int:
@@ -252,13 +270,6 @@ class Trainer:
 
     def current_lr(self) -> float:
         return float(self.optimizer.get_lr())
-
-    def _steps_per_epoch(self) -> int | None:
-        try:
-            n = len(self.train_loader)
-        except TypeError:
-            return None
-        return math.ceil(n / self.accumulator.steps)
 
     # ------------------------------------------------------------------ state
     def checkpoint_objects(self) -> dict:
@@ -330,7 +341,7 @@ class Trainer:
             return None
         tag = tag or f"step_{self.global_step:08d}"
         try:
-            path = ckpt.save_checkpoint(self.checkpoint_dir, self.state_dict(), tag, keep_last=self.keep_last)
+            path = ckpt.save_checkpoint(self.checkpoint_dir, self.state_dict(), tag, keep_last=self.options.keep_last)
         except ckpt.NonFiniteStateError as exc:
             self.refused_saves += 1
             logger.error("%s", exc)
@@ -371,19 +382,19 @@ class Trainer:
                     self.scalar_writer.add_scalar(f"eval/{k}", float(v), self.global_step)
         if self.best.update(metrics, epoch):
             self.save("best")
-        for msg in self.eval_log.lines(metrics, self.best):
+        for msg in self.options.eval_log.lines(metrics, self.best):
             logger.info(msg)
         self._call("on_eval_end", metrics)
         return metrics
 
     def eval_due_by_step(self) -> bool:
         """PaddleOCR's rule for eval_batch_step [start, every] after optimizer step global_step."""
-        if len(self.eval_batch_step) != 2 or self.eval_batch_step[1] <= 0:
+        if len(self.options.eval_batch_step) != 2 or self.options.eval_batch_step[1] <= 0:
             return False
-        start, every = self.eval_batch_step
+        start, every = self.options.eval_batch_step
         return self.global_step > start and (self.global_step - start) % every == 0
 
-    def _log(self, epoch_steps: int | None) -> None:
+    def _log(self) -> None:
         scalars = {k: float(paddle.stack(v).astype("float32").mean().item()) if isinstance(v[0], paddle.Tensor)
                    else sum(v) / len(v) for k, v in self._log_buf.items() if v}
         self._log_buf = {}
@@ -396,7 +407,7 @@ class Trainer:
             metrics = {"lr": self.current_lr(), **scalars}
             if self.amp.scaler.enabled:
                 metrics["loss_scale"] = self.amp.scaler.scale_value
-            msg = self.timer.format_line(self.epoch + 1, self.epochs, self.global_step, metrics)
+            msg = self.timer.format_line(self.epoch + 1, self.options.epochs, self.global_step, metrics)
         else:
             msg = ", ".join(f"{k}: {v}" for k, v in row.items())
         self.history.append(row)
@@ -428,7 +439,7 @@ class Trainer:
         else:  # the forward passes of this window updated BN statistics with inf/nan: undo them
             self._restore_buffers()
             self.nonfinite_in_a_row += 1
-            if self.max_nonfinite_steps and self.nonfinite_in_a_row >= self.max_nonfinite_steps:
+            if self.options.max_nonfinite_steps and self.nonfinite_in_a_row >= self.options.max_nonfinite_steps:
                 raise NonFiniteError(
                     f"loss/gradients were inf or nan for {self.nonfinite_in_a_row} optimizer steps in a row "
                     f"(global_step {self.global_step}, {self.skipped_steps} skipped in total): training diverged; "
@@ -452,7 +463,6 @@ class Trainer:
             n_batches = len(loader)
         except TypeError:
             n_batches = None
-        epoch_steps = self._steps_per_epoch()
         self.model.train()
         self._call("on_epoch_start")
         if self.timer is not None:
@@ -485,14 +495,14 @@ class Trainer:
             if self.timer is not None:
                 self.timer.batch_done(bs)
             if stepped:
-                if self.global_step % self.log_every == 0:
-                    self._log(epoch_steps)
+                if self.global_step % self.options.log_every == 0:
+                    self._log()
                     self.check_finite_state()  # a diverged run stops here, not only at its next save
-                if self.save_every_steps and self.global_step % self.save_every_steps == 0:
+                if self.options.save_every_steps and self.global_step % self.options.save_every_steps == 0:
                     self.save()
                 if self.eval_fn is not None and self.eval_due_by_step():
                     self.evaluate()
-                if self.max_steps and self.global_step >= self.max_steps:
+                if self.options.max_steps and self.global_step >= self.options.max_steps:
                     self.stop_training = True
             if self.stop_training:
                 break
@@ -524,19 +534,20 @@ class Trainer:
     def _fit(self, resume_from) -> dict:
         if resume_from:
             self.resume(resume_from)
+        o = self.options
         if self.timer is None:
             from .meters import StepTimer
 
             try:
-                total = len(self.train_loader) * self.epochs
-                if self.max_steps:
-                    total = min(total, self.max_steps * self.accumulator.steps)
+                total = len(self.train_loader) * o.epochs
+                if o.max_steps:
+                    total = min(total, o.max_steps * self.accumulator.steps)
             except TypeError:
                 total = None
-            self.timer = StepTimer(total_steps=total, window=max(self.log_every * self.accumulator.steps, 1))
-            self.timer.steps = self.epoch * (total // self.epochs if total else 0) + self.batch_in_epoch
+            self.timer = StepTimer(total_steps=total, window=max(o.log_every * self.accumulator.steps, 1))
+            self.timer.steps = self.epoch * (total // o.epochs if total else 0) + self.batch_in_epoch
         self._call("on_fit_start")
-        while self.epoch < self.epochs and not self.stop_training:
+        while self.epoch < o.epochs and not self.stop_training:
             self.train_one_epoch()
             if self.stop_training and self.batch_in_epoch < (len(self.train_loader) if hasattr(self.train_loader, "__len__") else 0):
                 break  # max_steps reached mid-epoch: keep the position for an exact resume
@@ -544,15 +555,15 @@ class Trainer:
             self.epoch += 1
             self.batch_in_epoch = 0
             self._call("on_epoch_end")
-            if (self.eval_fn is not None and self.eval_every_epochs and (finished_epoch + 1) % self.eval_every_epochs == 0
+            if (self.eval_fn is not None and o.eval_every_epochs and (finished_epoch + 1) % o.eval_every_epochs == 0
                     and self.last_eval_step != self.global_step):  # not again after a step eval of the same weights
                 self.evaluate()
-            if self.keep_every_epochs and (finished_epoch + 1) % self.keep_every_epochs == 0:
+            if o.keep_every_epochs and (finished_epoch + 1) % o.keep_every_epochs == 0:
                 self.save(f"{ckpt.KEEP_PREFIX}{finished_epoch + 1}")  # never pruned; also what `latest` names
-            elif self.save_every_epochs and (finished_epoch + 1) % self.save_every_epochs == 0:
+            elif o.save_every_epochs and (finished_epoch + 1) % o.save_every_epochs == 0:
                 self.save()
             barrier()
-        checkpointing = self.save_every_epochs or self.save_every_steps or self._saved_step is not None
+        checkpointing = o.save_every_epochs or o.save_every_steps or self._saved_step is not None
         if checkpointing and self._saved_step != self.global_step and self.global_step > 0:
             self.save()  # `latest` names the newest training state (not an older `best`, not the last epoch end)
         if self.skipped_steps:

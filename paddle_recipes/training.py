@@ -38,7 +38,7 @@ from .data import LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
-from .trainer import EvalLog, Trainer, default_batch_size, planned_steps
+from .trainer import EvalLog, Trainer, TrainerOptions, default_batch_size, planned_steps
 
 logger = logging.getLogger(__name__)
 DEVICE_KINDS = ("cpu", "gpu", "xpu", "npu", "mlu", "dcu")
@@ -121,6 +121,15 @@ def parse_eval_batch_step(value) -> list[int]:
         raise ConfigError(f"Global.eval_batch_step: expected [] or [start >= 0, every >= 1] (optimizer steps), "
                           f"got {value!r}")
     return value
+
+
+def trainer_options(g: GlobalConfig, main_metric: str | None = None, eval_log: EvalLog | None = None) -> TrainerOptions:
+    """The Trainer's cadence (eval, saving, logging, stop) from a recipe's Global section."""
+    return TrainerOptions(epochs=g.epochs, max_steps=g.max_steps, log_every=g.log_every,
+                          eval_every_epochs=g.eval_every_epochs, eval_batch_step=tuple(g.eval_batch_step),
+                          save_every_epochs=g.save_every_epochs, save_every_steps=g.save_every_steps,
+                          keep_last=g.keep_last, keep_every_epochs=g.keep_every_epochs, main_metric=main_metric,
+                          max_nonfinite_steps=g.max_nonfinite_steps, eval_log=eval_log)
 
 
 @dataclass
@@ -242,7 +251,7 @@ class Run:
         summary = {"final_eval": dict(metrics or {}), "global_step": t.global_step, "epoch": t.epoch,
                    "train_time_s": round(train_time, 1), "world_size": self.info.world_size,
                    "resumed_from": self.resume, "amp": self.amp.describe(), "ema": self.ema is not None,
-                   "main_metric": t.main_metric, "best_metric": t.best_metric,
+                   "main_metric": t.options.main_metric, "best_metric": t.best_metric,
                    "skipped_steps": t.skipped_steps, "refused_saves": t.refused_saves,
                    "skipped": self.skipped() if self.skipped is not None else {},
                    **(extra or {}), "eval_history": t.eval_history, "history": t.history, "config": to_dict(self.cfg)}
@@ -301,13 +310,9 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                     return eval_fn(m)
             return eval_fn(m)
     trainer = Trainer(model, optimizer, step, loader, lr_scheduler=lr_scheduler, amp=amp,
-                      accumulator=GradAccumulator(acc_steps), ema=ema, callbacks=list(callbacks),
-                      epochs=g.epochs, max_steps=g.max_steps, log_every=g.log_every, output_dir=str(out),
-                      eval_fn=run_eval, eval_every_epochs=g.eval_every_epochs, save_every_epochs=g.save_every_epochs,
-                      save_every_steps=g.save_every_steps, max_nonfinite_steps=g.max_nonfinite_steps,
-                      keep_last=g.keep_last, dist_info=info, main_metric=main_metric, config=cfg,
-                      batch_size_fn=batch_size_fn, scalar_writer=writer, eval_batch_step=g.eval_batch_step,
-                      keep_every_epochs=g.keep_every_epochs, eval_log=eval_log)
+                      accumulator=GradAccumulator(acc_steps), ema=ema, callbacks=list(callbacks), output_dir=str(out),
+                      eval_fn=run_eval, dist_info=info, config=cfg, batch_size_fn=batch_size_fn, scalar_writer=writer,
+                      options=trainer_options(g, main_metric, eval_log))
     return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
                steps_per_epoch=steps_per_epoch, output_dir=out, skipped=skipped)
 

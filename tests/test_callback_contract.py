@@ -10,7 +10,7 @@ from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp, AmpConfig
 from paddle_recipes.distill import DistillCallback, DistillLoss, LinearT, make_distill_step
 from paddle_recipes.reproducible import SeededDataset
-from paddle_recipes.trainer import Trainer
+from paddle_recipes.trainer import Trainer, TrainerOptions
 
 
 class Blobs(paddle.io.Dataset):
@@ -42,8 +42,9 @@ def build(out_dir, max_steps, amp_on):
     loader = paddle.io.DataLoader(ds, batch_sampler=dist_utils.build_batch_sampler(ds, 4, with_epoch=True))
     amp = Amp(AmpConfig(enable=amp_on, force_loss_scaling=amp_on, init_loss_scaling=64.0, incr_every_n_steps=2))
     trainer = Trainer(student, opt, step, loader, amp=amp, accumulator=GradAccumulator(2),
-                      callbacks=[DistillCallback(step)], epochs=10, max_steps=max_steps, save_every_steps=5,
-                      save_every_epochs=0, output_dir=out_dir, log_every=100)
+                      callbacks=[DistillCallback(step)], output_dir=out_dir,
+                      options=TrainerOptions(epochs=10, max_steps=max_steps, save_every_steps=5, save_every_epochs=0,
+                                             log_every=100))
     return trainer, step
 
 

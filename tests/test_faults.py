@@ -21,7 +21,7 @@ from paddle_recipes.config import ConfigError, from_dict, load_config
 from paddle_recipes.data import DataError, LoaderConfig, build_loader
 from paddle_recipes.ema import EmaConfig, ModelEMA
 from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.trainer import NonFiniteError, Trainer
+from paddle_recipes.trainer import NonFiniteError, Trainer, TrainerOptions
 
 
 @pytest.fixture(autouse=True)
@@ -268,8 +268,9 @@ def _trainer(tmp_path, ds, epochs=1, max_nonfinite=20, ema=True, accumulate=1):
     opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=model.parameters())
     loader = paddle.io.DataLoader(ds, batch_sampler=paddle.io.BatchSampler(ds, batch_size=4), num_workers=0)
     return Trainer(model, opt, _step, loader, amp=Amp(AmpConfig()), ema=ModelEMA(model, decay=0.5) if ema else None,
-                   accumulator=GradAccumulator(accumulate), epochs=epochs, output_dir=str(tmp_path / "run"),
-                   save_every_epochs=1, max_nonfinite_steps=max_nonfinite, log_every=100)
+                   accumulator=GradAccumulator(accumulate), output_dir=str(tmp_path / "run"),
+                   options=TrainerOptions(epochs=epochs, save_every_epochs=1, max_nonfinite_steps=max_nonfinite,
+                                          log_every=100))
 
 
 def _bn_stats(trainer):
@@ -361,7 +362,7 @@ def test_fully_corrupt_ocr_set_is_an_error_not_zero_steps(tmp_path):
     def step(m, batch):  # the OCR recipe's all-skipped path: a zero loss that keeps DDP in step
         return {"loss": paddle.add_n([p.sum() * 0.0 for p in m.parameters()])}
 
-    t = Trainer(model, opt, step, loader, epochs=1, batch_size_fn=lambda b: len(b["text"]))
+    t = Trainer(model, opt, step, loader, batch_size_fn=lambda b: len(b["text"]))  # 1 epoch by default
     with pytest.raises(DataError, match="every one of 2 batches was unreadable"):
         t.fit()
 

@@ -21,7 +21,7 @@ from paddle_recipes import checkpoint as ckpt
 from paddle_recipes.checkpoint import (CheckpointError, NonFiniteStateError, OutputLock, check_compatible,
                                        clean_stale, load_checkpoint, resolve_checkpoint, resume_source,
                                        save_checkpoint)
-from paddle_recipes.trainer import Trainer
+from paddle_recipes.trainer import Trainer, TrainerOptions
 
 
 def _state(value: float, step: int) -> dict:
@@ -170,8 +170,8 @@ def test_latest_is_newest_state_with_save_every_epochs_0(tmp_path):
     def step(m, b):
         return {"loss": paddle.nn.functional.mse_loss(m(b[0]), b[1])}
 
-    t = Trainer(model, opt, step, loader, epochs=3, save_every_epochs=0, eval_fn=lambda m: {"acc": next(scores)},
-                main_metric="acc", output_dir=str(tmp_path))
+    t = Trainer(model, opt, step, loader, eval_fn=lambda m: {"acc": next(scores)}, output_dir=str(tmp_path),
+                options=TrainerOptions(epochs=3, save_every_epochs=0, main_metric="acc"))
     t.fit()
     state = load_checkpoint(tmp_path / "checkpoints")
     assert state["global_step"] == 6 and state["epoch"] == 3  # not best's step 2

@@ -18,7 +18,7 @@ from paddle_recipes.config import ConfigError, load_config, load_yaml
 from paddle_recipes.optim import OptimizerConfig, build_optimizer
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.tasks.ocr.config import RecConfig
-from paddle_recipes.trainer import Trainer
+from paddle_recipes.trainer import Trainer, TrainerOptions
 
 OCR_SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
 
@@ -84,8 +84,8 @@ def _trainer(tmp_path, opt_cfg: OptimizerConfig, epochs: int) -> Trainer:
     x = paddle.to_tensor(np.random.default_rng(0).normal(size=(8, 4)).astype("float32"))
     ds = paddle.io.TensorDataset([x])
     loader = paddle.io.DataLoader(ds, batch_sampler=paddle.io.BatchSampler(ds, batch_size=4))
-    return Trainer(model, opt, lambda m, b: {"loss": m(b[0]).square().mean()}, loader, epochs=epochs,
-                   output_dir=str(tmp_path), save_every_epochs=1, log_every=100, config=_Cfg(opt_cfg))
+    return Trainer(model, opt, lambda m, b: {"loss": m(b[0]).square().mean()}, loader, output_dir=str(tmp_path),
+                   config=_Cfg(opt_cfg), options=TrainerOptions(epochs=epochs, save_every_epochs=1, log_every=100))
 
 
 def test_resume_with_another_optimizer_says_so(tmp_path, caplog):

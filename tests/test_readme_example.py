@@ -15,10 +15,14 @@ DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]
 
 
 def _section(text: str, heading: str) -> str:
-    """The text under `heading` up to the next heading of the same or a higher level."""
-    level = heading.split(" ", 1)[0]
-    body = text.split(f"\n{heading}\n", 1)[1]
-    return re.split(rf"\n#{{1,{len(level)}}} ", body, maxsplit=1)[0]
+    """The text under `heading` up to the next heading of the same or a higher level (outside code blocks)."""
+    level, lines, fenced = heading.split(" ", 1)[0], text.split("\n"), False
+    start = lines.index(heading) + 1
+    for end in range(start, len(lines)):
+        fenced ^= lines[end].startswith("```")
+        if not fenced and re.match(rf"#{{1,{len(level)}}} ", lines[end]):
+            return "\n".join(lines[start:end])
+    return "\n".join(lines[start:])
 
 
 def readme_example() -> str:

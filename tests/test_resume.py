@@ -9,7 +9,7 @@ from paddle_recipes.amp import Amp, AmpConfig
 from paddle_recipes.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from paddle_recipes.ema import ModelEMA
 from paddle_recipes.reproducible import SeededDataset, sample_seed
-from paddle_recipes.trainer import Callback, Trainer
+from paddle_recipes.trainer import Callback, Trainer, TrainerOptions
 
 
 class NoisyDataset(paddle.io.Dataset):
@@ -58,9 +58,9 @@ def build(output_dir, max_steps):
     loader = paddle.io.DataLoader(ds, batch_sampler=sampler, num_workers=0)
     amp = Amp(AmpConfig(enable=True, force_loss_scaling=True, init_loss_scaling=8.0, incr_every_n_steps=3))
     return Trainer(model, opt, train_step, loader, lr_scheduler=sched, amp=amp, accumulator=GradAccumulator(2),
-                   ema=ModelEMA(model, decay=0.9, warmup="threshold"), callbacks=[CountSteps()], epochs=100,
-                   max_steps=max_steps, save_every_steps=7, save_every_epochs=0, output_dir=output_dir,
-                   log_every=5)
+                   ema=ModelEMA(model, decay=0.9, warmup="threshold"), callbacks=[CountSteps()], output_dir=output_dir,
+                   options=TrainerOptions(epochs=100, max_steps=max_steps, save_every_steps=7, save_every_epochs=0,
+                                          log_every=5))
 
 
 def snapshot(trainer):

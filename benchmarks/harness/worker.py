@@ -33,7 +33,7 @@ from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import Amp, AmpConfig  # noqa: E402
 from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
 from paddle_recipes.distributed import build_batch_sampler, setup, setup_logging  # noqa: E402
-from paddle_recipes.trainer import Trainer  # noqa: E402
+from paddle_recipes.trainer import Trainer, TrainerOptions  # noqa: E402
 
 logger = logging.getLogger("bench.worker")
 
@@ -178,9 +178,9 @@ def run_train(args, info) -> dict:
                       use_shared_memory=args.workers > 0, use_buffer_reader=args.workers > 0)
     loader = build_loader(ds, sampler, lc, collate_fn=collate)
     size_fn = (lambda b: int(b["image"].shape[0])) if isinstance(ds, Shapes) else (lambda b: int(b[0].shape[0]))
-    trainer = Trainer(model, optimizer, step, loader, amp=amp, accumulator=GradAccumulator(1), epochs=1000,
-                      max_steps=args.warmup + args.steps, log_every=1, save_every_epochs=0, eval_every_epochs=0,
-                      dist_info=info, batch_size_fn=size_fn)
+    trainer = Trainer(model, optimizer, step, loader, amp=amp, accumulator=GradAccumulator(1), dist_info=info,
+                      batch_size_fn=size_fn, options=TrainerOptions(epochs=1000, max_steps=args.warmup + args.steps,
+                                                                    log_every=1, save_every_epochs=0, eval_every_epochs=0))
     t0 = time.time()
     trainer.fit()
     return {"history": trainer.history, "amp": amp.describe(), "amp_in_effect": amp.in_effect,

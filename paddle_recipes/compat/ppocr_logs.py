@@ -8,7 +8,7 @@ Message bodies as PaddleOCR's tools/program.py and tools/infer_rec.py print them
     infer_img: imgs/word_1.png
     \t result: 韩国小馆\t0.9987263
 
-    Trainer(..., eval_log=PPOCREvalLog(cur_metric))   # the two eval lines after every evaluation
+    Trainer(..., options=TrainerOptions(eval_log=PPOCREvalLog(cur_metric)))   # the two eval lines after every evaluation
     logger.info(format_cur_metric(rec_cur_metric(evaluate(...), num_samples=n, seconds=t)))
 """
 from __future__ import annotations
