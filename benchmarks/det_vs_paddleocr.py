@@ -15,14 +15,13 @@ PaddleOCR's det label format (``synth_pages.write_pages``, batch x (warm-up + st
 the run) under the work dir, or ``--data DIR`` (DIR/train/label.txt, DIR/val/label.txt). Repeats interleaved
 (PaddleOCR, ours, PaddleOCR, ours, ...), seed 42 + repeat, load average before/after every run.
 
-Figures from both trainers' own step lines (avg_batch_cost, ips; harness/vs_paddleocr.py's parser): s/step after
+Figures from both trainers' own step lines (avg_batch_cost, ips; harness/ppocr_rec.py's parser): s/step after
 the warm-up steps, ips, the ratio ours/PaddleOCR per interleaved pair. Writes report.json (commands, parsed step
 lines, load, machine, versions) and report.md under --out (default benchmarks/results/cpu_det_vs_paddleocr[_quick]/).
 No timing is asserted anywhere.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -34,11 +33,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks import vs_paddleocr as V  # noqa: E402
-from benchmarks.harness import det_vs_paddleocr as D  # noqa: E402
-from benchmarks.harness import vs_paddleocr as H  # noqa: E402
+from benchmarks.harness import cli  # noqa: E402
+from benchmarks.harness import ppocr_det as D  # noqa: E402
+from benchmarks.harness import ppocr_rec as H  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
-from benchmarks.harness.runner import loadavg  # noqa: E402
+from benchmarks.harness.runner import cores_prefix, loadavg, run_proc, scratch_copy  # noqa: E402
 
 RECIPE = REPO / "recipes" / "ocr_det.py"
 HOW_TO = """benchmarks/det_vs_paddleocr.py needs a PaddleOCR source checkout: --ppocr-src DIR (PaddleOCR is not on PyPI
@@ -63,13 +62,9 @@ DIFFERENCES = [
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("--ppocr-src", default="", help="PaddleOCR source checkout (copied to a scratch dir, run as is)")
-    p.add_argument("--ppocr-python", default=sys.executable, help="Python that runs its tools/train.py")
+    p = cli.parser(__doc__)
+    cli.add_paddleocr_options(p)
     p.add_argument("--yamls", default="v5_mobile", help=f"comma list of {sorted(D.YAMLS)}")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1, help="OMP/MKL threads of every run (one core)")
     p.add_argument("--batch", type=int, default=4, help="Train.loader.batch_size_per_card, both sides")
     p.add_argument("--crop", type=int, default=320, help="EastRandomCropData size [crop, crop]")
     p.add_argument("--steps", type=int, default=30, help="timed steps per run (after the warm-up)")
@@ -81,13 +76,11 @@ def parse_args(argv=None):
                    help="edit of the YAML for BOTH sides (a number or an op name indexes a list), repeatable")
     p.add_argument("--drop", action="append", default=[], metavar="KEY", help="key removed from the YAML for BOTH "
                    "sides (e.g. Train.dataset.transforms.IaaAugment), repeatable")
-    p.add_argument("--quick", action="store_true", help="batch 2, 3 steps, crop 96, 1 repeat: pipeline only")
     p.add_argument("--ours-entry", default=str(RECIPE), help="our recipe entry point (default recipes/ocr_det.py)")
-    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run before it is killed")
+    cli.add_run_options(p, repeats=3, timeout=1800.0, threads_help="OMP/MKL threads of every run (one core)",
+                        quick_help="batch 2, 3 steps, crop 96, 1 repeat: pipeline only")
     p.add_argument("--report-only", action="store_true", help="recompute the figures and report.md of --out's "
                    "report.json from its logged step lines (no run)")
-    p.add_argument("--out", default=None)
-    p.add_argument("--work-dir", default=None)
     return p.parse_args(argv)
 
 
@@ -130,7 +123,7 @@ def run_yaml(args, yn: str, scratch: Path, data: str, work: Path, n_steps: int, 
             o = D.overrides(data, str(work / tag), 1, batch)
             cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
                                   42 + rep, False, args.ours_entry)
-            rec = V.run_proc(V._cores(1, args.threads) + cmd, scratch if kind == "ppocr" else REPO,
+            rec = run_proc(cores_prefix(1, args.threads) + cmd, scratch if kind == "ppocr" else REPO,
                              work / f"{tag}.stdout", args.threads, args.timeout, 0)
             log = work / tag / "train.log"
             text = log.read_text(errors="replace") if log.exists() else ""
@@ -175,13 +168,12 @@ def main(argv=None) -> int:
     if q:
         args.batch, args.steps, args.warmup_steps, args.repeats, args.crop = 2, 3, 1, 1, 96
     name = "cpu_det_vs_paddleocr" + ("_quick" if q else "")
-    out_dir = Path(args.out or REPO / "benchmarks" / "results" / name)
-    work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}").resolve()
+    out_dir, work = cli.run_dirs(args, name)
     try:
         if not src.is_dir():
             raise SystemExit(f"--ppocr-src {src}: not a folder\n\n{HOW_TO}")
         work.mkdir(parents=True, exist_ok=True)
-        ppocr = V.scratch_copy(src, work / "PaddleOCR", HOW_TO)
+        ppocr = scratch_copy(src, work / "PaddleOCR", HOW_TO)
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -207,7 +199,7 @@ def main(argv=None) -> int:
     load.update(after=loadavg(), total_seconds=round(time.time() - t0, 1))
     rep = {"suite": "det_vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
-           "cores": " ".join(V._cores(1, args.threads)), "repeats": args.repeats, "batch": args.batch,
+           "cores": " ".join(cores_prefix(1, args.threads)), "repeats": args.repeats, "batch": args.batch,
            "crop": args.crop, "steps": args.steps, "warmup_steps": args.warmup_steps, "load": load,
            "data": f"{desc}; {n_train} train pages = {n_train // args.batch} steps of batch {args.batch}",
            "differences": DIFFERENCES, "yamls": report_yamls, "work_dir": str(work)}

@@ -34,7 +34,6 @@ Nothing here asserts a timing.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -50,7 +49,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.harness import det_vs_ppdet as H  # noqa: E402
+from benchmarks.harness import cli  # noqa: E402
+from benchmarks.harness import ppdet_det as H  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import loadavg  # noqa: E402
 
@@ -86,11 +86,8 @@ DIFFERENCES = [
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p = cli.parser(__doc__)
     p.add_argument("--phases", default="ips,map", help="comma list: ips, map")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1, help="OMP/MKL threads of every run process")
     p.add_argument("--batch", type=int, default=4, help="images per step, both phases")
     p.add_argument("--ips-size", default="s")
     p.add_argument("--ips-px", type=int, default=320)
@@ -109,10 +106,9 @@ def parse_args(argv=None):
     p.add_argument("--num-train", type=int, default=800)
     p.add_argument("--num-val", type=int, default=100)
     p.add_argument("--image-px", type=int, default=256, help="synthetic image side")
-    p.add_argument("--quick", action="store_true", help="tiny data and steps: checks the pipeline, figures meaningless")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per run process")
-    p.add_argument("--out", default=None)
-    p.add_argument("--work-dir", default=None)
+    cli.add_run_options(p, repeats=3, timeout=3600.0, timeout_help="seconds per run process",
+                        threads_help="OMP/MKL threads of every run process",
+                        quick_help="tiny data and steps: checks the pipeline, figures meaningless")
     return p.parse_args(argv)
 
 
@@ -244,9 +240,7 @@ def main(argv=None) -> int:
     if bad:
         raise SystemExit(f"--phases: unknown {sorted(bad)}; choose from ips, map")
     name = "cpu_det_vs_ppdet" + ("_quick" if q else "")
-    stamp = time.strftime("%Y%m%d_%H%M%S")
-    out_dir = Path(args.out or REPO / "benchmarks" / "results" / name)
-    work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{stamp}").resolve()
+    out_dir, work = cli.run_dirs(args, name)
     out_dir.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     load = {"before": loadavg()}

@@ -12,7 +12,6 @@ versions, load), report.md, speedups.png, ips_over_steps.png, loss_vs_time.png. 
 """
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.harness import cli  # noqa: E402
 from benchmarks.harness import plots, report, rows as R  # noqa: E402
 from benchmarks.harness.runner import Progress, Settings, loadavg, prepare_ocr_data, run_row  # noqa: E402
 
@@ -34,15 +34,12 @@ QUICK_WORKER = ("--batch", "2", "--size", "64", "--rounds", "2")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p = cli.parser(__doc__)
     p.add_argument("--suite", default="ocr", help="ocr, tta, throughput, ddp, all, or a comma list")
     p.add_argument("--steps", type=int, default=None, help="timed optimizer steps of a batch-64 row (default 8)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from figures (default 2)")
     p.add_argument("--worker-steps", type=int, default=None, help="throughput rows: timed steps/iterations (default 4)")
     p.add_argument("--ddp-nproc", type=int, default=2, help="processes of the DDP rows")
-    p.add_argument("--threads", type=int, default=1, help="CPU threads per process of every row (except the "
-                   "labelled '1 process x N threads' DDP reference row)")
     p.add_argument("--loader-workers", type=int, default=2, help="DataLoader workers of the loader rows "
                    "(the seeds use 8 on a GPU machine)")
     p.add_argument("--batch", type=int, default=64, help="OCR baseline batch per process (the seeds' 64)")
@@ -55,13 +52,13 @@ def parse_args(argv=None):
     p.add_argument("--rows", default="", help="only rows matching these suite/name globs (comma list)")
     p.add_argument("-o", "--opt", nargs="+", action="extend", default=[],
                    help="extra recipe overrides for OCR/DDP rows, e.g. Global.device=gpu")
-    p.add_argument("--repeats", type=int, default=1, help="run every throughput row this many times, in "
-                   "interleaved order (row1..rowN, row1..rowN); the repeat with the median ips is reported and "
-                   "all repeats' ips are kept (time-to-accuracy runs once)")
-    p.add_argument("--quick", action="store_true", help="tiny sizes and steps (tests); figures are meaningless")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per row")
-    p.add_argument("--out", default=None)
-    p.add_argument("--work-dir", default=None)
+    cli.add_run_options(p, repeats=1, timeout=900.0, timeout_help="seconds per row",
+                        threads_help="CPU threads per process of every row (except the labelled '1 process x N "
+                                     "threads' DDP reference row)",
+                        quick_help="tiny sizes and steps (tests); figures are meaningless",
+                        repeats_help="run every throughput row this many times, in interleaved order (row1..rowN, "
+                                     "row1..rowN); the repeat with the median ips is reported and all repeats' ips "
+                                     "are kept (time-to-accuracy runs once)")
     p.add_argument("--no-progress", action="store_true")
     return p.parse_args(argv)
 
@@ -136,10 +133,8 @@ def main(argv=None) -> int:
     chosen = select_rows(args)
     settings = make_settings(args)
     machine = report.machine_info()
-    stamp = time.strftime("%Y%m%d_%H%M%S")
     name = f"{machine.get('device', 'cpu')}_{'_'.join(chosen)}" + ("_quick" if args.quick else "")
-    out_dir = Path(args.out or REPO / "benchmarks" / "results" / name)
-    work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{stamp}")
+    out_dir, work = cli.run_dirs(args, name)
     # unique measurements (rows shared between suites run once)
     unique: dict = {}
     for rows in chosen.values():

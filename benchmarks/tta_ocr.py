@@ -6,11 +6,10 @@
 
 Writes report.json (every eval point of every run, machine, peak, load), report.md, acc_vs_time.png,
 acc_vs_steps.png, acc_vs_samples.png under --out (default benchmarks/results/<device>_tta_ocr[_quick]/).
-Rows and analysis: benchmarks/harness/tta_ocr.py; one run: benchmarks/harness/tta_worker.py.
+Rows and analysis: benchmarks/harness/tta.py; one run: benchmarks/harness/tta_worker.py.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -21,7 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.harness import tta_ocr as T  # noqa: E402
+from benchmarks.harness import cli  # noqa: E402
+from benchmarks.harness import tta as T  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import loadavg  # noqa: E402
 from paddle_recipes.lifetime import die_with_parent  # noqa: E402
@@ -30,13 +30,10 @@ DICT = str(REPO / "datasets/ocr_rec/ch_hanzi_100.txt")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p = cli.parser(__doc__)
     p.add_argument("--rows", default="", help="comma list of row names (default: all)")
-    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--parallel", type=int, default=1, help="rows run at a time (each pinned to its own cores "
                    "with taskset when available); 1 = one after the other")
-    p.add_argument("--threads", type=int, default=1, help="math threads per row process")
     p.add_argument("--epochs", type=int, default=10, help="epoch budget (and cosine horizon) of every row "
                    "(the default recipe's 10)")
     p.add_argument("--targets", default="0.9,0.95")
@@ -48,10 +45,9 @@ def parse_args(argv=None):
     p.add_argument("--data", default="datasets/cache/tta_ocr_100", help="synthetic set (generated when missing)")
     p.add_argument("--num-train", type=int, default=48000, help="training lines (the default recipe's 48 000)")
     p.add_argument("--num-val", type=int, default=1000)
-    p.add_argument("--quick", action="store_true", help="tiny data and steps: checks the pipeline, figures meaningless")
-    p.add_argument("--timeout", type=float, default=7200.0, help="seconds per run")
-    p.add_argument("--out", default=None)
-    p.add_argument("--work-dir", default=None)
+    cli.add_run_options(p, repeats=3, timeout=7200.0, timeout_help="seconds per run",
+                        threads_help="math threads per row process",
+                        quick_help="tiny data and steps: checks the pipeline, figures meaningless")
     return p.parse_args(argv)
 
 
@@ -92,10 +88,8 @@ def main(argv=None) -> int:
     eval_n = 16 if q else args.eval_n
     stop_at = args.stop_at if args.stop_at is not None else max(targets)
     extra = ("--max-text-length", "8") + (("--batch", "8") if q else ())  # quick: batch 8 for every row
-    stamp = time.strftime("%Y%m%d_%H%M%S")
     name = "cpu_tta_ocr" + ("_quick" if q else "")
-    out_dir = Path(args.out or REPO / "benchmarks" / "results" / name)
-    work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{stamp}")
+    out_dir, work = cli.run_dirs(args, name)
     out_dir.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     T.prepare_data(str(REPO / data), DICT, n_train, n_val, 2, 6 if not q else 4, 32)

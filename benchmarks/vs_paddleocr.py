@@ -12,7 +12,7 @@ The real run needs a PaddleOCR source checkout (it is not on PyPI; nothing is do
 (no import trimming is applied; report.json "ppocr.changes" says so).
 
 Per YAML (``--yamls r34,v5_mobile``: rec_r34_vd_none_bilstm_ctc.yml, PP-OCRv5/PP-OCRv5_mobile_rec.yml), rows
-(harness/vs_paddleocr.py ROWS): PaddleOCR 1 and 2 processes, ours as written 1 and 2 processes, ours + speedups
+(harness/ppocr_rec.py ROWS): PaddleOCR 1 and 2 processes, ours as written 1 and 2 processes, ours + speedups
 1 and 2 processes (-o keys only: paddle-recipes extension keys, harness speedup_keys: blank prior on a CTC head,
 EMA, metric cadence, warmup in steps, the length curriculum where the YAML has no sampler or a one-scale one at
 Eval's shape). Same derived YAML (the original plus
@@ -38,11 +38,8 @@ keeps what it finished: "complete": false). No timing is asserted anywhere.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -54,9 +51,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.harness import vs_paddleocr as H  # noqa: E402
+from benchmarks.harness import cli  # noqa: E402
+from benchmarks.harness import ppocr_rec as H  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
-from benchmarks.harness.runner import loadavg, row_env  # noqa: E402
+from benchmarks.harness.runner import cores_prefix, loadavg, run_proc, scratch_copy  # noqa: E402
 
 DICT = REPO / "datasets/ocr_rec/ch_hanzi_100.txt"
 HOW_TO = """benchmarks/vs_paddleocr.py needs a PaddleOCR source checkout: --ppocr-src DIR (PaddleOCR is not on PyPI and
@@ -73,14 +71,10 @@ QUICK_SET = {"r34": ["Train.dataset.transforms.2.RecResizeImg.image_shape=[3,32,
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("--ppocr-src", default="", help="PaddleOCR source checkout (copied to a scratch dir, run as is)")
-    p.add_argument("--ppocr-python", default=sys.executable, help="Python that runs its tools/train.py")
+    p = cli.parser(__doc__)
+    cli.add_paddleocr_options(p)
     p.add_argument("--yamls", default="r34,v5_mobile", help=f"comma list of {sorted(H.YAMLS)}")
     p.add_argument("--rows", default="", help="comma list of row names (default: all)")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1, help="math threads per process")
     p.add_argument("--epochs", type=int, default=4, help="Global.epoch_num, both sides")
     p.add_argument("--batch", type=int, default=8, help="batch per process (and MultiScaleSampler first_bs)")
     p.add_argument("--eval-every", type=int, default=50, help="Global.eval_batch_step [0, N], both sides")
@@ -97,64 +91,15 @@ def parse_args(argv=None):
                    "run its epochs)")
     p.add_argument("--row-budget-min", action="append", default=[], metavar="ROW=MIN",
                    help="another budget for one row, e.g. ppocr_p1=4 when that row is there for its epoch time only")
-    p.add_argument("--quick", action="store_true", help="tiny data (12 steps at 1 process, 6 at 2), reduced widths: pipeline only")
     p.add_argument("--no-our-eval", action="store_true", help="skip scoring the best weights with our evaluator")
     p.add_argument("--ours-entry", default=str(H.RECIPE), help="our recipe entry point (default recipes/ocr_rec.py)")
     p.add_argument("--side-by-side", action="store_true",
                    help="run the 1-process rows of a repeat at the same time, each pinned to its own core(s), so they "
                         "share the machine's load alike (2-process rows still run alone)")
-    p.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds per process before it is killed")
-    p.add_argument("--out", default=None)
-    p.add_argument("--work-dir", default=None)
+    cli.add_run_options(p, repeats=3, timeout=4 * 3600.0, timeout_help="seconds per process before it is killed",
+                        threads_help="math threads per process",
+                        quick_help="tiny data (12 steps at 1 process, 6 at 2), reduced widths: pipeline only")
     return p.parse_args(argv)
-
-
-def _cores(nproc: int, threads: int, slot: int = 0) -> list[str]:
-    """taskset prefix: nproc*threads available cores, counted from the last one; slot k skips the last k*n
-    (side-by-side runs get disjoint cores). All cores if there are fewer."""
-    if not hasattr(os, "sched_getaffinity") or shutil.which("taskset") is None:
-        return []
-    cores = sorted(os.sched_getaffinity(0))
-    n = nproc * threads
-    mine = cores[max(0, len(cores) - (slot + 1) * n):len(cores) - slot * n] or cores[-n:]
-    return ["taskset", "-c", ",".join(map(str, mine))]
-
-
-def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float, budget_s: float) -> dict:
-    """Run in its own process group; SIGTERM to the group at the budget (recorded) or the timeout."""
-    env = row_env(threads)
-    rec = {"command": " ".join(cmd), "cwd": str(cwd), "log": str(log), "budget_s": budget_s,
-           "loadavg_before": loadavg()}
-    t0 = time.time()
-    limit = min(timeout, budget_s) if budget_s else timeout
-    with open(log, "w") as f:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=limit)
-            stopped = None
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            stopped = "budget" if budget_s and limit == budget_s else "timeout"
-            rc = 0 if stopped == "budget" else "timeout"
-    rec.update(returncode=rc, stopped=stopped, wall_s=round(time.time() - t0, 1), loadavg_after=loadavg())
-    return rec
-
-
-def scratch_copy(src: Path, dest: Path, how_to: str = HOW_TO) -> dict:
-    """Copy the checkout (no .git, no output); return what was copied and changed (nothing is changed).
-    SystemExit(message + how_to) when src is not a PaddleOCR checkout."""
-    for need in ("tools/train.py", "ppocr", "configs"):
-        if not (src / need).exists():
-            raise SystemExit(f"--ppocr-src {src}: no {need} (not a PaddleOCR checkout)\n\n{how_to}")
-    if not dest.exists():
-        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "output", "__pycache__", "*.pyc"))
-    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {"src": str(src), "scratch": str(dest), "commit": commit or None, "changes": []}
 
 
 def our_eval(args, yaml_path: str, overrides: dict, weights: Path, work: Path, tag: str) -> dict:
@@ -162,7 +107,7 @@ def our_eval(args, yaml_path: str, overrides: dict, weights: Path, work: Path, t
     o = dict(overrides, **{"Global.save_model_dir": str(work / f"eval_{tag}"), "Global.checkpoints": str(weights),
                            "Global.device": "cpu"})
     cmd = [sys.executable, args.ours_entry, "-c", yaml_path, "--mode", "eval", "-o", *[f"{k}={v}" for k, v in o.items()]]
-    rec = run_proc(_cores(1, args.threads) + cmd, REPO, work / f"eval_{tag}.log", args.threads, args.timeout, 0)
+    rec = run_proc(cores_prefix(1, args.threads) + cmd, REPO, work / f"eval_{tag}.log", args.threads, args.timeout, 0)
     lines = [ln for ln in Path(rec["log"]).read_text(errors="replace").splitlines() if ln.startswith("{")]
     try:
         rec.update(json.loads(lines[-1]) if lines else {})
@@ -248,12 +193,11 @@ def main(argv=None) -> int:
         return 2
     min_len, max_len = int(lens[0]), int(lens[1])
     name = "cpu_vs_paddleocr" + ("_quick" if q else "")
-    out_dir = Path(args.out or REPO / "benchmarks" / "results" / name)
-    work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}").resolve()
+    out_dir, work = cli.run_dirs(args, name)
     out_dir.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        ppocr = scratch_copy(src, work / "PaddleOCR")
+        ppocr = scratch_copy(src, work / "PaddleOCR", HOW_TO)
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -263,7 +207,7 @@ def main(argv=None) -> int:
     epochs, repeats, eval_every = (1, 1, 3) if q else (args.epochs, max(1, args.repeats), args.eval_every)
     warmup = 1 if q else args.warmup_steps
     data = work / "data"
-    from benchmarks.harness.tta_ocr import prepare_data
+    from benchmarks.harness.tta import prepare_data
 
     chars = DICT.read_text(encoding="utf-8").splitlines()
     if not 0 <= args.num_chars <= len(chars):
@@ -290,7 +234,7 @@ def main(argv=None) -> int:
                "runs_done": sum(len(v) for y in yamls for v in y["runs"].values()),
                "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
                "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
-               "cores": " ".join(_cores(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs,
+               "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs,
                "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
                "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
                "not_switched_on": H.NOT_SWITCHED_ON,
@@ -325,7 +269,7 @@ def main(argv=None) -> int:
             cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
                                   42 + rep, has_sampler, args.ours_entry, fast_keys)
             cwd = scratch if kind == "ppocr" else REPO
-            rec = run_proc(_cores(row.nproc, args.threads, slot) + cmd, cwd, work / f"{tag}.stdout", args.threads,
+            rec = run_proc(cores_prefix(row.nproc, args.threads, slot) + cmd, cwd, work / f"{tag}.stdout", args.threads,
                            args.timeout, budgets.get(row.name, args.budget_min) * 60.0)
             rec["side_by_side_slot"] = slot if args.side_by_side else None
             log_path, log_text = H.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")

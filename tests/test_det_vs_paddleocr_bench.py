@@ -20,8 +20,8 @@ from conftest import REPO_ROOT, fake_ppocr_checkout
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.harness import det_vs_paddleocr as D  # noqa: E402
-from benchmarks.harness import vs_paddleocr as H  # noqa: E402
+from benchmarks.harness import ppocr_det as D  # noqa: E402
+from benchmarks.harness import ppocr_rec as H  # noqa: E402
 
 FAKE_YAML = {"Global": {"epoch_num": 500, "pretrained_model": "https://example.invalid/x.pdparams"},
              "Train": {"dataset": {"name": "SimpleDataSet", "transforms": [

@@ -13,7 +13,7 @@ from conftest import REPO_ROOT, run_python
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.harness import tta_ocr as T  # noqa: E402
+from benchmarks.harness import tta as T  # noqa: E402
 from benchmarks.harness.tta_worker import parse_methods  # noqa: E402
 
 

@@ -24,7 +24,7 @@ from conftest import REPO_ROOT, fake_ppocr_checkout
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.harness import vs_paddleocr as H  # noqa: E402
+from benchmarks.harness import ppocr_rec as H  # noqa: E402
 
 # The exact line shapes of PaddleOCR's tools/program.py (train step, eval, best) as logged by tools/train.py.
 PPOCR_LOG = """\

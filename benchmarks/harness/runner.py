@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -230,3 +232,51 @@ def prepare_ocr_data(settings: Settings, config: str, overrides: tuple, log: Pat
     if proc.returncode != 0:
         raise RuntimeError(f"preparing synthetic data for {config} failed; see {log}:\n"
                            + log.read_text(errors="replace")[-2000:])
+
+
+def cores_prefix(nproc: int, threads: int, slot: int = 0) -> list[str]:
+    """taskset prefix: nproc*threads available cores, counted from the last one; slot k skips the last k*n
+    (side-by-side runs get disjoint cores). All cores if there are fewer."""
+    if not hasattr(os, "sched_getaffinity") or shutil.which("taskset") is None:
+        return []
+    cores = sorted(os.sched_getaffinity(0))
+    n = nproc * threads
+    mine = cores[max(0, len(cores) - (slot + 1) * n):len(cores) - slot * n] or cores[-n:]
+    return ["taskset", "-c", ",".join(map(str, mine))]
+
+
+def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float, budget_s: float) -> dict:
+    """Run in its own process group; SIGTERM to the group at the budget (recorded) or the timeout."""
+    env = row_env(threads)
+    rec = {"command": " ".join(cmd), "cwd": str(cwd), "log": str(log), "budget_s": budget_s,
+           "loadavg_before": loadavg()}
+    t0 = time.time()
+    limit = min(timeout, budget_s) if budget_s else timeout
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=limit)
+            stopped = None
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            stopped = "budget" if budget_s and limit == budget_s else "timeout"
+            rc = 0 if stopped == "budget" else "timeout"
+    rec.update(returncode=rc, stopped=stopped, wall_s=round(time.time() - t0, 1), loadavg_after=loadavg())
+    return rec
+
+
+def scratch_copy(src: Path, dest: Path, how_to: str) -> dict:
+    """Copy the checkout (no .git, no output); return what was copied and changed (nothing is changed).
+    SystemExit(message + how_to: how to get a checkout) when src is not a PaddleOCR checkout."""
+    for need in ("tools/train.py", "ppocr", "configs"):
+        if not (src / need).exists():
+            raise SystemExit(f"--ppocr-src {src}: no {need} (not a PaddleOCR checkout)\n\n{how_to}")
+    if not dest.exists():
+        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".git", "output", "__pycache__", "*.pyc"))
+    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return {"src": str(src), "scratch": str(dest), "commit": commit or None, "changes": []}

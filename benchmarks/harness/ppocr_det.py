@@ -2,12 +2,12 @@
 
 Pure functions (no paddle import), testable with a fake trainer (tests/test_det_vs_paddleocr_bench.py). The driver
 is benchmarks/det_vs_paddleocr.py; rows, commands, YAML edits and the log parser are the rec comparison's
-(harness/vs_paddleocr.py): both trainers print PaddleOCR's step line (avg_reader_cost / avg_batch_cost / ips).
+(harness/ppocr_rec.py): both trainers print PaddleOCR's step line (avg_reader_cost / avg_batch_cost / ips).
 """
 from __future__ import annotations
 
-from . import vs_paddleocr as H
-from .det_vs_ppdet import _fmt, _med_range
+from . import ppocr_rec as H
+from .ppdet_det import _fmt, _med_range
 
 # PaddleOCR configs/det/... paths (relative to a PaddleOCR checkout).
 YAMLS = {"v5_mobile": "configs/det/PP-OCRv5/PP-OCRv5_mobile_det.yml",

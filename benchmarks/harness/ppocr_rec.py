@@ -34,7 +34,7 @@ YAML_KEYS = {"r34": {"Train.dataset.name": "SimpleDataSet", "Eval.dataset.name":
 
 # Our speedups, -o keys only: paddle-recipes extension keys on the PaddleOCR YAML (compat.paddleocr.EXTENSION_KEYS;
 # the recipe logs them in one "paddle-recipes extensions: ..." line). Values = the TTA suite's "all" row
-# (benchmarks/harness/tta_ocr.py, docs/cards/): CTC blank prior 0.8, EMA 0.999, train accuracy every 50 steps.
+# (benchmarks/harness/tta.py, docs/cards/): CTC blank prior 0.8, EMA 0.999, train accuracy every 50 steps.
 SPEEDUP_KEYS = {"Architecture.Head.init_blank_prob": "0.8", "EMA.enable": "true", "EMA.decay": "0.999",
                 "Global.cal_metric_during_train": "50"}
 WARMUP_STEPS = 100  # docs/cards/optim.md / the TTA "warmup" row: 100 steps instead of PaddleOCR's warmup epochs

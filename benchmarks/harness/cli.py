@@ -1,0 +1,43 @@
+"""The command line the comparison scripts share: the parser, the run options every comparison takes, PaddleOCR's
+checkout, and where a run writes (its report under benchmarks/results/<name>/, its runs under output/bench/)."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """A parser described by a script's docstring: its first line above the options, all of it below."""
+    return argparse.ArgumentParser(description=doc.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   epilog=doc)
+
+
+def add_run_options(p: argparse.ArgumentParser, *, repeats: int, timeout: float, threads_help: str, quick_help: str,
+                    repeats_help: str | None = None, timeout_help: str = "seconds per run before it is killed") -> None:
+    """--repeats (runs of every row), --threads (math threads per process, default 1), --quick (tiny sizes: checks
+    the pipeline only), --timeout (seconds), --out (report folder), --work-dir (scratch folder)."""
+    p.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
+    p.add_argument("--threads", type=int, default=1, help=threads_help)
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    p.add_argument("--timeout", type=float, default=timeout, help=timeout_help)
+    p.add_argument("--out", default=None, help="report folder (default benchmarks/results/<name>/)")
+    p.add_argument("--work-dir", default=None, help="runs and their logs (default output/bench/<name>_<time>/)")
+
+
+def add_paddleocr_options(p: argparse.ArgumentParser) -> None:
+    """--ppocr-src (a PaddleOCR checkout, copied and run as is) and --ppocr-python (the Python that runs it)."""
+    p.add_argument("--ppocr-src", default="", help="PaddleOCR source checkout (copied to a scratch dir, run as is)")
+    p.add_argument("--ppocr-python", default=sys.executable, help="Python that runs its tools/train.py")
+
+
+def run_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path]:
+    """(report folder, scratch folder) of a run called `name`: --out or benchmarks/results/<name>, and --work-dir
+    or output/bench/<name>_<YYYYmmdd_HHMMSS> (absolute)."""
+    out_dir = Path(args.out or RESULTS / name)
+    work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}").resolve()
+    return out_dir, work
