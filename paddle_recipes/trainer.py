@@ -130,7 +130,7 @@ class BestMetric:
 
 class EvalLog:
     """How an evaluation is written to the log, after the trainer's own `eval at epoch E, global_step S: ...`
-    line. This default adds `best <main>: <value> (epoch E)`; compat.ppocr_logs.PPOCREvalLog writes PaddleOCR's
+    line. This default adds `best <main>: <value> (epoch E)`; formats.ppocr_logs.PPOCREvalLog writes PaddleOCR's
     `cur metric, ...` / `best metric, ..., best_epoch: E` lines instead."""
 
     def lines(self, metrics: dict, best: BestMetric) -> list[str]:
@@ -167,7 +167,7 @@ class Trainer:
     when s > start and (s - start) % every == 0 (() = off). keep_every_epochs: every this many epochs the
     epoch-end checkpoint is tagged iter_epoch_N and never pruned (0 = off).
     eval_log: an EvalLog, the lines written after each evaluation (default: EvalLog(); PaddleOCR's
-    `cur metric` / `best metric` lines: compat.ppocr_logs.PPOCREvalLog).
+    `cur metric` / `best metric` lines: formats.ppocr_logs.PPOCREvalLog).
     total_steps (attribute): optimizer steps this run will take (planned_steps; max_steps caps it).
     eval_history (attribute): one row per evaluation, {"global_step", "epoch", **metrics}.
     """

@@ -54,15 +54,17 @@ class PPOCRExportConfig(ExportConfig):
 
 
 def write_inference_dir(net: nn.Layer, input_spec: Sequence, out_dir: str | os.PathLike, infer_cfg: dict,
-                        legacy: bool = False) -> ExportedModel:
+                        legacy: bool = False, note: str = "") -> ExportedModel:
     """Export ``net`` (eval mode) to ``out_dir/inference.{json|pdmodel}`` + ``.pdiparams`` (stale model files
-    there are removed first) and write ``infer_cfg`` as ``out_dir/inference.yml`` (key order kept, UTF-8)."""
+    there are removed first) and write ``infer_cfg`` as ``out_dir/inference.yml`` (key order kept, UTF-8), after
+    ``note``'s lines as YAML comments (for the reader; PaddleOCR's loaders skip them)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     exp = export_model(_with_initialized_buffers(net) if legacy else net, input_spec, out / PPOCR_FILE_STEM,
                        legacy_ir=legacy)
-    (out / f"{PPOCR_FILE_STEM}.yml").write_text(yaml.safe_dump(infer_cfg, sort_keys=False, allow_unicode=True),
-                                                encoding="utf-8")
+    comments = "".join(f"# {line}\n" for line in note.splitlines())
+    (out / f"{PPOCR_FILE_STEM}.yml").write_text(
+        comments + yaml.safe_dump(infer_cfg, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return exp
 
 
