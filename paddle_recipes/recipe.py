@@ -31,7 +31,6 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -43,35 +42,14 @@ from .assets import resolve_path
 from .checkpoint import CheckpointError, load_weights
 from .cli import exit_on_user_error, run_recipe
 from .config import ConfigError
-from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, DataError, build_loader
-from .compat.ppocr_logs import PPOCREvalLog
+from .data import DataError, build_loader
+from .formats.ppocr_logs import PPOCREvalLog
 from .serialization import save_safetensors
 from .training import Run, build_training, count_params
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 READY_FILE = ".ready.json"
-
-
-@dataclass
-class PredictConfig:
-    """images: an image file or folder. batch_size: images per forward pass. max_image_pixels (width x height, from
-    the header; default 8e7) / max_image_bytes (default 256 MiB): larger images are skipped unread (0 = no limit;
-    data.images)."""
-    images: str = ""
-    batch_size: int = 16
-    max_image_pixels: int = MAX_IMAGE_PIXELS
-    max_image_bytes: int = MAX_IMAGE_BYTES
-
-
-@dataclass
-class ExportConfig:
-    """out_prefix: "" = output_dir/inference/model. parity_batch: samples compared dygraph vs Paddle Inference.
-    safetensors: also write <export folder>/model.safetensors, the loaded (EMA) weights before any deploy
-    fusion, in the safetensors format (no pickle; Global.weights / pretrained_model read it)."""
-    out_prefix: str = ""
-    parity_batch: int = 4
-    safetensors: bool = False
 
 
 def prepare_on_rank0(root: str | os.PathLike, fingerprint: dict, build: Callable[[], T], info,

@@ -131,7 +131,7 @@ class BestMetric:
 
 class EvalLog:
     """How an evaluation is written to the log, after the trainer's own `eval at epoch E, global_step S: ...`
-    line. This default adds `best <main>: <value> (epoch E)`; compat.ppocr_logs.PPOCREvalLog writes PaddleOCR's
+    line. This default adds `best <main>: <value> (epoch E)`; formats.ppocr_logs.PPOCREvalLog writes PaddleOCR's
     `cur metric, ...` / `best metric, ..., best_epoch: E` lines instead."""
 
     def lines(self, metrics: dict, best: BestMetric) -> list[str]:
@@ -168,7 +168,7 @@ class TrainerOptions:
         tie rule: an eval equal to the best so far becomes the new best.
     max_nonfinite_steps: raise NonFiniteError after this many skipped (inf/nan) steps in a row (20; 0 = never).
     eval_log: the lines written after each evaluation (None = EvalLog(); PaddleOCR's `cur metric` /
-        `best metric` lines: compat.ppocr_logs.PPOCREvalLog).
+        `best metric` lines: formats.ppocr_logs.PPOCREvalLog).
     """
 
     epochs: int = 1

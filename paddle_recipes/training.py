@@ -1,4 +1,5 @@
-"""One way to build a training run: shared config sections + `build_training(...) -> Run`.
+"""One way to build a training run: shared config sections (Global, Train, Predict, Export, ...) +
+`build_training(...) -> Run`.
 
     @dataclass
     class MyConfig(TrainingConfig):          # Global, Optimizer, AMP, EMA, Train come from here
@@ -34,7 +35,7 @@ from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
 from .checkpoint import CheckpointError, resolve_checkpoint, resume_source
 from .config import ConfigError, check_image_shape, check_number, to_dict
-from .data import LoaderConfig, build_loader
+from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
@@ -170,6 +171,27 @@ class TrainSection:
 
 
 @dataclass
+class PredictConfig:
+    """images: an image file or folder. batch_size: images per forward pass. max_image_pixels (width x height, from
+    the header; default 8e7) / max_image_bytes (default 256 MiB): larger images are skipped unread (0 = no limit;
+    data.images)."""
+    images: str = ""
+    batch_size: int = 16
+    max_image_pixels: int = MAX_IMAGE_PIXELS
+    max_image_bytes: int = MAX_IMAGE_BYTES
+
+
+@dataclass
+class ExportConfig:
+    """out_prefix: "" = output_dir/inference/model. parity_batch: samples compared dygraph vs Paddle Inference.
+    safetensors: also write <export folder>/model.safetensors, the loaded (EMA) weights before any deploy
+    fusion, in the safetensors format (no pickle; Global.weights / pretrained_model read it)."""
+    out_prefix: str = ""
+    parity_batch: int = 4
+    safetensors: bool = False
+
+
+@dataclass
 class TrainingConfig:
     """The sections build_training reads. Recipes subclass it (and may narrow a section's type)."""
     Global: GlobalConfig = field(default_factory=GlobalConfig)
@@ -276,7 +298,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     {"loss": Tensor, **scalars}. eval_fn(model) -> {metric: float} (runs with EMA weights; under
     amp.autocast() when eval_autocast, for O2 fp16 weights). output_dir: "" = Global.output_dir.
     skipped() -> {split: {reason: count}} for summary.json (collective: called on every rank).
-    eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: compat.ppocr_logs.PPOCREvalLog).
+    eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: formats.ppocr_logs.PPOCREvalLog).
     """
     g = cfg.Global
     acc_steps = cfg.Train.accumulate_steps

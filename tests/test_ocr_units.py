@@ -190,7 +190,9 @@ def test_conv_neck_context_groups():
 
 
 def test_build_rec_model_unknown_name():
-    with pytest.raises(UnknownNameError, match=r"Architecture.Backbone.name: unknown name .ResNet9.; valid names: DenseConvRec, LCNetRec, MobileNetV1Enhance, PPHGNetV2_B4, PPLCNetV3, PPLCNetV4, ResNet, ResNet34vd \(did you mean .ResNet.\?\)"):
+    with pytest.raises(UnknownNameError, match=r"Architecture.Backbone.name: unknown name .ResNet9.; valid names: "
+                                               r"DenseConvRec, LCNetRec, MobileNetV1Enhance, PPHGNetV2_B4, PPLCNetV3, "
+                                               r"PPLCNetV4, ResNet, ResNet34vd \(did you mean .ResNet.\?\)"):
         build_rec_model({"Backbone": {"name": "ResNet9"}, "Neck": {"name": "Conv"}, "Head": {"name": "CTCHead"}}, 5)
 
 

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from paddle_recipes.compat.ppocr_logs import (PPOCR_DATE_FORMAT, PPOCR_LOG_FORMAT, PPOCREvalLog, format_cur_metric,
+from paddle_recipes.formats.ppocr_logs import (PPOCR_DATE_FORMAT, PPOCR_LOG_FORMAT, PPOCREvalLog, format_cur_metric,
                                        format_infer_rec, format_rec_result_line, rec_cur_metric)
 
 

@@ -10,7 +10,7 @@ import paddle
 import pytest
 
 from paddle_recipes.checkpoint import load_checkpoint
-from paddle_recipes.compat.ppocr_logs import PPOCREvalLog
+from paddle_recipes.formats.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.distributed import DistInfo
 from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training

@@ -1,2 +1,2 @@
-"""Compatibility layers with PaddleOCR and PaddleDetection: their config files mapped onto ours (paddleocr.py,
-paddleocr_det.py, ppdet.py), PaddleOCR's inference folder (ppocr_inference.py) and its log lines (ppocr_logs.py)."""
+"""PaddleOCR and PaddleDetection config files mapped onto ours (paddleocr.py, paddleocr_det.py, ppdet.py). They sit
+above the tasks they map to; PaddleOCR's file and log formats are in ``paddle_recipes.formats``."""

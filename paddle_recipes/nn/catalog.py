@@ -109,7 +109,8 @@ def find_backbone(name: Any, model_type: str) -> Network:
     other = lookup(name)
     if other is not None:
         raise UnknownNameError(f"Architecture.Backbone.name: {other.name!r} is a {' / '.join(other.model_types)} "
-                               f"network, not a {model_type} one; {model_type} backbones built here: {', '.join(built)}")
+                               f"network, not a {model_type} one; {model_type} backbones built here: "
+                               f"{', '.join(built)}")
     close = difflib.get_close_matches(str(name), built, n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UnknownNameError(f"Architecture.Backbone.name: unknown name {name!r}; valid names: "

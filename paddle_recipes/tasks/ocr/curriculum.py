@@ -66,10 +66,6 @@ class LengthCurriculumSampler:
     def skip_next(self, n_batches: int) -> None:
         self._skip = max(0, int(n_batches))
 
-    @property
-    def in_warm_phase(self) -> bool:
-        return self.batches_drawn < self.warm_steps
-
     def _order(self, pool: np.ndarray, salt: int) -> np.ndarray:
         if not self.shuffle:
             return pool

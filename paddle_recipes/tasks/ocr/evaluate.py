@@ -10,7 +10,7 @@ import numpy as np
 import paddle
 
 from ...data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, list_images, read_image
-from ...compat.ppocr_logs import format_infer_rec, format_rec_result_line
+from ...formats.ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
 from .dataset import SkipStats, unpack_skipped
 from .metrics import PerTagRecMetric, RecMetric

@@ -145,7 +145,7 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
     """
     from paddle.static import InputSpec
 
-    from ...compat.ppocr_inference import folder_files, write_inference_dir
+    from ...formats.ppocr_inference import folder_files, write_inference_dir
     from .charset import CharDict
 
     c, h, w = (int(v) for v in image_shape)

@@ -15,7 +15,7 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Sequence
+from typing import FrozenSet, Iterable, List, Sequence
 
 
 
@@ -133,9 +133,3 @@ def missing_chars(spec: FontSpec, chars: Iterable[str], fonts_dir: str | os.Path
     """Entries of ``chars`` the font cannot draw (a multi-code-point entry needs every code point)."""
     cov = coverage(spec, fonts_dir)
     return [c for c in chars if not all(ord(u) in cov for u in c)]
-
-
-def coverage_report(chars: Sequence[str], fonts: Sequence[FontSpec] = FONTS,
-                    fonts_dir: str | os.PathLike | None = None) -> Dict[str, List[str]]:
-    """{font name: characters of ``chars`` it lacks} for every registered font."""
-    return {f.name: missing_chars(f, chars, fonts_dir) for f in fonts}

@@ -14,9 +14,9 @@ import numpy as np
 
 from ...config import ConfigError
 from ...export import ExportedModel, inference_files
-from ...compat.ppocr_logs import rec_cur_metric
-from ...compat.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig
-from ...recipe import PredictConfig
+from ...formats.ppocr_logs import rec_cur_metric
+from ...formats.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig
+from ...training import PredictConfig
 from .export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, model_name_for, resolve_model_name
 from .postprocess import ctc_greedy_decode
 

@@ -346,12 +346,6 @@ class LineRenderer:
         return cv2.resize(img, (new_w, self.cfg.height), interpolation=interp)
 
 
-def sample_text(chars: Sequence[str], rng: np.random.Generator, min_len: int, max_len: int) -> str:
-    """Uniform draw (kept for callers that want dict-uniform text); the generator uses TextSampler."""
-    n = int(rng.integers(min_len, max_len + 1))
-    return "".join(chars[i] for i in rng.integers(0, len(chars), size=n))
-
-
 def _sample_seed(seed: int, split: str, i: int) -> np.random.SeedSequence:
     return np.random.SeedSequence([seed & 0xFFFFFFFF, SPLIT_IDS.get(split, 9), i])
 

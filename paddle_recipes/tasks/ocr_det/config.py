@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from paddle_recipes.config import ConfigError
 from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS
 from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.recipe import PredictConfig
+from paddle_recipes.training import PredictConfig
 from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
 from .export_paddleocr import DetExportConfig

@@ -1,4 +1,4 @@
-"""Export a DB text detector in the layout PaddleOCR's inference reads (compat.ppocr_inference.write_inference_dir).
+"""Export a DB text detector in the layout PaddleOCR's inference reads (formats.ppocr_inference.write_inference_dir).
 
     python recipes/ocr_det.py -c CFG --mode export        # -> output_dir/inference/inference.{json,pdiparams,yml}
     # paddleocr 3.x / PaddleX (the name is in export_report.json, "model_name"):
@@ -36,7 +36,7 @@ import paddle
 
 from ...export import inference_files
 from ...nn import catalog
-from ...compat.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig, folder_files, write_inference_dir
+from ...formats.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig, folder_files, write_inference_dir
 from .models import DetInferenceModel
 from .postprocess import DBPostProcess
 from .transforms import IMAGENET_MEAN, IMAGENET_STD

@@ -7,7 +7,8 @@
     Head:     {name: DBHead, k: 50, fix_nan: true}               # | {name: PFHeadLocal, k: 50, mode: large}
 
 Backbones come from ``paddle_recipes.nn.catalog`` (those serving ``det``). Names are matched case-insensitively;
-an option a network does not take is a ``ValueError`` naming it. The presets below are PaddleOCR's published det architectures (PP-OCRv4 mobile = v5 mobile).
+an option a network does not take is a ``ValueError`` naming it. The presets below are PaddleOCR's published det
+architectures (PP-OCRv4 mobile = v5 mobile).
 """
 from __future__ import annotations
 

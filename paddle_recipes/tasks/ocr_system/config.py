@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import List, Literal
 
 from paddle_recipes.config import ConfigError
-from paddle_recipes.recipe import PredictConfig
+from paddle_recipes.training import PredictConfig
 
 
 @dataclass
