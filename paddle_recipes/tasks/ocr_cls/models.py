@@ -1,0 +1,128 @@
+"""The orientation classifiers, by PaddleOCR / PaddleX name, and the builder of an ``Architecture`` section.
+
+    net = build_cls_model(ClsArchitecture(name="ch_ppocr_mobile_v2.0_cls"), num_classes=2)
+    net.eval(); net(x)   # softmax probabilities [N, 2] (logits in train mode)
+
+NETWORKS is the local name table (until nn/catalog.py lands): each name gives the Architecture's Backbone/Head, the
+input shape and preprocessing (``input``: "ppocr" = BGR, keep-ratio resize to H, width <= W, (x/255 - 0.5)/0.5,
+zero-padded right (PaddleOCR's ClsResizeImg); "paddlex" = RGB, resized to W x H, ImageNet mean/std (PaddleX's
+ResizeImage + NormalizeImage)) and the released model's label list.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from paddle import nn
+
+from paddle_recipes.nn.cls_head import ClsHead
+from paddle_recipes.nn.mobilenet_v3 import MobileNetV3
+from paddle_recipes.nn.pp_lcnet import TEXTLINE_STRIDES, PPLCNet
+from paddle_recipes.tasks.ocr.ppocr_models import _construct
+
+CLS_BACKBONES = {"mobilenetv3": MobileNetV3, "pplcnet": PPLCNet}
+CLS_HEADS = {"clshead": ClsHead}
+INPUTS = ("ppocr", "paddlex")
+
+
+@dataclass(frozen=True)
+class ClsNetwork:
+    """A released orientation classifier: Architecture parts, input [C, H, W], preprocessing, labels."""
+    backbone: Dict[str, Any]
+    head: Optional[Dict[str, Any]]
+    image_shape: List[int]
+    input: str
+    label_list: List[str]
+
+
+def _lcnet(scale: float) -> ClsNetwork:
+    return ClsNetwork({"name": "PPLCNet", "scale": scale, "class_num": 2, "stride_list": TEXTLINE_STRIDES}, None,
+                      [3, 80, 160], "paddlex", ["0_degree", "180_degree"])
+
+
+NETWORKS: Dict[str, ClsNetwork] = {
+    "ch_ppocr_mobile_v2.0_cls": ClsNetwork({"name": "MobileNetV3", "scale": 0.35, "model_name": "small"},
+                                           {"name": "ClsHead", "class_dim": 2}, [3, 48, 192], "ppocr", ["0", "180"]),
+    "PP-LCNet_x0_25_textline_ori": _lcnet(0.25),
+    "PP-LCNet_x1_0_textline_ori": _lcnet(1.0),
+}
+
+
+@dataclass
+class ClsArchitecture:
+    """PaddleOCR's cls ``Architecture``. name: a NETWORKS entry whose Backbone / Head are used when those are
+    empty ("" = Backbone / Head as given). Backbone: {name: MobileNetV3 | PPLCNet, options}. Head: {name: ClsHead,
+    class_dim} for MobileNetV3; none for PPLCNet (its fc is the head, class_num its classes)."""
+    name: str = "PP-LCNet_x0_25_textline_ori"
+    model_type: str = "cls"
+    algorithm: str = "CLS"
+    Transform: Optional[Dict[str, Any]] = None
+    Backbone: Dict[str, Any] = field(default_factory=dict)
+    Neck: Optional[Dict[str, Any]] = None
+    Head: Optional[Dict[str, Any]] = None
+
+    def __post_init__(self):
+        if self.name and self.name not in NETWORKS:
+            raise ValueError(f"Architecture.name {self.name!r}: one of {list(NETWORKS)} or '' (Backbone/Head given)")
+        if self.model_type != "cls" or self.algorithm != "CLS":
+            raise ValueError(f"Architecture model_type {self.model_type!r} / algorithm {self.algorithm!r}: this "
+                             "recipe builds model_type cls, algorithm CLS")
+        if self.Transform or self.Neck:
+            raise ValueError("Architecture.Transform / Neck: a cls network has neither here (null)")
+        if not self.name and not self.Backbone:
+            raise ValueError("Architecture: give a name (one of NETWORKS) or a Backbone")
+
+    @property
+    def network(self) -> Optional[ClsNetwork]:
+        return NETWORKS.get(self.name)
+
+    def parts(self) -> tuple:
+        """(Backbone dict, Head dict or None): the given ones, else the named network's."""
+        if self.Backbone:
+            return copy.deepcopy(self.Backbone), copy.deepcopy(self.Head)
+        net = self.network
+        return copy.deepcopy(net.backbone), copy.deepcopy(net.head)
+
+
+class ClsModel(nn.Layer):
+    """Backbone -> ClsHead (PaddleOCR's BaseModel for model_type cls: keys backbone.*, head.*)."""
+
+    def __init__(self, backbone: nn.Layer, head: nn.Layer):
+        super().__init__()
+        self.backbone, self.head = backbone, head
+
+    def class_dependent_params(self) -> List[str]:
+        return ["head.fc."]
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+class _SoftmaxLCNet(PPLCNet):
+    """PPLCNet with softmax in eval mode (the head convention of every cls model here); keys unchanged."""
+
+    def class_dependent_params(self) -> List[str]:
+        return ["fc."]
+
+
+def build_cls_model(arch: ClsArchitecture, num_classes: int) -> nn.Layer:
+    """The network of `arch` with `num_classes` outputs (a class_dim / class_num that differs is a ValueError
+    naming the key). Eval mode returns softmax probabilities, train mode logits."""
+    backbone, head = arch.parts()
+    name = str(backbone.get("name", "")).lower()
+    if name == "pplcnet":
+        if head:
+            raise ValueError("Architecture.Head: PPLCNet carries its own fc (Backbone.class_num); set Head: null")
+        _check_classes("Architecture.Backbone.class_num", backbone.setdefault("class_num", num_classes), num_classes)
+        return _construct({"pplcnet": _SoftmaxLCNet}, "Backbone", backbone, eval_softmax=True)
+    net = _construct(CLS_BACKBONES, "Backbone", backbone)
+    if not head:
+        raise ValueError(f"Architecture.Head: {type(net).__name__} needs a head ({{name: ClsHead, class_dim: N}})")
+    _check_classes("Architecture.Head.class_dim", head.setdefault("class_dim", num_classes), num_classes)
+    return ClsModel(net, _construct(CLS_HEADS, "Head", head, in_channels=net.out_channels))
+
+
+def _check_classes(key: str, value: int, num_classes: int) -> None:
+    if int(value) != num_classes:
+        raise ValueError(f"{key} {value} differs from the {num_classes} labels of Global.label_list")
