@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-RECIPES = {"ocr_rec": "ocr_rec", "ocr_det": "ocr_det", "ocr_system": "ocr_system",
+RECIPES = {"ocr_rec": "ocr_rec", "ocr_det": "ocr_det", "ocr_cls": "ocr_cls", "ocr_system": "ocr_system",
            "det_ppyoloe": "det_ppyoloe", "ernie_multitask": "ernie_multitask"}
 
 

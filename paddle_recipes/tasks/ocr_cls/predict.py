@@ -1,0 +1,64 @@
+"""Predict mode and the pipeline stage: classify text-line images as PaddleOCR's ClsPostProcess does (argmax label,
+its probability).
+
+    results, bad = classify_images(model, [bgr, ...], spec)          # [(label, score)], in order
+    results, bad = classify_files(model, ["a.jpg"], spec, batch_size=16)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+import numpy as np
+import paddle
+
+from paddle_recipes.config import ConfigError
+from paddle_recipes.data import MAX_IMAGE_PIXELS, image_pixels
+from paddle_recipes.recipe import PredictConfig
+from paddle_recipes.tasks.ocr.transforms import decode_image
+
+from .transforms import preprocess
+
+
+@dataclass
+class ClsPredictConfig(PredictConfig):
+    """PredictConfig plus save_res_path: also write "<image>\\t<label>\\t<score>" lines ("" = off)."""
+    save_res_path: str = ""
+
+    def __post_init__(self):
+        if self.batch_size < 1:
+            raise ConfigError(f"Predict.batch_size must be >= 1, got {self.batch_size}")
+
+
+@paddle.no_grad()
+def classify_images(model, images: Sequence[np.ndarray], spec, batch_size: int = 16) -> List[Tuple[str, float]]:
+    """(label, probability) of each BGR image by `model` (eval mode, softmax output), batches of `batch_size`."""
+    model.eval()
+    out: List[Tuple[str, float]] = []
+    for i in range(0, len(images), batch_size):
+        x = np.stack([preprocess(im, spec.image_shape, spec.mode) for im in images[i:i + batch_size]])
+        probs = model(paddle.to_tensor(x)).astype("float32").numpy()
+        out += [(spec.labels[int(p.argmax())], float(p.max())) for p in probs]
+    return out
+
+
+def classify_files(model, files: Sequence[str], spec, batch_size: int = 16,
+                   max_image_pixels: int = MAX_IMAGE_PIXELS) -> Tuple[list, list]:
+    """([(file, label, score)], [(file, reason)] of unreadable or too large files)."""
+    good, bad = [], []
+    for f in files:
+        try:
+            data = open(f, "rb").read()
+        except OSError as exc:
+            bad.append((f, f"unreadable ({exc.strerror})"))
+            continue
+        if max_image_pixels and (image_pixels(data) or 0) > max_image_pixels:
+            bad.append((f, f"more than {max_image_pixels} pixels"))
+            continue
+        img = decode_image(data)
+        if img is None:
+            bad.append((f, "not a decodable image"))
+        else:
+            good.append((f, img))
+    labels = classify_images(model, [im for _, im in good], spec, batch_size)
+    return [(f, lab, score) for (f, _), (lab, score) in zip(good, labels)], bad
