@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.config import ConfigError, load_config
 from paddle_recipes.data import DataError, list_images
 from paddle_recipes.recipe import Recipe, merge_skips
+from paddle_recipes.recipes.ocr_cls import OcrCls
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.tasks.ocr.dataset import DataPathError
 from paddle_recipes.tasks.ocr.fonts import FontError, font_by_name
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset
+from paddle_recipes.tasks.ocr_cls.predict import classify_images
 from paddle_recipes.tasks.ocr_det.transforms import DBEvalTransform
 from paddle_recipes.tasks.ocr_system.config import SystemConfig, SystemModel, check_system_config
 from paddle_recipes.tasks.ocr_system.pipeline import OcrPipeline, det_fn, evaluate_pages, rec_fn, run_files
@@ -36,7 +38,7 @@ class OcrSystem(Recipe):
     """OCR system: det -> crops -> rec on whole images"""
     name, Config, default_config = "ocr_system", SystemConfig, "recipes/configs/ocr_system.yml"
     modes = ("predict", "eval")
-    user_errors = (*OcrDet.user_errors, *OcrRec.user_errors, FontError)
+    user_errors = (*OcrDet.user_errors, *OcrRec.user_errors, *OcrCls.user_errors, FontError)
 
     def check(self) -> None:
         check_system_config(self.cfg)
@@ -59,6 +61,17 @@ class OcrSystem(Recipe):
     def rec(self) -> OcrRec:
         return self.sub_recipe(OcrRec, self.cfg.Rec, "Rec")
 
+    @cached_property
+    def cls(self) -> OcrCls:
+        return self.sub_recipe(OcrCls, self.cfg.Cls, "Cls")
+
+    def classify(self):
+        """The orientation stage (Global.use_angle_cls / use_textline_orientation), or None when off."""
+        if not self.cfg.Global.orientation:
+            return None
+        model, self.sources["cls_weights"] = self.cls.load_for_inference()
+        return partial(classify_images, model, spec=self.cls.spec, batch_size=self.cfg.Global.cls_batch_num)
+
     def pipeline(self, oracle: bool = False) -> OcrPipeline:
         g, rec = self.cfg.Global, self.rec
         rec_model, rec_src = rec.load_for_inference()
@@ -68,7 +81,7 @@ class OcrSystem(Recipe):
         if not oracle:
             det_model, self.sources["det_weights"] = self.det.load_for_inference()
             detect = det_fn(det_model, DBEvalTransform(**asdict(self.det.cfg.Eval.transform)), self.det.post)
-        return OcrPipeline(detect, recognize, g.drop_score, crop)
+        return OcrPipeline(detect, recognize, g.drop_score, crop, self.classify(), g.cls_thresh)
 
     def font(self) -> tuple:
         try:

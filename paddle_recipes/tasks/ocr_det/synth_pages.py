@@ -64,7 +64,9 @@ class PageSynthConfig:
     crop_margin: (min, max) margin of the crops' boxes around the ink, a fraction of the line thickness on each
     side ((0.0, 0.3)). crop_jitter: each crop corner moves by up to this fraction of the thickness in x and y
     (0.1; 0: exact boxes). jpeg_quality: 90. seed: base seed. fonts: restrict to these registered font names
-    (empty = all).
+    (empty = all). upside_down_prob: share of horizontal lines drawn turned by 180 degrees (0; for the OCR system's
+    orientation stage: their 4-point labels list the corners in image order, as DB's boxes do, so a crop of the label
+    is upside down, as the system cuts it; their rec crops are stored upright, see PageLine).
     """
 
     width: int = 320
@@ -85,8 +87,11 @@ class PageSynthConfig:
     jpeg_quality: int = 90
     seed: int = 0
     fonts: Tuple[str, ...] = ()
+    upside_down_prob: float = 0.0
 
     def __post_init__(self):
+        if not 0.0 <= self.upside_down_prob <= 1.0:
+            raise ValueError(f"PageSynthConfig.upside_down_prob must be in [0, 1], got {self.upside_down_prob}")
         self.lines, self.font_size, self.distractors = (tuple(int(v) for v in t) for t in
                                                          (self.lines, self.font_size, self.distractors))
         for name in ("label_margin", "crop_margin"):
@@ -112,8 +117,9 @@ class PageLine:
     points: np.ndarray  # [K, 2] float32 page pixels: the label (ink + label_margin)
     text: str
     vertical: bool
-    crop: np.ndarray  # RGB uint8 [crop_height, W, 3]: the recognizer's view (system_crop)
+    crop: np.ndarray  # RGB uint8 [crop_height, W, 3]: the recognizer's view (system_crop), upright
     ink: np.ndarray  # [K, 2] float32 page pixels: the polygon of the ink itself (1 px out)
+    upside_down: bool = False  # drawn turned by 180 degrees: the system's cut is `crop` turned by 180
 
 
 # ------------------------------------------------------------------ geometry
@@ -242,7 +248,7 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
     page = make_background(rng, cfg.height, cfg.width, bg)
     _draw_distractors(page, rng, int(rng.integers(cfg.distractors[0], cfg.distractors[1] + 1)))
     placed: List[Polygon] = []
-    lines: List[Tuple[np.ndarray, np.ndarray, str, bool]] = []
+    lines: List[Tuple[np.ndarray, np.ndarray, str, bool, bool]] = []
     wanted = int(rng.integers(cfg.lines[0], cfg.lines[1] + 1))
     for attempt in range(wanted + 5):  # up to 5 extra tries when lines did not fit
         if len(lines) >= wanted or (attempt >= wanted and lines):
@@ -267,26 +273,30 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
                      rng.uniform(0, 2 * np.pi), cfg.curve_points)
             poly = bent_outline(poly, mask.shape[1], *shape)
             mask, ink = bend(mask, ink, *shape)
-        spot = _place(mask, poly, float(rng.uniform(-cfg.max_angle, cfg.max_angle)), (cfg.width, cfg.height),
-                      placed, rng)
+        angle = float(rng.uniform(-cfg.max_angle, cfg.max_angle))
+        turned = cfg.upside_down_prob > 0 and not vertical and rng.random() < cfg.upside_down_prob  # no draw at 0
+        spot = _place(mask, poly, angle + 180.0 * turned, (cfg.width, cfg.height), placed, rng)
         if spot is None:
             continue
         m, page_poly = spot
+        if turned and len(page_poly) == 4:  # corners in image order, as a detector gives them: the cut is upside down
+            page_poly = order_quad(page_poly)
         page_ink = (ink @ m[:, :2].T + m[:, 2]).astype(np.float32)
         alpha = cv2.warpAffine(mask, m, (cfg.width, cfg.height), flags=cv2.INTER_LINEAR)[..., None]
         ink = np.asarray(fg, np.float32) * rng.uniform(0.8, 1.1)
         page = page * (1 - alpha) + np.clip(ink, 0, 255) * alpha
         placed.append(Polygon(page_poly).buffer(0))
-        lines.append((page_poly, page_ink, text, vertical))
+        lines.append((page_poly, page_ink, text, vertical, turned))
     if rng.random() < 0.3:
         page = cv2.GaussianBlur(page, (0, 0), rng.uniform(0.3, 0.9))
     if rng.random() < 0.3:
         page = page + rng.normal(0, rng.uniform(2, 8), page.shape).astype(np.float32)
     page = np.clip(page, 0, 255).astype(np.uint8)
     out = []
-    for p, ink, t, v in lines:
+    for p, ink, t, v, turned in lines:
         margin, jitter = rng.uniform(*cfg.crop_margin), rng.uniform(-cfg.crop_jitter, cfg.crop_jitter, (4, 2))
-        out.append(PageLine(p, t, v, system_crop(page, ink, margin, cfg.crop_height, jitter), ink))
+        crop = system_crop(page, ink, margin, cfg.crop_height, jitter)
+        out.append(PageLine(p, t, v, np.ascontiguousarray(crop[::-1, ::-1]) if turned else crop, ink, turned))
     return page, out
 
 

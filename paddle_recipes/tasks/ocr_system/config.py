@@ -11,6 +11,10 @@ boxes always go through their min-area rectangle (2.x's det_box_type poly; 3.x's
 ``Global.rec_batch_num``: crops per recognizer pass (PaddleOCR's 6). ``Global.font``: font-registry name
 of the picture's text. ``Eval.dataset``: PaddleOCR det label files with transcriptions; empty ``data_dir``
 = the det config's synthetic ``heldout`` pages (eval fonts only). ``Eval.iou``: match threshold (0.5).
+``Global.use_angle_cls`` (PaddleOCR 2.x) / ``Global.use_textline_orientation`` (3.x; either turns it on): the
+orientation stage, the ``Cls`` run (an ocr_cls config and weights) between cropping and recognition; crops it calls
+'180' with a score above ``Global.cls_thresh`` (0.9) are turned by 180 degrees; ``Global.cls_batch_num`` crops per
+pass (6).
 """
 from __future__ import annotations
 
@@ -29,6 +33,14 @@ class SystemGlobal:
     drop_score: float = 0.5
     rec_batch_num: int = 6
     font: str = "noto_sans_sc"
+    use_angle_cls: bool = False
+    use_textline_orientation: bool = False
+    cls_thresh: float = 0.9
+    cls_batch_num: int = 6
+
+    @property
+    def orientation(self) -> bool:
+        return self.use_angle_cls or self.use_textline_orientation
 
 
 @dataclass
@@ -62,10 +74,14 @@ class SystemConfig:
     Global: SystemGlobal = field(default_factory=SystemGlobal)
     Det: SystemDet = field(default_factory=lambda: SystemDet("recipes/configs/ocr_det.yml"))
     Rec: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_rec_pages.yml"))
+    Cls: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_cls.yml"))
     Eval: SystemEval = field(default_factory=SystemEval)
     Predict: PredictConfig = field(default_factory=PredictConfig)
 
 
 def check_system_config(cfg: SystemConfig) -> None:
+    if not 0.0 <= cfg.Global.cls_thresh < 1.0 or cfg.Global.cls_batch_num < 1:
+        raise ConfigError(f"Global.cls_thresh {cfg.Global.cls_thresh} must be in [0, 1) and Global.cls_batch_num "
+                          f"{cfg.Global.cls_batch_num} >= 1")
     if not 0.0 < cfg.Eval.iou <= 1.0:
         raise ConfigError(f"Eval.iou: {cfg.Eval.iou} is not in (0, 1]")

@@ -6,6 +6,9 @@
 score is below ``drop_score`` (default 0.5, PaddleOCR's) left out. ``boxes=`` replaces the detector
 (the GT-box "oracle" of eval mode, a plumbing check of crops + recognizer). ``crop``: the crop mode,
 "minarea" (paddlex 3.x, default) or "rotate" (paddleocr 2.x); see geometry.crop_box.
+``classify(crops) -> [(label, score)]`` (optional; PaddleOCR's use_angle_cls / use_textline_orientation stage, e.g.
+tasks.ocr_cls.predict.classify_images): crops whose label contains '180' with a score above ``cls_thresh`` (0.9)
+are turned by 180 degrees before recognition (:func:`orient_crops`).
 """
 from __future__ import annotations
 
@@ -59,12 +62,22 @@ def rec_fn(model, charset: CharDict, image_shape: Sequence[int], batch_num: int 
     return run
 
 
+def orient_crops(crops: Sequence[np.ndarray], classify: Callable, thresh: float = 0.9) -> List[np.ndarray]:
+    """PaddleOCR's angle-classifier step: each crop classified '180' (a label containing it) with a score above
+    ``thresh`` is turned by 180 degrees; the others are returned as they are."""
+    labels = classify(crops) if len(crops) else []
+    return [np.ascontiguousarray(c[::-1, ::-1]) if "180" in lab and score > thresh else c
+            for c, (lab, score) in zip(crops, labels)]
+
+
 @dataclass
 class OcrPipeline:
     detect: Callable
     recognize: Callable
     drop_score: float = 0.5
     crop: str = "minarea"  # how boxes are cut out: geometry.crop_box's mode
+    classify: Callable | None = None  # the orientation stage (orient_crops); None = off
+    cls_thresh: float = 0.9
 
     def __call__(self, img: np.ndarray, boxes: Sequence | None = None) -> List[dict]:
         if boxes is None:
@@ -73,7 +86,10 @@ class OcrPipeline:
         if self.crop == "rotate":  # 2.x crops the boxes its TextDetector hands on
             boxes = paddleocr2_boxes(boxes, img.shape)
         boxes = [boxes[i] for i in reading_order(boxes)]
-        texts = self.recognize([crop_box(img, b, self.crop) for b in boxes]) if boxes else []
+        crops = [crop_box(img, b, self.crop) for b in boxes]
+        if self.classify is not None:
+            crops = orient_crops(crops, self.classify, self.cls_thresh)
+        texts = self.recognize(crops) if boxes else []
         return [{"transcription": t, "points": np.round(b, 2).tolist(), "score": round(float(s), 5)}
                 for b, (t, s) in zip(boxes, texts) if s >= self.drop_score]
 
