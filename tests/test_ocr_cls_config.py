@@ -96,3 +96,72 @@ def test_augmentation_in_eval_and_two_shapes_are_rejected():
     data["Eval"]["dataset"]["transforms"][2]["ClsResizeImg"]["image_shape"] = [3, 48, 96]
     with pytest.raises(ConfigError, match=r"Global.image_shape: set twice with different values"):
         translate_cls_config(data, "x.yml")
+
+
+# The keys and values of PaddleX's paddlex/repo_apis/PaddleClas_api/configs/PP-LCNet_x0_25_textline_ori.yaml.
+def _ops(train):
+    ops = [{"DecodeImage": {"to_rgb": True, "channel_first": False}}, {"ResizeImage": {"size": [160, 80]}}]
+    if train:
+        ops.append({"TimmAutoAugment": {"prob": 1.0, "config_str": "rand-m9-mstd0.5-inc1",
+                                        "interpolation": "bicubic", "img_size": [160, 80]}})
+    ops.append({"NormalizeImage": {"scale": "1.0/255.0", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225],
+                                   "order": ""}})
+    if train:
+        ops.append({"RandomErasing": {"EPSILON": 0.0, "sl": 0.02, "sh": "1.0/3.0", "r1": 0.3, "attempt": 10,
+                                      "use_log_aspect": True, "mode": "pixel"}})
+    return ops
+
+
+PADDLEX_TEXTLINE = {
+    "Global": {"checkpoints": None, "pretrained_model": None, "output_dir": "./output/", "device": "gpu",
+               "save_interval": 1, "eval_during_train": True, "start_eval_epoch": 1, "eval_interval": 1, "epochs": 20,
+               "print_batch_step": 10, "use_visualdl": False, "image_shape": [3, 80, 160],
+               "save_inference_dir": "./inference", "to_static": False, "use_dali": False},
+    "Arch": {"name": "PPLCNet_x0_25", "class_num": 2, "pretrained": False, "use_ssld": False,
+             "stride_list": [2, [2, 1], [2, 1], [2, 1], [2, 1]]},
+    "Loss": {"Train": [{"CELoss": {"weight": 1.0}}], "Eval": [{"CELoss": {"weight": 1.0}}]},
+    "Optimizer": {"name": "Momentum", "momentum": 0.9,
+                  "lr": {"name": "Cosine", "learning_rate": 0.8, "warmup_epoch": 5},
+                  "regularizer": {"name": "L2", "coeff": 0.00001}},
+    "DataLoader": {
+        "Train": {"dataset": {"name": "ImageNetDataset", "image_root": "./dataset/textline_orientation/",
+                              "cls_label_path": "./dataset/textline_orientation/train_list.txt",
+                              "transform_ops": _ops(True)},
+                  "sampler": {"name": "DistributedBatchSampler", "batch_size": 256, "drop_last": False,
+                              "shuffle": True},
+                  "loader": {"num_workers": 16, "use_shared_memory": True}},
+        "Eval": {"dataset": {"name": "ImageNetDataset", "image_root": "./dataset/textline_orientation/",
+                             "cls_label_path": "./dataset/textline_orientation/val_list.txt",
+                             "transform_ops": _ops(False)},
+                 "sampler": {"name": "DistributedBatchSampler", "batch_size": 32, "drop_last": False,
+                             "shuffle": False},
+                 "loader": {"num_workers": 8, "use_shared_memory": True}}},
+    "Infer": {"infer_imgs": "deploy/images/PULC/textline_orientation/textline_orientation_test_0_0.png",
+              "batch_size": 10, "transforms": [{"ToCHWImage": None}],
+              "PostProcess": {"name": "Topk", "topk": 1,
+                              "class_id_map_file": "ppcls/utils/PULC_label_list/textline_orientation_label_list.txt"}},
+    "Metric": {"Train": [{"TopkAcc": {"topk": [1, 2]}}], "Eval": [{"TopkAcc": {"topk": [1, 2]}}]},
+}
+
+
+def test_paddlex_textline_yaml_is_the_named_network_with_every_key_accounted_for(tmp_path):
+    from paddle_recipes.compat.paddleclas_cls import translate_clas_config
+    from paddle_recipes.recipes.ocr_cls import OcrCls
+
+    ours, report = translate_clas_config(copy.deepcopy(PADDLEX_TEXTLINE), "x.yaml")
+    keys = (*report.mapped, *report.no_effect, *report.approximated)
+    assert [p for p in leaves(PADDLEX_TEXTLINE) if not any(k == p or p.startswith((k + ".", k + "["))
+                                                             for k in keys)] == []
+    assert ours["Architecture"] == {"name": "PP-LCNet_x0_25_textline_ori", "Backbone": {}}
+    assert ours["Global"]["image_shape"] == [3, 80, 160] and ours["Global"]["input"] == "paddlex"
+    assert ours["Train"]["dataset"]["delimiter"] == " " and ours["Train"]["dataset"]["aug"] is True
+    assert ours["Optimizer"]["name"] == "momentum" and ours["Optimizer"]["weight_decay"] == 1e-5
+    path = tmp_path / "PP-LCNet_x0_25_textline_ori.yaml"
+    path.write_text(yaml.safe_dump(PADDLEX_TEXTLINE))
+    cfg = load_config(str(path), ["Global.epochs=2"], ClsConfig, translators=OcrCls.config_translators)
+    assert cfg.Global.epochs == 2 and cfg.Train.loader.batch_size_per_card == 256
+    assert resolve_input(cfg).labels == ("0_degree", "180_degree")
+    data = copy.deepcopy(PADDLEX_TEXTLINE)
+    data["Loss"]["Train"][0]["CELoss"]["epsilon"] = 0.1
+    with pytest.raises(ConfigError, match=r"Loss.Train\[0\].CELoss.epsilon: label smoothing is not supported"):
+        translate_clas_config(data, "x.yaml")

@@ -8,8 +8,9 @@ PP-LCNet_x0_25_textline_ori (and x1_0), weight for weight.
 Your own data (PaddleOCR's cls label files, ``path<TAB>0|180``, or LMDB): ``-o Train.dataset.data_dir=D
 Train.dataset.label_file_list=[D/train.txt] Eval.dataset.data_dir=D Eval.dataset.label_file_list=[D/val.txt]``.
 Empty ``data_dir``: the rec generator's synthetic lines, ``Synthetic.rotate_ratio`` of them turned by 180 degrees
-(val in the train fonts, heldout in the eval fonts). PaddleOCR cls YAMLs (configs/cls/cls_mv3.yml) work as ``-c``
-with ``-o`` in their own keys (compat.paddleocr_cls); see recipes/README_ocr_cls.md.
+(val in the train fonts, heldout in the eval fonts). PaddleOCR cls YAMLs (configs/cls/cls_mv3.yml) and PaddleX's
+PP-LCNet_x0_25_textline_ori.yaml work as ``-c`` with ``-o`` in their own keys (compat.paddleocr_cls,
+compat.paddleclas_cls); see recipes/README_ocr_cls.md.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
+from paddle_recipes.compat.paddleclas_cls import paddleclas_cls_translator
 from paddle_recipes.compat.paddleocr_cls import paddleocr_cls_translator
 from paddle_recipes.data import DataError, LabelFileError, LmdbFormatError, list_images
 from paddle_recipes.recipe import Recipe
@@ -38,7 +40,9 @@ class OcrCls(ClsPaddleOCRExport, Recipe):
     """Text-line orientation classification recipe (0 / 180 degrees)"""
     name, Config, default_config, main_metric = "ocr_cls", ClsConfig, "recipes/configs/ocr_cls.yml", "acc"
     user_errors = (DataPathError, LabelFileError, LmdbFormatError, DataError)
-    config_translators = (paddleocr_cls_translator(ClsConfig),)  # -c takes PaddleOCR cls YAMLs, -o their keys
+    # -c takes PaddleX's / PaddleClas's orientation YAMLs (top-level Arch + DataLoader: tried first) and PaddleOCR cls
+    # YAMLs, -o in their own keys
+    config_translators = (paddleclas_cls_translator(ClsConfig), paddleocr_cls_translator(ClsConfig))
     eval_weights_keys = ("weights", "checkpoints", "resume", "pretrained_model")
 
     @cached_property

@@ -4,7 +4,8 @@
     ds = ClsDataset(DatasetConfig(data_dir="D", label_file_list=["D/train.txt"]), cls_input, key="Train.dataset")
     ds[0] -> {"image": float32 [C, H, W], "label": int64}
 
-Bad input is counted per reason in ``ds.stats`` (tasks.ocr.dataset.SkipStats, one warning per place): a label outside
+A label that is not in label_list but an index into it (PaddleClas / PaddleX label files: ``path class_id``) is that
+class. Bad input is counted per reason in ``ds.stats`` (tasks.ocr.dataset.SkipStats, one warning per place): a label outside
 label_list (unknown_label), a missing / corrupt / too large image. ``rotate_ratio`` > 0 (the synthetic split): the
 line's text label is not read; the line is turned with that probability (a fresh draw per fetch when ``train``, a
 fixed draw per index otherwise) and labelled with the turned class.
@@ -53,10 +54,12 @@ class ClsDataset:
     def _label(self, label: str, where: str):
         if self.rotate_ratio:
             return 0
-        if label not in self.spec.labels:
-            self.stats.add(where, "unknown_label", f"{label!r} not in {list(self.spec.labels)}")
-            return None
-        return self.spec.labels.index(label)
+        if label in self.spec.labels:
+            return self.spec.labels.index(label)
+        if label.isdigit() and int(label) < len(self.spec.labels):  # PaddleClas / PaddleX files: a class id
+            return int(label)
+        self.stats.add(where, "unknown_label", f"{label!r} not in {list(self.spec.labels)}")
+        return None
 
     def _init_label_files(self) -> None:
         root = Path(self.cfg.data_dir)
