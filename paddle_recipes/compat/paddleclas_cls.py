@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any
 
-from paddle_recipes.config import ConfigError
+from paddle_recipes.config import ConfigError, OverrideNote
 
 from .paddleocr import _canon, _Translator
 
@@ -249,21 +249,24 @@ class _ClasTranslator(_Translator):
                 self.none(f"Infer.{k}", "predict uses the training input and the argmax label with its probability")
 
 
-def translate_clas_config(data: dict, source: str = "<dict>"):
+def translate_clas_config(data: dict, source: str = "<dict>", overridden: dict | None = None):
+    """Map a PaddleClas / PaddleX orientation config onto the cls recipe's config dict -> (ours, TranslationReport).
+    overridden: as compat.paddleocr.translate_rec_config's."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
-    return _ClasTranslator(copy.deepcopy(data), source).run()
+    return _ClasTranslator(copy.deepcopy(data), source, overridden).run()
 
 
 def paddleclas_cls_translator(schema: type):
     """A ``Recipe.config_translators`` entry for the cls recipe: a PaddleClas / PaddleX orientation YAML
     (is_paddleclas_config) -> (our config dict, the "no effect here" / "not exactly as PaddleClas" lines); None for
     other files. ``-o`` overrides are given in the file's own keys."""
-    def translate(raw: dict, path):
+    def translate(raw: dict, path, overridden: dict | None = None):
         if not is_paddleclas_config(raw):
             return None
-        ours, report = translate_clas_config(raw, f"{path} (PaddleClas config)")
-        return ours, [report.no_effect_line()] + ([report.approximated_line()] if report.approximated else [])
+        ours, report = translate_clas_config(raw, f"{path} (PaddleClas config)", overridden)
+        notes = [report.no_effect_line()] + ([report.approximated_line()] if report.approximated else [])
+        return ours, notes + [OverrideNote(line) for line in report.overrides]
 
     translate.recognise = is_paddleclas_config
     return translate

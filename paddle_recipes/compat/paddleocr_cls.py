@@ -183,11 +183,13 @@ class _ClsTranslator(_Translator):
         """Nothing to cross-check beyond the ops' order and the one image_shape."""
 
 
-def translate_cls_config(data: dict, source: str = "<dict>") -> Tuple[dict, TranslationReport]:
-    """Map a PaddleOCR cls config (a loaded YAML dict) onto the cls recipe's config dict."""
+def translate_cls_config(data: dict, source: str = "<dict>", overridden: dict | None = None
+                         ) -> Tuple[dict, TranslationReport]:
+    """Map a PaddleOCR cls config (a loaded YAML dict) onto the cls recipe's config dict. overridden: as
+    compat.paddleocr.translate_rec_config's."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
-    return _ClsTranslator(copy.deepcopy(data), source).run()
+    return _ClsTranslator(copy.deepcopy(data), source, overridden).run()
 
 
 def paddleocr_cls_translator(schema: type):
