@@ -25,6 +25,7 @@ from typing import Any
 from paddle_recipes.config import ConfigError, OverrideNote
 
 from .paddleocr import _canon, _Translator
+from .paddleocr_cls import op_list
 
 SECTIONS = ("Global", "Arch", "Loss", "Optimizer", "DataLoader", "Infer", "Metric")
 OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")
@@ -193,16 +194,9 @@ class _ClasTranslator(_Translator):
             self.map(f"{p}.loader.{k}", lo[k], f"{ours}.loader.{k}")
 
     def clas_ops(self, split: str, ops: Any, p: str) -> None:
-        if not isinstance(ops, list) or not ops:
-            raise self.error(p, "is required (a list of data ops)")
         names = []
-        for i, item in enumerate(ops):
-            if not isinstance(item, dict) or len(item) != 1:
-                raise self.error(f"{p}[{i}]", "each op is a one-key mapping {OpName: args}")
-            raw = next(iter(item))
-            name = _canon(raw, OPS, f"{p}[{i}]", "data op", self.source)
+        for name, op, args in op_list(self, ops, p, OPS, "data op"):
             names.append(name)
-            op, args = f"{p}[{i}].{raw}", item[raw] or {}
             if name == "DecodeImage":
                 self.check_keys(args, ("to_rgb", "channel_first"), op)
                 if not args.get("to_rgb", True) or args.get("channel_first"):
