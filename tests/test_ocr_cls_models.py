@@ -14,7 +14,7 @@ import paddle
 import pytest
 
 from paddle_recipes.export import create_predictor, predict
-from paddle_recipes.tasks.ocr_cls.models import NETWORKS, ClsArchitecture, build_cls_model
+from paddle_recipes.tasks.ocr_cls.models import PRESETS, ClsArchitecture, build_cls_model
 from paddle_recipes.tasks.ocr_cls.transforms import preprocess, rotate180
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,4 +107,4 @@ def test_class_count_mismatch_names_the_key():
         build_cls_model(ClsArchitecture(name="ch_ppocr_mobile_v2.0_cls"), 4)
     with pytest.raises(ValueError, match=r"Architecture.name 'nope'"):
         ClsArchitecture(name="nope")
-    assert set(NETWORKS) >= {"ch_ppocr_mobile_v2.0_cls", "PP-LCNet_x0_25_textline_ori"}
+    assert set(PRESETS) >= {"ch_ppocr_mobile_v2.0_cls", "PP-LCNet_x0_25_textline_ori"}

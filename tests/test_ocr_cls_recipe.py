@@ -55,7 +55,7 @@ def test_predict_labels_each_line_and_skips_a_bad_file(tiny):
     assert out["images"] == 3 and out["skipped"] == 1 and sum(out["labels"].values()) == 3
     lines = [ln.split("\t") for ln in res.read_text().splitlines()]
     assert len(lines) == 3 and all(lab in ("0", "180") and 0.5 <= float(p) <= 1.0 for _, lab, p in lines)
-    assert "broken.jpg: not a decodable image" in proc.stdout + proc.stderr
+    assert "broken.jpg: not an image whose size its header gives" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("legacy", [False, True])

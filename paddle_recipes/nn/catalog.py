@@ -28,7 +28,9 @@ from ..config import UnknownNameError
 from .dense_conv import DenseConvDet, DenseConvRec
 from .lcnetrec import LCNetRec
 from .lcnetv4 import PPLCNetV4
+from .mobilenet_v3 import MobileNetV3
 from .mobilenetv1_enhance import MobileNetV1Enhance
+from .pp_lcnet import PPLCNet
 from .pphgnetv2 import PPHGNetV2_B4
 from .pplcnetv3 import PPLCNetV3
 from .resnet34vd import ResNet34vd
@@ -63,6 +65,8 @@ NETWORKS: Tuple[Network, ...] = (
     Network("ResNet_vd", ResNet_vd, (DET,)),
     Network("MobileNetV1Enhance", MobileNetV1Enhance, (REC,), paddlex={REC: r"PP-OCRv3_mobile_rec$"},
             export_name={REC: "PP-OCRv3_mobile_rec"}),
+    Network("MobileNetV3", MobileNetV3, (CLS,), export_name={CLS: "ch_ppocr_mobile_v2.0_cls"}),  # rec_mobilenet_v3
+    Network("PPLCNet", PPLCNet, (CLS,), paddlex={CLS: r"PP-LCNet_x\d_\d+_textline_ori$"}),  # PaddleClas's, with fc
     # our designs
     Network("LCNetRec", LCNetRec, (REC,), ours=True),
     Network("ResNet34vd", ResNet34vd, (REC,), ours=True),
@@ -70,7 +74,7 @@ NETWORKS: Tuple[Network, ...] = (
     Network("DenseConvDet", DenseConvDet, (DET,), ours=True),
     # PaddleOCR's, known by name, not built here
     Network("PPHGNet_small", None, (REC, DET), paddlex={REC: r"PP-OCRv4_server_rec(_doc)?$"}),
-    Network("MobileNetV3", None, (REC, DET)),
+    Network("MobileNetV3", None, (REC, DET)),  # rec's is the cls class above (its rec use is untested), det's another
     Network("SVTRNet", None, (REC,)),
     Network("ResNet31", None, (REC,)),
     Network("ResNet45", None, (REC,)),

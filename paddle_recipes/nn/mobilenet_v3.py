@@ -15,8 +15,7 @@ from __future__ import annotations
 import paddle.nn.functional as F
 from paddle import nn
 
-from paddle_recipes.tasks.ocr.ppocr_backbones import make_divisible
-from paddle_recipes.tasks.ocr_det.necks import SEModule
+from .layers import SELayer, make_divisible
 
 __all__ = ["MobileNetV3", "SCALES"]
 
@@ -35,6 +34,13 @@ _SMALL = [(3, 16, 16, True, "relu", 0), (3, 72, 24, False, "relu", 1), (3, 88, 2
           (5, 144, 48, True, "hardswish", None), (5, 288, 96, True, "hardswish", 3),
           (5, 576, 96, True, "hardswish", None), (5, 576, 96, True, "hardswish", None)]
 _TABLES = {"large": (_LARGE, 960), "small": (_SMALL, 576)}
+
+
+class SEModule(SELayer):
+    """SELayer with PaddleOCR's MobileNetV3 gate: hardsigmoid(slope 0.2, offset 0.5)."""
+
+    def forward(self, x):
+        return x * F.hardsigmoid(self.conv2(self.relu(self.conv1(self.avg_pool(x)))), slope=0.2, offset=0.5)
 
 
 class ConvBNLayer(nn.Layer):

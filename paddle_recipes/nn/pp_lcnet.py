@@ -17,8 +17,7 @@ from __future__ import annotations
 import paddle.nn.functional as F
 from paddle import nn
 
-from paddle_recipes.tasks.ocr.ppocr_backbones import make_divisible
-from paddle_recipes.tasks.ocr_det.necks import SEModule
+from .layers import SELayer, make_divisible
 
 __all__ = ["PPLCNet", "TEXTLINE_STRIDES"]
 
@@ -29,13 +28,6 @@ _BLOCKS = {2: [(3, 16, 32, False)],
            4: [(3, 64, 128, False), (3, 128, 128, False)],
            5: [(3, 128, 256, False)] + [(5, 256, 256, False)] * 5,
            6: [(5, 256, 512, True), (5, 512, 512, True)]}
-
-
-class _SE(SEModule):
-    """PaddleClas's SE: as the det neck's SEModule, with paddle's default hardsigmoid (slope 1/6, offset 0.5)."""
-
-    def forward(self, x):
-        return x * F.hardsigmoid(self.conv2(F.relu(self.conv1(self.avg_pool(x)))))
 
 
 class ConvBNLayer(nn.Layer):
@@ -59,7 +51,7 @@ class DepthwiseSeparable(nn.Layer):
         self.use_se = use_se
         self.dw_conv = ConvBNLayer(cin, kernel, cin, stride, groups=cin)
         if use_se:
-            self.se = _SE(cin)
+            self.se = SELayer(cin)  # PaddleClas's SE (hardsigmoid slope 1/6)
         self.pw_conv = ConvBNLayer(cin, 1, cout, 1)
 
     def forward(self, x):

@@ -2,7 +2,7 @@
 Metric, Optimizer, Train, Eval; plus ours: AMP, EMA, Synthetic, Predict, Export).
 
 Global.image_shape / input / label_list left empty take the values of the network named by Architecture.name
-(models.NETWORKS): ch_ppocr_mobile_v2.0_cls [3, 48, 192] "ppocr" ['0', '180']; PP-LCNet_x*_textline_ori [3, 80, 160]
+(models.PRESETS): ch_ppocr_mobile_v2.0_cls [3, 48, 192] "ppocr" ['0', '180']; PP-LCNet_x*_textline_ori [3, 80, 160]
 "paddlex" ['0_degree', '180_degree'].
 """
 from __future__ import annotations

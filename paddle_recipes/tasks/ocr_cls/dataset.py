@@ -6,7 +6,8 @@
 
 A label that is not in label_list but an index into it (PaddleClas / PaddleX label files: ``path class_id``) is that
 class. Bad input is counted per reason in ``ds.stats`` (tasks.ocr.dataset.SkipStats, one warning per place): a label outside
-label_list (unknown_label), a missing / corrupt / too large image. ``rotate_ratio`` > 0 (the synthetic split): the
+label_list (unknown_label), an image data.read_image refuses (missing, not a regular file, too many bytes or
+pixels, corrupt). ``rotate_ratio`` > 0 (the synthetic split): the
 line's text label is not read; the line is turned with that probability (a fresh draw per fetch when ``train``, a
 fixed draw per index otherwise) and labelled with the turned class.
 """
@@ -18,9 +19,8 @@ from typing import List, Tuple
 
 import numpy as np
 
-from paddle_recipes.data import DataError, LmdbDataset, LmdbLabelError, image_pixels, read_label_file
+from paddle_recipes.data import DataError, ImageError, LmdbDataset, LmdbLabelError, check_file, read_image, read_label_file
 from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, SkipStats, find_lmdb_dirs
-from paddle_recipes.tasks.ocr.transforms import decode_image
 
 from .config import ClsInput
 from .transforms import preprocess, rotate180
@@ -76,8 +76,10 @@ class ClsDataset:
                 self.stats.add(where, "malformed_line", why)
             for rec in recs:
                 path = root / rec.image_path
-                if not path.is_file():
-                    self.stats.add(rec.source, "missing_image", str(path))
+                try:
+                    check_file(path, self.cfg.max_image_bytes)  # missing, not a regular file, too many bytes
+                except ImageError as exc:
+                    self.stats.add(rec.source, exc.reason, str(path))
                     continue
                 cls = self._label(rec.label.strip(), rec.source)
                 if cls is not None:
@@ -108,22 +110,13 @@ class ClsDataset:
         return bool(draw < self.rotate_ratio)
 
     def load(self, idx: int):
-        """Sample dict, or ("skip", where, reason)."""
+        """Sample dict, or ("skip", where, reason) (data.read_image's reasons)."""
         key, cls, where = self.items[idx]
-        if self._lmdb is not None:
-            data = self._lmdb[key][0]
-        else:
-            try:
-                with open(key, "rb") as f:
-                    data = f.read()
-            except OSError:
-                data = None
-        limit = self.cfg.max_image_pixels
-        if data is not None and limit and (image_pixels(data) or 0) > limit:
-            return ("skip", where, "too_large")
-        img = decode_image(data) if data is not None else None
-        if img is None:
-            return ("skip", where, "missing_image" if data is None else "corrupt_image")
+        src = key if self._lmdb is None else self._lmdb[key][0]
+        try:
+            img = read_image(src, self.cfg.max_image_pixels, self.cfg.max_image_bytes, name=where)
+        except ImageError as exc:
+            return ("skip", where, exc.reason)
         if self._aug is not None:
             self._aug.set_random_seed(int(np.random.randint(2**31 - 1)))
             img = self._aug(image=img)["image"]

@@ -3,8 +3,8 @@
     net = build_cls_model(ClsArchitecture(name="ch_ppocr_mobile_v2.0_cls"), num_classes=2)
     net.eval(); net(x)   # softmax probabilities [N, 2] (logits in train mode)
 
-NETWORKS is the local name table (until nn/catalog.py lands): each name gives the Architecture's Backbone/Head, the
-input shape and preprocessing (``input``: "ppocr" = BGR, keep-ratio resize to H, width <= W, (x/255 - 0.5)/0.5,
+PRESETS are the released models by name (their backbones are nn.catalog's cls networks): each gives the
+Architecture's Backbone/Head, the input shape and preprocessing (``input``: "ppocr" = BGR, keep-ratio resize to H, width <= W, (x/255 - 0.5)/0.5,
 zero-padded right (PaddleOCR's ClsResizeImg); "paddlex" = RGB, resized to W x H, ImageNet mean/std (PaddleX's
 ResizeImage + NormalizeImage)) and the released model's label list.
 """
@@ -16,12 +16,10 @@ from typing import Any, Dict, List, Optional
 
 from paddle import nn
 
+from paddle_recipes.nn.catalog import CLS, build_backbone, build_part, find_backbone
 from paddle_recipes.nn.cls_head import ClsHead
-from paddle_recipes.nn.mobilenet_v3 import MobileNetV3
 from paddle_recipes.nn.pp_lcnet import TEXTLINE_STRIDES, PPLCNet
-from paddle_recipes.tasks.ocr.ppocr_models import _construct
 
-CLS_BACKBONES = {"mobilenetv3": MobileNetV3, "pplcnet": PPLCNet}
 CLS_HEADS = {"clshead": ClsHead}
 INPUTS = ("ppocr", "paddlex")
 
@@ -41,7 +39,7 @@ def _lcnet(scale: float) -> ClsNetwork:
                       [3, 80, 160], "paddlex", ["0_degree", "180_degree"])
 
 
-NETWORKS: Dict[str, ClsNetwork] = {
+PRESETS: Dict[str, ClsNetwork] = {
     "ch_ppocr_mobile_v2.0_cls": ClsNetwork({"name": "MobileNetV3", "scale": 0.35, "model_name": "small"},
                                            {"name": "ClsHead", "class_dim": 2}, [3, 48, 192], "ppocr", ["0", "180"]),
     "PP-LCNet_x0_25_textline_ori": _lcnet(0.25),
@@ -51,7 +49,7 @@ NETWORKS: Dict[str, ClsNetwork] = {
 
 @dataclass
 class ClsArchitecture:
-    """PaddleOCR's cls ``Architecture``. name: a NETWORKS entry whose Backbone / Head are used when those are
+    """PaddleOCR's cls ``Architecture``. name: a PRESETS entry whose Backbone / Head are used when those are
     empty ("" = Backbone / Head as given). Backbone: {name: MobileNetV3 | PPLCNet, options}. Head: {name: ClsHead,
     class_dim} for MobileNetV3; none for PPLCNet (its fc is the head, class_num its classes)."""
     name: str = "PP-LCNet_x0_25_textline_ori"
@@ -63,19 +61,19 @@ class ClsArchitecture:
     Head: Optional[Dict[str, Any]] = None
 
     def __post_init__(self):
-        if self.name and self.name not in NETWORKS:
-            raise ValueError(f"Architecture.name {self.name!r}: one of {list(NETWORKS)} or '' (Backbone/Head given)")
+        if self.name and self.name not in PRESETS:
+            raise ValueError(f"Architecture.name {self.name!r}: one of {list(PRESETS)} or '' (Backbone/Head given)")
         if self.model_type != "cls" or self.algorithm != "CLS":
             raise ValueError(f"Architecture model_type {self.model_type!r} / algorithm {self.algorithm!r}: this "
                              "recipe builds model_type cls, algorithm CLS")
         if self.Transform or self.Neck:
             raise ValueError("Architecture.Transform / Neck: a cls network has neither here (null)")
         if not self.name and not self.Backbone:
-            raise ValueError("Architecture: give a name (one of NETWORKS) or a Backbone")
+            raise ValueError("Architecture: give a name (one of PRESETS) or a Backbone")
 
     @property
     def network(self) -> Optional[ClsNetwork]:
-        return NETWORKS.get(self.name)
+        return PRESETS.get(self.name)
 
     def parts(self) -> tuple:
         """(Backbone dict, Head dict or None): the given ones, else the named network's."""
@@ -110,17 +108,17 @@ def build_cls_model(arch: ClsArchitecture, num_classes: int) -> nn.Layer:
     """The network of `arch` with `num_classes` outputs (a class_dim / class_num that differs is a ValueError
     naming the key). Eval mode returns softmax probabilities, train mode logits."""
     backbone, head = arch.parts()
-    name = str(backbone.get("name", "")).lower()
-    if name == "pplcnet":
+    name = backbone.pop("name", "")
+    if find_backbone(name, CLS).cls is PPLCNet:
         if head:
             raise ValueError("Architecture.Head: PPLCNet carries its own fc (Backbone.class_num); set Head: null")
         _check_classes("Architecture.Backbone.class_num", backbone.setdefault("class_num", num_classes), num_classes)
-        return _construct({"pplcnet": _SoftmaxLCNet}, "Backbone", backbone, eval_softmax=True)
-    net = _construct(CLS_BACKBONES, "Backbone", backbone)
+        return build_part({"pplcnet": _SoftmaxLCNet}, "Backbone", {"name": name, **backbone}, eval_softmax=True)
+    net = build_backbone(name, CLS, **backbone)
     if not head:
         raise ValueError(f"Architecture.Head: {type(net).__name__} needs a head ({{name: ClsHead, class_dim: N}})")
     _check_classes("Architecture.Head.class_dim", head.setdefault("class_dim", num_classes), num_classes)
-    return ClsModel(net, _construct(CLS_HEADS, "Head", head, in_channels=net.out_channels))
+    return ClsModel(net, build_part(CLS_HEADS, "Head", head, in_channels=net.out_channels))
 
 
 def _check_classes(key: str, value: int, num_classes: int) -> None:

@@ -13,9 +13,8 @@ import numpy as np
 import paddle
 
 from paddle_recipes.config import ConfigError
-from paddle_recipes.data import MAX_IMAGE_PIXELS, image_pixels
+from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, read_image
 from paddle_recipes.recipe import PredictConfig
-from paddle_recipes.tasks.ocr.transforms import decode_image
 
 from .transforms import preprocess
 
@@ -42,23 +41,15 @@ def classify_images(model, images: Sequence[np.ndarray], spec, batch_size: int =
     return out
 
 
-def classify_files(model, files: Sequence[str], spec, batch_size: int = 16,
-                   max_image_pixels: int = MAX_IMAGE_PIXELS) -> Tuple[list, list]:
-    """([(file, label, score)], [(file, reason)] of unreadable or too large files)."""
+def classify_files(model, files: Sequence[str], spec, batch_size: int = 16, max_image_pixels: int = MAX_IMAGE_PIXELS,
+                   max_image_bytes: int = MAX_IMAGE_BYTES) -> Tuple[list, list]:
+    """([(file, label, score)], [(file, reason)] of files data.read_image refuses: unreadable, not a regular file,
+    too many bytes or pixels, corrupt)."""
     good, bad = [], []
     for f in files:
         try:
-            data = open(f, "rb").read()
-        except OSError as exc:
-            bad.append((f, f"unreadable ({exc.strerror})"))
-            continue
-        if max_image_pixels and (image_pixels(data) or 0) > max_image_pixels:
-            bad.append((f, f"more than {max_image_pixels} pixels"))
-            continue
-        img = decode_image(data)
-        if img is None:
-            bad.append((f, "not a decodable image"))
-        else:
-            good.append((f, img))
+            good.append((f, read_image(f, max_image_pixels, max_image_bytes)))
+        except ImageError as exc:
+            bad.append((f, exc.detail))
     labels = classify_images(model, [im for _, im in good], spec, batch_size)
     return [(f, lab, score) for (f, _), (lab, score) in zip(good, labels)], bad
