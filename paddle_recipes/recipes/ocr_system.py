@@ -9,7 +9,9 @@ Predict writes ``output_dir/predict/system_results.txt`` (``path<TAB>[{"transcri
 PaddleOCR's predict_system format) and a picture per image (boxes beside the texts). Eval reads PaddleOCR det
 label files with transcriptions (default: the det config's synthetic held-out pages) and writes
 ``output_dir/e2e_metrics.json``. ``Det.oracle=true``: GT boxes instead of the detector. ``Det.crop``: minarea
-(paddleocr 3.x's crop, default) or rotate (paddleocr 2.x's). See config.py.
+(paddleocr 3.x's crop, default) or rotate (paddleocr 2.x's). ``Global.use_angle_cls=true`` (or
+``use_textline_orientation``): the ``Cls`` orientation classifier turns '180' crops before recognition
+(recipes/README_ocr_cls.md). See config.py.
 """
 from __future__ import annotations
 
