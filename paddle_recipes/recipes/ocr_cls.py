@@ -20,6 +20,7 @@ from pathlib import Path
 
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
+from paddle_recipes.config import ConfigError
 from paddle_recipes.compat.paddleclas_cls import paddleclas_cls_translator
 from paddle_recipes.compat.paddleocr_cls import paddleocr_cls_translator
 from paddle_recipes.data import DataError, LabelFileError, LmdbFormatError, list_images
@@ -88,8 +89,8 @@ class OcrCls(ClsPaddleOCRExport, Recipe):
     def build_model(self):
         try:
             return build_cls_model(self.cfg.Architecture, len(self.spec.labels))
-        except (ValueError, TypeError) as exc:
-            raise DataError(str(exc)) from None
+        except (ValueError, TypeError) as exc:  # the network's options, the class count: one line
+            raise ConfigError(str(exc)) from None
 
     @cached_property
     def train_step(self):
