@@ -12,7 +12,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.compat.ppocr_inference import write_inference_dir
+from paddle_recipes.formats.ppocr_inference import write_inference_dir
 from paddle_recipes.tasks.ocr_cls.config import ClsInput
 from paddle_recipes.tasks.ocr_cls.export_paddleocr import inference_yml
 from paddle_recipes.tasks.ocr_cls.models import ClsArchitecture, build_cls_model

@@ -1,4 +1,4 @@
-"""Export an orientation classifier in PaddleOCR's / PaddleX's inference layout (compat.ppocr_inference).
+"""Export an orientation classifier in PaddleOCR's / PaddleX's inference layout (formats.ppocr_inference).
 
     python recipes/ocr_cls.py -c CFG --mode export        # -> output_dir/inference/inference.{json,pdiparams,yml}
     # paddleocr 3.x / PaddleX (PP-LCNet_x*_textline_ori networks):
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from paddle_recipes.compat.ppocr_inference import PPOCRExportConfig, folder_files, write_inference_dir
+from paddle_recipes.formats.ppocr_inference import PPOCRExportConfig, folder_files, write_inference_dir
 from paddle_recipes.export import inference_files
 
 from .transforms import IMAGENET_MEAN, IMAGENET_STD
