@@ -5,7 +5,9 @@ all others; nothing is skipped silently:
 
 * ``path``: a ``.pdparams`` file, a PaddleOCR-style prefix (``.../best_accuracy`` ->
   ``best_accuracy.pdparams``), or one of our checkpoint folders / roots (``latest``), whose
-  ``ema.pdparams`` (if present and ``prefer_ema``) or ``model.pdparams`` is read.
+  ``ema.pdparams`` (if present and ``prefer_ema``) or ``model.pdparams`` is read; or a PaddleOCR / PaddleX
+  inference model (folder or prefix of ``inference.{json|pdmodel}`` + ``.pdiparams``), imported by
+  compat.ppocr_import (rep blocks un-fused, training-only parts fresh) when the caller gives ``deploy``.
 * Class-dependent output layers (``reinit_prefixes``; by default ``model.class_dependent_params()``)
   whose shape differs (another dictionary) keep the model's fresh initialisation: "re-initialised".
 * Any other shape mismatch, a model tensor absent from the file ("missing") or a file tensor the
@@ -72,6 +74,27 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what:
     raise CheckpointError(f"{what} not found: {p} (tried {p} and {with_suffix})")
 
 
+def import_inference(model: paddle.nn.Layer, path: str | os.PathLike, deploy, *, for_training: bool = True,
+                     logger: logging.Logger | None = None):
+    """When `path` is a PaddleOCR / PaddleX inference model (a folder or prefix with inference.{json|pdmodel} +
+    .pdiparams), load it into `model` with compat.ppocr_import and return its report; else None.
+    ``deploy(model) -> (exported net, input spec)`` is the recipe's export form. ``for_training``: a class layer of
+    another dictionary size is re-initialised (train) rather than an error (eval / predict / export).
+    Raises CheckpointError (one line)."""
+    from .compat.inference_files import InferenceFormatError, is_inference_model
+    from .compat.ppocr_import import import_inference_model
+
+    if not is_inference_model(path):
+        return None
+    if deploy is None:
+        raise CheckpointError(f"{path} is an inference model: this task cannot import one (no export form)")
+    try:
+        return import_inference_model(model, path, deploy, reinit_prefixes=None if for_training else (),
+                                      logger=logger)
+    except InferenceFormatError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
 def _names(items: Sequence[str], k: int = 5) -> str:
     head = ", ".join(items[:k])
     return f"{head}{', ...' if len(items) > k else ''} ({len(items)} in all)"
@@ -85,17 +108,21 @@ def _shape_list(mapping: Dict[str, Tuple[list, list]], k: int = 8) -> str:
 def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
                     reinit_prefixes: Sequence[str] | None = None, allow_shape_mismatch: bool = False,
                     strict: bool = True, prefer_ema: bool = True, source_prefix: str = "",
-                    logger: logging.Logger | None = None) -> LoadReport:
+                    logger: logging.Logger | None = None, deploy=None) -> LoadReport:
     """Load matching tensors of ``path`` into ``model``; see the module docstring. Returns a LoadReport.
 
     ``reinit_prefixes``: state_dict key prefixes allowed to differ in shape (None -> the model's
     ``class_dependent_params()`` if it has one, else none). ``source_prefix``: read only the file's
     tensors under this prefix, stripped (e.g. "Student." for a PaddleOCR distillation checkpoint).
-    Raises CheckpointError (one line).
+    ``path`` may also be a PaddleOCR inference model when ``deploy`` is given (see import_inference; returns
+    its ImportReport). Raises CheckpointError (one line).
     """
     from .distributed import unwrap
 
     log = logger or _LOG
+    imported = import_inference(model, path, deploy, logger=log) if not source_prefix else None
+    if imported is not None:
+        return imported
     target = unwrap(model)
     if reinit_prefixes is None:
         reinit_prefixes = tuple(target.class_dependent_params()) if hasattr(target, "class_dependent_params") else ()

@@ -225,12 +225,20 @@ class Recipe:
 
     def load_inference_weights(self, model, source: str) -> str:
         """Strictly load the weights of eval/predict/export: a .pdparams / .safetensors file, a prefix without extension
-        (PaddleOCR's ``.../best_accuracy``) or one of our checkpoint folders/roots (EMA weights when
-        Global.use_ema_weights); returns the file loaded. Override to accept a foreign checkpoint format."""
-        from .pretrained import resolve_weights_file
+        (PaddleOCR's ``.../best_accuracy``), one of our checkpoint folders/roots (EMA weights when
+        Global.use_ema_weights) or a PaddleOCR inference model (folder or prefix, pretrained.import_inference);
+        returns the source loaded. Override to accept a foreign checkpoint format."""
+        from .pretrained import import_inference, resolve_weights_file
 
+        if import_inference(model, source, self.inference_deploy, for_training=False, logger=self.log) is not None:
+            return source
         prefer_ema = self.cfg.Global.use_ema_weights
         return load_weights(model, resolve_weights_file(source, prefer_ema, what="weights"), prefer_ema=prefer_ema)
+
+    def inference_deploy(self, model) -> tuple:
+        """(exported net, input spec) of `model` as export mode writes it: how a PaddleOCR inference model given
+        as weights is matched to our network (compat.ppocr_import)."""
+        return self.deploy_model(model)[0], self.input_spec()
 
     def load_pretrained(self, model, path: str) -> None:
         """Init weights (PaddleOCR's Global.pretrained_model): a .pdparams file, a path prefix without
@@ -241,7 +249,8 @@ class Recipe:
 
         if path.startswith(("http://", "https://")):
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
-        load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log)
+        load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log,
+                        deploy=self.inference_deploy)
 
     def init_weights_source(self) -> str:
         """Train mode's init weights: Global.pretrained_model or Global.weights ("" = none; both: an error)."""

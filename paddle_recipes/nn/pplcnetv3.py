@@ -21,6 +21,7 @@ from paddle.regularizer import L2Decay
 
 from .layers import LearnableAffineBlock, SELayer, make_divisible
 from .rec_pool import rec_sequence_pool
+from .reparam import fuse_branches, unfuse_into
 
 # ------------------------------------------------------------------ PPLCNetV3
 # Rec layout per stage: (kernel, in_c, out_c, stride, use_se) before scaling.
@@ -75,7 +76,9 @@ class Act(nn.Layer):
 class LearnableRepLayer(nn.Layer):
     """Sum of ``num_conv_branches`` kxk conv-BN branches, a 1x1 conv-BN branch (k > 1) and a BN
     identity branch (same channels, stride 1); then an affine block and Act (skipped for an
-    integer stride of 2). Training-time form only (no re-parameterisation)."""
+    integer stride of 2). ``fuse()`` re-parameterizes it into ``reparam_conv`` (kxk conv with bias, PaddleOCR's
+    deploy form and name); ``load_fused(weight, bias)`` goes back to the training form (see nn.reparam)."""
+    fused_conv_name = "reparam_conv"
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, groups=1,
                  num_conv_branches=1, lr_mult=1.0, lab_lr=0.1):
@@ -94,7 +97,35 @@ class LearnableRepLayer(nn.Layer):
         self.lab = LearnableAffineBlock(lr_mult=lr_mult, lab_lr=lab_lr)
         self.act = Act(lr_mult=lr_mult, lab_lr=lab_lr)
 
+    def branches(self):
+        """(conv, bn | None) pairs summed before the affine block; bn-only pairs are (None, bn)."""
+        pairs = [(b.conv, b.bn) for b in self.conv_kxk]
+        if self.conv_1x1 is not None:
+            pairs.append((self.conv_1x1.conv, self.conv_1x1.bn))
+        if self.identity is not None:
+            pairs.append((None, self.identity))
+        return pairs
+
+    def fuse(self):
+        """Replace the branches by one ``reparam_conv`` computing their eval-mode sum (in place; once)."""
+        if getattr(self, "reparam_conv", None) is not None:
+            return
+        k = self.conv_kxk[0].conv
+        weight, bias = fuse_branches(self.branches(), k.weight.shape, k._groups)
+        self.reparam_conv = nn.Conv2D(k._in_channels, k._out_channels, k._kernel_size, stride=k._stride,
+                                      padding=k._padding, groups=k._groups)
+        self.reparam_conv.weight.set_value(weight)
+        self.reparam_conv.bias.set_value(bias)
+        self.identity, self.conv_1x1, self.conv_kxk = None, None, nn.LayerList()
+
+    def load_fused(self, weight, bias):
+        """Training form from a fused (weight, bias): see nn.reparam.unfuse_into."""
+        unfuse_into(self.branches(), weight, bias)
+
     def forward(self, x):
+        if getattr(self, "reparam_conv", None) is not None:
+            out = self.lab(self.reparam_conv(x))
+            return out if self.stride == 2 else self.act(out)
         out = 0
         if self.identity is not None:
             out += self.identity(x)
@@ -161,11 +192,11 @@ class PPLCNetV3(nn.Layer):
 
     def forward(self, x):
         x = self.blocks2(self.conv1(x))
-        if self.det:
+        if self.det:  # all stages first, then the projections: PaddleOCR's op order
             outs = []
-            for i, stage in enumerate((self.blocks3, self.blocks4, self.blocks5, self.blocks6)):
+            for stage in (self.blocks3, self.blocks4, self.blocks5, self.blocks6):
                 x = stage(x)
-                outs.append(self.layer_list[i](x))
-            return outs
+                outs.append(x)
+            return [proj(o) for proj, o in zip(self.layer_list, outs)]
         x = self.blocks6(self.blocks5(self.blocks4(self.blocks3(x))))
         return rec_sequence_pool(x, self.training, "PPLCNetV3")

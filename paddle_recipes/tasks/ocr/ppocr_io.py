@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Sequence, Tuple
 
 import numpy as np
+import paddle
 
 from ...config import ConfigError
 from ...export import ExportedModel, inference_files
@@ -62,6 +63,10 @@ class PaddleOCRExport:
 
     def deploy_model(self, model):
         return probabilities_model(model), {}
+
+    def input_spec(self):
+        c, h, _ = self.cfg.Global.image_shape
+        return [paddle.static.InputSpec([None, c, h, None], "float32", "x")]
 
     def export_files(self, deploy, prefix: str):
         return export_paddleocr_layout(deploy, self.charset.chars, self.cfg.Global.image_shape, prefix, self.cfg.Export,

@@ -1,0 +1,332 @@
+"""Read a Paddle inference model from disk without running it: the program's structure and the weights.
+
+    files = find_inference_files("ch_PP-OCRv4_rec_infer")        # a folder or a prefix
+    program = read_program(files)      # Program: parameters (name, shape, dtype) + ops using them
+    tensors = read_pdiparams(files.params, program.param_names)  # {name: np.ndarray}
+    names = read_params_info(files.info)   # {program name: structured name} or None (no .info)
+
+Formats (facts from Paddle's sources, checked on PaddleOCR's released files):
+
+* ``inference.pdmodel``: a ``ProgramDesc`` protobuf, parsed with paddle's generated ``framework_pb2``; the
+  parameters are the persistable variables of block 0 except ``feed`` / ``fetch``.
+* ``inference.json``: a PIR program (paddle >= 3). Parameters are the ``"p"`` ops (``A[3]`` = name, ``O`` =
+  value id + dtype/shape); other ops ``"<dialect>.<op>"`` list their input value ids (``I``) in slot order.
+* ``inference.pdiparams``: the parameters in **sorted name order** (both formats: ``save_combine`` receives
+  the names sorted), each a DenseTensor stream: ``u32`` version (0), ``u64`` LoD level count, per level
+  ``u64`` byte size + that many bytes of ``size_t`` offsets, ``u32`` tensor version (0), ``i32`` size of
+  a ``VarType.TensorDesc`` protobuf (data_type, dims), the protobuf, then the raw little-endian data.
+  Every size is checked against the bytes left before anything is allocated.
+* ``inference.pdiparams.info`` (legacy exports only): a pickle ``{program name: {"structured_name": ...}}``,
+  read with the project's restricted unpickler (serialization.load_plain), never ``pickle.load``.
+
+Every problem is an ``InferenceFormatError``: one line naming the file (and the tensor or op).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["InferenceFormatError", "InferenceFiles", "ParamUse", "Program", "find_inference_files", "param_role",
+           "read_program", "read_pdiparams", "read_params_info", "is_inference_model"]
+
+MODEL_SUFFIXES = (".json", ".pdmodel")  # PIR first: a folder holding both is read as paddle 3 does
+
+
+class InferenceFormatError(ValueError):
+    """A missing, truncated or malformed inference file (one line naming the file)."""
+
+
+@dataclass(frozen=True)
+class InferenceFiles:
+    """The files of one inference model. ``format``: "pir" (inference.json) or "legacy" (inference.pdmodel)."""
+    model: Path
+    params: Path
+    info: Optional[Path]
+
+    @property
+    def format(self) -> str:
+        return "pir" if self.model.suffix == ".json" else "legacy"
+
+
+# (op, input slot) -> role: the same role in a legacy program (slots by name) and a PIR one (slots by position).
+# A PIR conv / linear bias reaches its add through a reshape (a parameter-only op: see _Flow).
+_ROLES = {("elementwise_add", "Y"): "add", ("add", "1"): "add", ("elementwise_add", "X"): "add.x", ("add", "0"): "add.x",
+          ("elementwise_mul", "X"): "mul", ("multiply", "0"): "mul", ("elementwise_mul", "Y"): "mul.y",
+          ("multiply", "1"): "mul.y", ("conv2d", "Filter"): "conv", ("depthwise_conv2d", "Filter"): "conv",
+          ("conv2d", "1"): "conv", ("depthwise_conv2d", "1"): "conv", ("conv2d_transpose", "Filter"): "deconv",
+          ("conv2d_transpose", "1"): "deconv", ("matmul_v2", "Y"): "matmul", ("matmul", "1"): "matmul",
+          ("batch_norm", "Mean"): "bn.mean", ("batch_norm", "Variance"): "bn.var", ("batch_norm", "Scale"): "bn.scale",
+          ("batch_norm", "Bias"): "bn.bias", ("batch_norm", "1"): "bn.mean", ("batch_norm", "2"): "bn.var",
+          ("batch_norm", "3"): "bn.scale", ("batch_norm", "4"): "bn.bias", ("layer_norm", "Scale"): "ln.scale",
+          ("layer_norm", "Bias"): "ln.bias", ("layer_norm", "1"): "ln.scale", ("layer_norm", "2"): "ln.bias"}
+
+
+_SHAPE_OPS = {"shape", "shape64"}
+
+
+def param_role(op: str, slot: str) -> str:
+    """What a parameter is to the op using it ("conv", "bn.mean", "add", ...); unlisted uses: "op:slot"."""
+    op = op.rstrip("_")
+    return _ROLES.get((op, slot), f"{op}:{slot}")
+
+
+@dataclass(frozen=True)
+class ParamUse:
+    """One use of a parameter by an op: ``op`` type (dialect stripped), ``slot`` (legacy: input name such
+    as "Filter" / "Scale"; PIR: input position), ``index`` of the op in the program, ``role`` (param_role),
+    ``level``: the number of parameter-using ops on the longest data path from the program's input to this
+    op, and ``node``: a digest of the parameter-using ops upstream (their roles and how they connect), the
+    same in a legacy and a PIR program of the same network whatever order independent ops are listed in and
+    however parameter-free ops are decomposed. A parameter reaching the op through parameter-only ops
+    (a PIR bias is reshaped first) is a use by that op."""
+    op: str
+    slot: str
+    index: int
+    role: str
+    level: int
+    node: str
+
+
+@dataclass
+class Program:
+    """What the importer needs of a program: its parameters (program name -> (shape, dtype)) and the ops
+    using each one."""
+    source: str
+    params: Dict[str, Tuple[Tuple[int, ...], str]] = field(default_factory=dict)
+    uses: Dict[str, List[ParamUse]] = field(default_factory=dict)
+
+    @property
+    def param_names(self) -> List[str]:
+        """The names in the order ``.pdiparams`` stores them (sorted)."""
+        return sorted(self.params)
+
+    def use_order(self) -> List[str]:
+        """Parameter names by their first use (level, op index, role); unused ones last, sorted."""
+        used = sorted((u[0].level, u[0].index, u[0].role, n) for n, u in self.uses.items() if u)
+        return [k[-1] for k in used] + sorted(n for n in self.params if not self.uses.get(n))
+
+
+class _Flow:
+    """Walks ops in program order. A data value has a level and an ancestry (the digests of the nearest
+    parameter-using ops upstream, "input" for the program input); a constant value (a parameter, or computed
+    from parameters only) carries the parameters it stands for."""
+
+    def __init__(self, prog: Program):
+        self.prog, self.level, self.anc, self.params_of = prog, {}, {}, {}
+
+    def constant(self, value, names: tuple) -> None:
+        self.level[value], self.params_of[value] = None, names
+
+    def add_op(self, index: int, op: str, inputs: List[Tuple[str, object]], outputs: List[object],
+               is_input: bool = False) -> None:
+        data = [v for _, v in inputs if self.level.get(v) is not None]
+        consts = [(slot, p) for slot, v in inputs if v in self.params_of for p in self.params_of[v]]
+        if op in _SHAPE_OPS:  # a shape is metadata, not a data path (legacy programs keep it in attributes)
+            data = []
+        if is_input:
+            level, anc = 0, ("input",)
+        elif not data:  # parameter-only op (reshape of a bias, ...): its output stands for those parameters
+            for v in outputs:
+                self.constant(v, tuple(p for _, p in consts))
+            return
+        else:
+            level = max(self.level[v] for v in data)
+            anc = tuple(sorted({a for v in data for a in self.anc[v]}))
+        if consts:
+            roles = sorted(param_role(op, slot) for slot, _ in consts)
+            node = hashlib.sha1(repr((roles, anc)).encode()).hexdigest()[:16]
+            for slot, name in consts:
+                self.prog.uses[name].append(ParamUse(op, slot, index, param_role(op, slot), level, node))
+            level, anc = level + 1, (node,)
+        for v in outputs:
+            self.level[v], self.anc[v] = level, anc
+
+
+def is_inference_model(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a folder holding ``inference.{json|pdmodel}`` or a prefix ``p`` with ``p.json`` /
+    ``p.pdmodel`` next to ``p.pdiparams`` (what PaddleOCR / PaddleX downloads and exports)."""
+    try:
+        find_inference_files(path)
+        return True
+    except InferenceFormatError:
+        return False
+
+
+def find_inference_files(path: str | os.PathLike) -> InferenceFiles:
+    """The files of the inference model at ``path``: a folder (``<folder>/inference.*``), a prefix, or the
+    ``.json`` / ``.pdmodel`` / ``.pdiparams`` file itself. Raises InferenceFormatError naming what is missing."""
+    p = Path(path)
+    if p.is_dir():
+        prefix = p / "inference"
+    elif p.suffix in (*MODEL_SUFFIXES, ".pdiparams"):
+        prefix = p.with_suffix("")
+    else:
+        prefix = p
+    models = [Path(str(prefix) + s) for s in MODEL_SUFFIXES]
+    model = next((m for m in models if m.is_file()), None)
+    params = Path(str(prefix) + ".pdiparams")
+    if model is None:
+        raise InferenceFormatError(f"inference model not found: {prefix}.json / {prefix}.pdmodel missing")
+    if not params.is_file():
+        raise InferenceFormatError(f"inference model {model}: its weights {params} are missing")
+    info = Path(str(params) + ".info")
+    return InferenceFiles(model, params, info if info.is_file() else None)
+
+
+# ------------------------------------------------------------------ programs
+def read_program(files: InferenceFiles) -> Program:
+    """The parameters and parameter-using ops of ``files.model`` (legacy protobuf or PIR JSON)."""
+    reader = _read_pir if files.format == "pir" else _read_legacy
+    try:
+        return reader(files.model)
+    except InferenceFormatError:
+        raise
+    except Exception as exc:  # a malformed file: protobuf DecodeError, JSON errors, missing keys
+        raise InferenceFormatError(f"{files.model}: not a readable {files.format} inference program "
+                                   f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
+
+
+def _read_legacy(path: Path) -> Program:
+    from paddle.base.proto import framework_pb2 as fpb
+
+    desc = fpb.ProgramDesc()
+    desc.ParseFromString(path.read_bytes())
+    if not desc.blocks:
+        raise InferenceFormatError(f"{path}: the program has no blocks")
+    block = desc.blocks[0]
+    prog = Program(str(path))
+    for var in block.vars:
+        if not var.persistable or var.name in ("feed", "fetch") or not var.type.HasField("dense_tensor"):
+            continue
+        t = var.type.dense_tensor.tensor
+        prog.params[var.name] = (tuple(int(d) for d in t.dims), fpb.VarType.Type.Name(t.data_type))
+        prog.uses[var.name] = []
+    flow = _Flow(prog)
+    for name in prog.params:
+        flow.constant(name, (name,))
+    for i, op in enumerate(block.ops):
+        inputs = [(slot.parameter, arg) for slot in op.inputs for arg in slot.arguments]
+        outputs = [arg for slot in op.outputs for arg in slot.arguments]
+        flow.add_op(i, op.type, inputs, outputs, is_input=op.type == "feed")
+    return prog
+
+
+_PIR_DTYPES = {"f32": "FP32", "f16": "FP16", "bf16": "BF16", "f64": "FP64", "i8": "INT8", "ui8": "UINT8",
+               "i16": "INT16", "i32": "INT32", "i64": "INT64", "b": "BOOL"}
+
+
+def _read_pir(path: Path) -> Program:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    prog = Program(str(path))
+    value_to_param: Dict[int, str] = {}
+    for op in ops:
+        if op.get("#") != "p":
+            continue
+        name = op["A"][3]
+        dtype, dims = op["O"]["TT"]["D"][0]["#"], op["O"]["TT"]["D"][1]
+        prog.params[name] = (tuple(int(d) for d in dims), _PIR_DTYPES.get(dtype.split("t_")[-1], dtype))
+        prog.uses[name] = []
+        value_to_param[op["O"]["%"]] = name
+    flow = _Flow(prog)
+    for value, name in value_to_param.items():
+        flow.constant(value, (name,))
+    for i, op in enumerate(ops):
+        kind = op.get("#", "")
+        if kind == "p":
+            continue
+        ins = [(str(slot), v.get("%")) for slot, v in enumerate(op.get("I", [])) if isinstance(v, dict)]
+        outs = op.get("O", [])
+        outs = [o.get("%") for o in (outs if isinstance(outs, list) else [outs]) if isinstance(o, dict)]
+        flow.add_op(i, kind.split(".", 1)[-1], ins, outs, is_input=kind.endswith(".data"))
+    return prog
+
+
+# ------------------------------------------------------------------ weights
+_NP_DTYPES = {"BOOL": np.bool_, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FP16": np.float16,
+              "FP32": np.float32, "FP64": np.float64, "UINT8": np.uint8, "INT8": np.int8, "BF16": np.uint16,
+              "COMPLEX64": np.complex64, "COMPLEX128": np.complex128}
+
+
+class _Cursor:
+    def __init__(self, path: Path, data: bytes):
+        self.path, self.data, self.pos = path, data, 0
+
+    def take(self, n: int, what: str) -> bytes:
+        if n < 0 or n > len(self.data) - self.pos:
+            raise InferenceFormatError(f"{self.path}: truncated or corrupt at {what} (byte {self.pos}: needs {n} "
+                                       f"bytes, {len(self.data) - self.pos} left)")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: str, what: str):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
+
+
+def read_pdiparams(path: str | os.PathLike, names: Sequence[str]) -> Dict[str, np.ndarray]:
+    """The tensors of a combined ``.pdiparams`` file, named by ``names`` in stored (sorted) order, as numpy
+    arrays (bf16 as its uint16 bits). The count must match exactly: fewer tensors or trailing bytes is an error."""
+    from paddle.base.proto import framework_pb2 as fpb
+
+    path = Path(path)
+    cur = _Cursor(path, path.read_bytes())
+    out: Dict[str, np.ndarray] = {}
+    for name in names:
+        what = f"tensor {name!r} ({len(out) + 1} of {len(names)})"
+        if cur.pos == len(cur.data):
+            raise InferenceFormatError(f"{path}: truncated: the file ends before {what}")
+        if cur.unpack("<I", what + " version") != 0:
+            raise InferenceFormatError(f"{path}: {what}: unsupported tensor stream version")
+        for level in range(cur.unpack("<Q", what + " LoD level count")):
+            cur.take(cur.unpack("<Q", f"{what} LoD level {level} size"), f"{what} LoD level {level}")
+        if cur.unpack("<I", what + " DenseTensor version") != 0:
+            raise InferenceFormatError(f"{path}: {what}: unsupported DenseTensor version")
+        desc = fpb.VarType.TensorDesc()
+        try:
+            desc.ParseFromString(cur.take(cur.unpack("<i", what + " TensorDesc size"), what + " TensorDesc"))
+        except InferenceFormatError:
+            raise
+        except Exception as exc:
+            raise InferenceFormatError(f"{path}: {what}: unreadable TensorDesc ({type(exc).__name__})") from None
+        dtype_name = fpb.VarType.Type.Name(desc.data_type) if desc.data_type in fpb.VarType.Type.values() else "?"
+        dtype = _NP_DTYPES.get(dtype_name)
+        dims = [int(d) for d in desc.dims]
+        if dtype is None or any(d < 0 for d in dims):
+            raise InferenceFormatError(f"{path}: {what}: unsupported dtype {dtype_name} or shape {dims}")
+        nbytes = int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize
+        raw = cur.take(nbytes, f"{what} data ({dtype_name} {dims})")
+        out[name] = np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
+    if cur.pos != len(cur.data):
+        raise InferenceFormatError(f"{path}: {len(cur.data) - cur.pos} bytes after the {len(names)} tensors the "
+                                   "program names (weights of another model?)")
+    return out
+
+
+def read_params_info(path: Optional[Path]) -> Optional[Dict[str, str]]:
+    """``.pdiparams.info`` as {program name: structured name}, or None when ``path`` is None. Read with the
+    restricted unpickler (serialization.load_plain): no pickle globals beyond plain python and numpy."""
+    if path is None:
+        return None
+    from ..serialization import WeightsFileError, load_plain
+
+    try:
+        raw = load_plain(path)
+    except WeightsFileError as exc:
+        raise InferenceFormatError(str(exc)) from None
+    if not isinstance(raw, dict):
+        raise InferenceFormatError(f"{path}: expected a dict of parameter names, got {type(raw).__name__}")
+    names = {}
+    for k, v in raw.items():
+        s = v.get("structured_name") if isinstance(v, dict) else None
+        if not isinstance(k, str) or not isinstance(s, str):
+            raise InferenceFormatError(f"{path}: entry {str(k)[:60]!r} has no structured_name string")
+        names[k] = s
+    return names

@@ -1,0 +1,160 @@
+"""Re-parameterisation of multi-branch blocks both ways, and BN calibration of un-fused blocks.
+
+A rep block computes the eval-mode sum of branches ``BN_i(conv_i(x))`` (a branch without conv is a BN of x
+itself, the identity branch). ``fuse_branches`` folds them into one conv (weight, bias); PaddleOCR's released
+inference models hold only that fused conv (PPLCNetV3's ``reparam_conv``).
+
+``unfuse_into`` goes back to the training form so that fine-tuning trains the network PaddleOCR trains (all
+branches, each with its BN), rather than the deploy form (one plain conv, no BN), whose optimisation differs
+(no branch over-parameterisation, no BN normalising the fused conv): the fused kernel goes into the first kxk
+branch, whose BN becomes an exact pass-through in eval mode (running mean 0, var 1 - eps, gamma 1, so
+that float32 multiplies by exactly 1; beta = the fused bias); every other branch is zeroed (conv weight 0; its BN gamma 1, beta 0, so the branch
+outputs exactly 0 in train and eval mode, and its conv still gets gradients; an identity BN gets gamma 0).
+Eval-mode outputs are unchanged. In train mode the kept BN normalises by batch statistics, which differ from
+mean 0 / var 1: ``calibrate_unfused_bn(model, batches)`` sets those BNs' running mean/var to the statistics of
+their inputs on real data and re-expresses gamma/beta so that the eval-mode function stays the same
+(gamma' = a * sqrt(var + eps), beta' = c + a * mean for the previous eval map y = a * z + c), so that train-mode
+BN (batch statistics) computes nearly the eval-mode function from the first step.
+"""
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import paddle
+import paddle.nn as nn
+
+PASSTHROUGH_FLAG = "_unfused_passthrough"  # set on the BNs unfuse_into made pass-through (calibration targets)
+
+
+def _bn_affine(bn) -> Tuple[np.ndarray, np.ndarray]:
+    """Eval-mode BN as y = a * x + c per channel (float64)."""
+    std = np.sqrt(bn._variance.numpy().astype("float64") + bn._epsilon)
+    a = bn.weight.numpy().astype("float64") / std
+    return a, bn.bias.numpy().astype("float64") - a * bn._mean.numpy().astype("float64")
+
+
+def _dilate(kernel: np.ndarray, rate: int) -> np.ndarray:
+    """A kxk kernel of dilation `rate` as the equivalent dense kernel (zeros between taps)."""
+    if rate == 1:
+        return kernel
+    k = kernel.shape[-1]
+    out = np.zeros(kernel.shape[:2] + (rate * (k - 1) + 1,) * 2, kernel.dtype)
+    out[:, :, ::rate, ::rate] = kernel
+    return out
+
+
+def _centered(kernel: np.ndarray, size: Sequence[int]) -> np.ndarray:
+    ph, pw = (size[0] - kernel.shape[2]) // 2, (size[1] - kernel.shape[3]) // 2
+    return np.pad(kernel, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+
+
+def identity_kernel(shape: Sequence[int]) -> np.ndarray:
+    """The kernel of x itself for a conv of weight shape [out, in/groups, kh, kw] (out == channels)."""
+    out, per_group, kh, kw = shape
+    k = np.zeros(shape, "float64")
+    k[np.arange(out), np.arange(out) % per_group, kh // 2, kw // 2] = 1.0
+    return k
+
+
+def fuse_branches(branches: Sequence[Tuple[Optional[nn.Conv2D], Optional[nn.Layer]]], shape: Sequence[int],
+                  groups: int = 1) -> Tuple[np.ndarray, np.ndarray]:
+    """(weight [shape], bias [out]) of one conv equal to the eval-mode sum of ``branches``: (conv, bn) pairs,
+    conv None = identity, bn None = none; smaller / dilated kernels are centred in ``shape``."""
+    weight, bias = np.zeros(shape, "float64"), np.zeros(shape[0], "float64")
+    for conv, bn in branches:
+        if conv is None:
+            w, b = identity_kernel(shape), np.zeros(shape[0])
+        else:
+            w = _dilate(conv.weight.numpy().astype("float64"), conv._dilation[0])
+            w, b = _centered(w, shape[2:]), (conv.bias.numpy().astype("float64") if conv.bias is not None
+                                             else np.zeros(shape[0]))
+        if bn is not None:
+            a, c = _bn_affine(bn)
+            w, b = w * a[:, None, None, None], b * a + c
+        weight, bias = weight + w, bias + b
+    return weight.astype("float32"), bias.astype("float32")
+
+
+def _set_bn(bn, gamma, beta, var=1.0, mean=0.0):
+    n = bn.weight.shape[0]
+    for t, v in ((bn.weight, gamma), (bn.bias, beta), (bn._mean, mean), (bn._variance, var)):
+        t.set_value(np.broadcast_to(np.asarray(v, "float32"), [n]).copy())
+
+
+def _passthrough(eps: float) -> Tuple[float, float]:
+    """(gamma, running var) for which float32 eval-mode BN multiplies by exactly 1: var = 1 - eps, gamma = 1
+    when var + eps rounds to 1.0 in float32, else var 1, gamma sqrt(1 + eps)."""
+    var = np.float32(1.0) - np.float32(eps)
+    if np.float32(var + np.float32(eps)) == np.float32(1.0):
+        return 1.0, float(var)
+    return float(np.sqrt(1.0 + eps)), 1.0
+
+
+def unfuse_into(branches: Sequence[Tuple[Optional[nn.Conv2D], Optional[nn.Layer]]], weight, bias) -> None:
+    """Write a fused (weight, bias) into the training-form ``branches`` (see the module docstring): the first
+    branch (a conv of that weight shape, with a BN) carries it, the others output exactly 0."""
+    weight, bias = np.asarray(weight, "float32"), np.asarray(bias, "float32")
+    (conv0, bn0), rest = branches[0], branches[1:]
+    if conv0 is None or bn0 is None or list(conv0.weight.shape) != list(weight.shape):
+        raise ValueError(f"cannot un-fuse a {list(weight.shape)} kernel into a branch of shape "
+                         f"{None if conv0 is None else list(conv0.weight.shape)}")
+    conv0.weight.set_value(weight)
+    if conv0.bias is not None:
+        conv0.bias.set_value(np.zeros_like(bias))
+    gamma, var = _passthrough(bn0._epsilon)
+    _set_bn(bn0, gamma, bias, var)
+    setattr(bn0, PASSTHROUGH_FLAG, True)
+    for conv, bn in rest:
+        if conv is not None:
+            conv.weight.set_value(np.zeros(conv.weight.shape, "float32"))
+            if conv.bias is not None:
+                conv.bias.set_value(np.zeros(conv.bias.shape, "float32"))
+        if bn is not None:
+            _set_bn(bn, 0.0 if conv is None else 1.0, 0.0)
+
+
+def passthrough_bns(model: nn.Layer) -> List[Tuple[str, nn.Layer]]:
+    """(name, BN) of the pass-through BNs left by unfuse_into, in model order."""
+    return [(n, m) for n, m in model.named_sublayers() if getattr(m, PASSTHROUGH_FLAG, False)]
+
+
+@paddle.no_grad()
+def calibrate_unfused_bn(model: nn.Layer, batches: Iterable) -> int:
+    """Set each un-fused pass-through BN's running mean/var to the per-channel statistics of its input over
+    ``batches`` (images [B, C, H, W] tensors or arrays, run in eval mode), keeping the eval-mode function
+    (see the module docstring). Returns the number of BNs calibrated (0 when the model has none)."""
+    bns = passthrough_bns(model)
+    if not bns:
+        return 0
+    sums = {n: [0.0, 0.0, 0] for n, _ in bns}
+
+    def hook_for(name):
+        def hook(layer, inputs):
+            x = inputs[0].astype("float64")
+            s = sums[name]
+            s[0] = s[0] + x.sum(axis=[0, 2, 3]).numpy()
+            s[1] = s[1] + (x * x).sum(axis=[0, 2, 3]).numpy()
+            s[2] += x.shape[0] * x.shape[2] * x.shape[3]
+        return hook
+
+    handles = [bn.register_forward_pre_hook(hook_for(n)) for n, bn in bns]
+    was_training = model.training
+    model.eval()
+    try:
+        for batch in batches:
+            model(paddle.to_tensor(np.asarray(batch, "float32")) if not isinstance(batch, paddle.Tensor) else batch)
+    finally:
+        for h in handles:
+            h.remove()
+        if was_training:
+            model.train()
+    for name, bn in bns:
+        total, sq, count = sums[name]
+        if not count:
+            continue
+        mean = total / count
+        var = np.maximum(sq / count - mean * mean, 0.0)
+        a, c = _bn_affine(bn)
+        _set_bn(bn, a * np.sqrt(var + bn._epsilon), c + a * mean, var, mean)
+    return len(bns)
