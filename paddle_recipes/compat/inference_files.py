@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -82,9 +82,9 @@ class ParamUse:
     """One use of a parameter by an op: ``op`` type (dialect stripped), ``slot`` (legacy: input name such
     as "Filter" / "Scale"; PIR: input position), ``index`` of the op in the program, ``role`` (param_role),
     ``level``: the number of parameter-using ops on the longest data path from the program's input to this
-    op, and ``node``: a digest of the parameter-using ops upstream (their roles and how they connect), the
-    same in a legacy and a PIR program of the same network whatever order independent ops are listed in and
-    however parameter-free ops are decomposed. A parameter reaching the op through parameter-only ops
+    op, and ``node``: a digest of the parameter-using ops upstream and downstream (their roles and how they
+    connect), the same in a legacy and a PIR program of the same network whatever order independent ops are
+    listed in and however parameter-free ops are decomposed. A parameter reaching the op through parameter-only ops
     (a PIR bias is reshaped first) is a use by that op."""
     op: str
     slot: str
@@ -113,19 +113,27 @@ class Program:
         return [k[-1] for k in used] + sorted(n for n in self.params if not self.uses.get(n))
 
 
+def _digest(*parts) -> str:
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
+
+
 class _Flow:
-    """Walks ops in program order. A data value has a level and an ancestry (the digests of the nearest
-    parameter-using ops upstream, "input" for the program input); a constant value (a parameter, or computed
-    from parameters only) carries the parameters it stands for."""
+    """Walks ops in program order, then backwards (finish). Forward, a data value has a level and an ancestry
+    (the digests of the nearest parameter-using ops upstream, "input" for the program input); a constant value
+    (a parameter, or computed from parameters only) carries the parameters it stands for. Backward, each
+    parameter-using op gets a descent digest (what the ops downstream of it are), so that two parallel branches
+    on the same input (a skip conv and a reduce conv) are told apart. A use's ``node`` digests both."""
 
     def __init__(self, prog: Program):
         self.prog, self.level, self.anc, self.params_of = prog, {}, {}, {}
+        self.records: list = []  # (up digest | None, roles, data inputs, outputs, [(param name, use)])
 
     def constant(self, value, names: tuple) -> None:
         self.level[value], self.params_of[value] = None, names
 
     def add_op(self, index: int, op: str, inputs: List[Tuple[str, object]], outputs: List[object],
                is_input: bool = False) -> None:
+        outputs = [v for v in outputs if v not in self.prog.params]  # legacy batch_norm writes MeanOut in place
         data = [v for _, v in inputs if self.level.get(v) is not None]
         consts = [(slot, p) for slot, v in inputs if v in self.params_of for p in self.params_of[v]]
         if op in _SHAPE_OPS:  # a shape is metadata, not a data path (legacy programs keep it in attributes)
@@ -139,14 +147,30 @@ class _Flow:
         else:
             level = max(self.level[v] for v in data)
             anc = tuple(sorted({a for v in data for a in self.anc[v]}))
+        up, roles, uses = None, (), []
         if consts:
-            roles = sorted(param_role(op, slot) for slot, _ in consts)
-            node = hashlib.sha1(repr((roles, anc)).encode()).hexdigest()[:16]
-            for slot, name in consts:
-                self.prog.uses[name].append(ParamUse(op, slot, index, param_role(op, slot), level, node))
-            level, anc = level + 1, (node,)
+            roles = tuple(sorted(param_role(op, slot) for slot, _ in consts))
+            up = _digest(roles, anc)
+            uses = [(name, ParamUse(op, slot, index, param_role(op, slot), level, up)) for slot, name in consts]
+            level, anc = level + 1, (up,)
+        self.records.append((up, roles, data, outputs, uses))
         for v in outputs:
             self.level[v], self.anc[v] = level, anc
+
+    def finish(self) -> None:
+        """The backward pass; fills prog.uses in program order."""
+        desc: Dict[object, set] = {}
+        found = []
+        for up, roles, data, outputs, uses in reversed(self.records):
+            below = set().union(*(desc.get(v, set()) for v in outputs))
+            if up is not None:
+                down = _digest(roles, sorted(below))
+                found += [(name, replace(use, node=_digest(up, down))) for name, use in uses]
+                below = {down}
+            for v in data:
+                desc.setdefault(v, set()).update(below)
+        for name, use in reversed(found):
+            self.prog.uses[name].append(use)
 
 
 def is_inference_model(path: str | os.PathLike) -> bool:
@@ -215,6 +239,7 @@ def _read_legacy(path: Path) -> Program:
         inputs = [(slot.parameter, arg) for slot in op.inputs for arg in slot.arguments]
         outputs = [arg for slot in op.outputs for arg in slot.arguments]
         flow.add_op(i, op.type, inputs, outputs, is_input=op.type == "feed")
+    flow.finish()
     return prog
 
 
@@ -246,6 +271,7 @@ def _read_pir(path: Path) -> Program:
         outs = op.get("O", [])
         outs = [o.get("%") for o in (outs if isinstance(outs, list) else [outs]) if isinstance(o, dict)]
         flow.add_op(i, kind.split(".", 1)[-1], ins, outs, is_input=kind.endswith(".data"))
+    flow.finish()
     return prog
 
 

@@ -23,7 +23,6 @@ Errors are ``InferenceFormatError``, one line naming the file, the tensor and th
 """
 from __future__ import annotations
 
-import copy
 import logging
 import re
 import tempfile
@@ -34,6 +33,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
+from ..nn.reparam import fused_copy
 from .inference_files import (InferenceFormatError, Program, find_inference_files, read_params_info,
                               read_pdiparams, read_program)
 
@@ -100,17 +100,6 @@ def _describe(program: Program, name: str) -> str:
     uses = program.uses.get(name, [])
     op = f"op {uses[0].op} input {uses[0].slot}, parameter-op depth {uses[0].level}" if uses else "unused"
     return f"{name} {list(program.params[name][0])} ({op})"
-
-
-def fused_copy(model: paddle.nn.Layer) -> Tuple[paddle.nn.Layer, List[str]]:
-    """A deep copy of `model` in eval mode with every rep block fused; returns (copy, rep block names)."""
-    fused = copy.deepcopy(model)
-    fused.eval()
-    blocks = [n for n, m in fused.named_sublayers() if hasattr(m, "fused_conv_name")]
-    for n, m in fused.named_sublayers():
-        if hasattr(m, "fused_conv_name"):
-            m.fuse()
-    return fused, blocks
 
 
 def _our_program(fused: paddle.nn.Layer, deploy: Deploy) -> Tuple[Program, Dict[str, str]]:
@@ -223,6 +212,10 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
         fused_convs[block] = (w, b)
         report.unfused += [k for k in own if k.startswith(block + ".") and k not in fused_state]
     report.unfused_blocks = list(blocks)
+    stray = [k for k in fused_state if k not in own and not any(k.startswith(f"{b}.{fused_layers[b].fused_conv_name}.")
+                                                                 for b in blocks)]
+    if stray:
+        raise InferenceFormatError(f"{files.params}: {stray[0]} has no place in the training form of the model")
     covered = set(to_load) | set(report.reinitialized) | set(report.unfused)
     report.fresh = [k for k in own if k not in covered]
     used = set(by_structure.values())
@@ -237,7 +230,8 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
     for block, (w, b) in fused_convs.items():
         layers[block].load_fused(w, b)
     report.loaded = list(to_load)
-    cls_keys = [k for k in fused_state if is_class(k) and k.endswith("weight")]
+    class_prefixes = tuple(target.class_dependent_params()) if hasattr(target, "class_dependent_params") else ()
+    cls_keys = [k for p in class_prefixes[:1] for k in fused_state if k.startswith(p) and k.endswith("weight")]
     if cls_keys:
         report.classes = (int(fused_state[cls_keys[0]].shape[-1]), int(own[cls_keys[0]].shape[-1]))
     log.info(report.summary())

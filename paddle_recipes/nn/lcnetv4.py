@@ -8,7 +8,7 @@ checkpoints and the forward pass computes the same function. Shared by text reco
 Block: token mixer (depthwise kxk conv-BN, or for stride 1 and equal channels the
 re-parameterisable ``RepDWConv`` = BN(dw-conv-BN(x) + dw-1x1(x) + x); optional squeeze-excite),
 then channel mixer (1x1 expand x2 -> GELU -> 1x1 compress, + residual for stride 1 and equal
-channels). Training-time form only (PaddleOCR's ``rep()`` fusion is not needed for parity).
+channels). Training-time form; ``RepDWConv.fuse()`` gives the deploy form (used by export and import).
 
 Layouts (``model_size``; PaddleOCR's released configs):
 * rec: tiny (simple stem 24->48, out 160), small (branch stem 48->96, out 384), medium (branch
@@ -29,6 +29,7 @@ from paddle.nn.initializer import Constant
 from paddle.regularizer import L2Decay
 
 from .rec_pool import rec_sequence_pool
+from .reparam import bn_affine, fuse_branches, identity_kernel, set_passthrough, unfuse_into
 
 # One block: (kernel, in_channels, out_channels, stride, use_se).
 Block = Tuple[int, int, int, object, bool]
@@ -160,7 +161,10 @@ class SqueezeExcite(nn.Layer):
 
 
 class RepDWConv(nn.Layer):
-    """BN(dw kxk conv-BN(x) + dw 1x1 conv(x) + x): three branches, re-parameterisable into one dw conv."""
+    """BN(dw kxk conv-BN(x) + dw 1x1 conv(x) + x): three branches. ``fuse()`` re-parameterizes it into one dw conv
+    with bias (``reparam_conv``); ``load_fused(weight, bias)`` goes back to this form (nn/reparam.py): the kxk
+    branch carries weight - identity, both BNs pass through, the 1x1 branch is zero."""
+    fused_conv_name = "reparam_conv"
 
     def __init__(self, channels, kernel_size=3):
         super().__init__()
@@ -170,7 +174,27 @@ class RepDWConv(nn.Layer):
         Constant(1.0)(self.bn.weight)
         Constant(0.0)(self.bn.bias)
 
+    def fuse(self):
+        """Replace the branches and the BN by ``reparam_conv`` (their eval-mode function; in place, once)."""
+        if getattr(self, "reparam_conv", None) is not None:
+            return
+        k = self.conv.conv
+        w, b = fuse_branches([(k, self.conv.bn), (self.conv1, None), (None, None)], k.weight.shape, k._groups)
+        a, c = bn_affine(self.bn)
+        self.reparam_conv = nn.Conv2D(k._in_channels, k._out_channels, k._kernel_size, padding=k._padding,
+                                      groups=k._groups)
+        self.reparam_conv.weight.set_value((w * a[:, None, None, None]).astype("float32"))
+        self.reparam_conv.bias.set_value((b * a + c).astype("float32"))
+        self.conv, self.conv1, self.bn = None, None, None
+
+    def load_fused(self, weight, bias):
+        unfuse_into([(self.conv.conv, self.conv.bn), (self.conv1, None)],
+                    weight - identity_kernel(weight.shape).astype("float32"), bias)
+        set_passthrough(self.bn, 0.0)
+
     def forward(self, x):
+        if getattr(self, "reparam_conv", None) is not None:
+            return self.reparam_conv(x)
         return self.bn(self.conv(x) + self.conv1(x) + x)
 
 

@@ -18,6 +18,7 @@ BN (batch statistics) computes nearly the eval-mode function from the first step
 """
 from __future__ import annotations
 
+import copy
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,7 +28,7 @@ import paddle.nn as nn
 PASSTHROUGH_FLAG = "_unfused_passthrough"  # set on the BNs unfuse_into made pass-through (calibration targets)
 
 
-def _bn_affine(bn) -> Tuple[np.ndarray, np.ndarray]:
+def bn_affine(bn) -> Tuple[np.ndarray, np.ndarray]:
     """Eval-mode BN as y = a * x + c per channel (float64)."""
     std = np.sqrt(bn._variance.numpy().astype("float64") + bn._epsilon)
     a = bn.weight.numpy().astype("float64") / std
@@ -70,7 +71,7 @@ def fuse_branches(branches: Sequence[Tuple[Optional[nn.Conv2D], Optional[nn.Laye
             w, b = _centered(w, shape[2:]), (conv.bias.numpy().astype("float64") if conv.bias is not None
                                              else np.zeros(shape[0]))
         if bn is not None:
-            a, c = _bn_affine(bn)
+            a, c = bn_affine(bn)
             w, b = w * a[:, None, None, None], b * a + c
         weight, bias = weight + w, bias + b
     return weight.astype("float32"), bias.astype("float32")
@@ -91,6 +92,24 @@ def _passthrough(eps: float) -> Tuple[float, float]:
     return float(np.sqrt(1.0 + eps)), 1.0
 
 
+def set_passthrough(bn, beta) -> None:
+    """Make `bn` compute x + beta in eval mode (exactly, in float32) and mark it for calibrate_unfused_bn."""
+    gamma, var = _passthrough(bn._epsilon)
+    _set_bn(bn, gamma, beta, var)
+    setattr(bn, PASSTHROUGH_FLAG, True)
+
+
+def fused_copy(model: nn.Layer) -> Tuple[nn.Layer, List[str]]:
+    """A deep copy of `model` in eval mode with every rep block (a layer with ``fused_conv_name`` and ``fuse()``)
+    fused; returns (copy, names of the rep blocks). `model` itself is not changed."""
+    fused = copy.deepcopy(model)
+    fused.eval()
+    blocks = [(n, m) for n, m in fused.named_sublayers() if hasattr(m, "fused_conv_name")]
+    for _, m in blocks:
+        m.fuse()
+    return fused, [n for n, _ in blocks]
+
+
 def unfuse_into(branches: Sequence[Tuple[Optional[nn.Conv2D], Optional[nn.Layer]]], weight, bias) -> None:
     """Write a fused (weight, bias) into the training-form ``branches`` (see the module docstring): the first
     branch (a conv of that weight shape, with a BN) carries it, the others output exactly 0."""
@@ -102,9 +121,7 @@ def unfuse_into(branches: Sequence[Tuple[Optional[nn.Conv2D], Optional[nn.Layer]
     conv0.weight.set_value(weight)
     if conv0.bias is not None:
         conv0.bias.set_value(np.zeros_like(bias))
-    gamma, var = _passthrough(bn0._epsilon)
-    _set_bn(bn0, gamma, bias, var)
-    setattr(bn0, PASSTHROUGH_FLAG, True)
+    set_passthrough(bn0, bias)
     for conv, bn in rest:
         if conv is not None:
             conv.weight.set_value(np.zeros(conv.weight.shape, "float32"))
@@ -155,6 +172,6 @@ def calibrate_unfused_bn(model: nn.Layer, batches: Iterable) -> int:
             continue
         mean = total / count
         var = np.maximum(sq / count - mean * mean, 0.0)
-        a, c = _bn_affine(bn)
+        a, c = bn_affine(bn)
         _set_bn(bn, a * np.sqrt(var + bn._epsilon), c + a * mean, var, mean)
     return len(bns)

@@ -14,6 +14,7 @@ import numpy as np
 import paddle
 
 from ...config import ConfigError
+from ...nn.reparam import fused_copy
 from ...export import ExportedModel, inference_files
 from ...formats.ppocr_logs import rec_cur_metric
 from ...formats.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig
@@ -56,13 +57,14 @@ def probabilities_model(model):
 
 
 class PaddleOCRExport:
-    """Recipe hooks of the OCR export (mix in before Recipe): the deploy model outputs softmax probabilities,
-    export_files writes PaddleOCR's layout (Export.model_name / Export.legacy), parity on random inputs of
+    """Recipe hooks of the OCR export (mix in before Recipe): the deploy model (rep blocks fused) outputs softmax
+    probabilities, export_files writes PaddleOCR's layout (Export.model_name / Export.legacy), parity on random inputs of
     Global.image_shape, plus greedy-decoded texts equal. Needs ``self.charset`` and ``self.cfg``."""
     output_names, parity_after_deploy = ("probs",), True
 
     def deploy_model(self, model):
-        return probabilities_model(model), {}
+        fused, blocks = fused_copy(model)  # rep blocks re-parameterized, as PaddleOCR exports them
+        return probabilities_model(fused), {"rep_blocks_fused": len(blocks)}
 
     def input_spec(self):
         c, h, _ = self.cfg.Global.image_shape

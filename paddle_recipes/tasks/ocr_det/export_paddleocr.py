@@ -37,6 +37,7 @@ import paddle
 from ...export import inference_files
 from ...nn import catalog
 from ...formats.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig, folder_files, write_inference_dir
+from ...nn.reparam import fused_copy
 from .models import DetInferenceModel
 from .postprocess import DBPostProcess
 from .transforms import IMAGENET_MEAN, IMAGENET_STD
@@ -140,8 +141,9 @@ class DetPaddleOCRExport:
         return [paddle.static.InputSpec([None, 3, None, None], "float32", "x")]
 
     def deploy_model(self, model):
-        deploy = DetInferenceModel(model)
-        return deploy, {"repeat_upsample_layers": deploy.switched}
+        fused, blocks = fused_copy(model)  # rep blocks re-parameterized, as PaddleOCR exports them
+        deploy = DetInferenceModel(fused)
+        return deploy, {"repeat_upsample_layers": deploy.switched, "rep_blocks_fused": len(blocks)}
 
     def export_files(self, deploy, prefix: str):
         cfg, out_dir = self.cfg, Path(prefix).parent

@@ -4,8 +4,7 @@
 Both are the v4/v5 necks (``RSEFPN`` / ``LKPAN``, see necks.py) with their kxk convs replaced by UniRepLKNet's
 dilated re-parameterisable depthwise blocks (``DilatedReparamBlock``): a depthwise kxk conv + BN (``lk_origin``,
 ``origin_bn``) plus parallel dilated depthwise convs + BN (``dil_conv_k{k}_{r}``, ``dil_bn_k{k}_{r}``), summed.
-Training keeps the branches (that is what PaddleOCR's checkpoints hold); PaddleOCR folds them for export,
-we export them unfolded (same outputs).
+Training keeps the branches (that is what PaddleOCR's checkpoints hold); export folds them, as PaddleOCR does.
 
 Input: the 4 backbone maps (strides 4, 8, 16, 32). Output: eval [B, out_channels, H/4, W/4]; train a dict
 ``{"fuse": that map, "aux_p4": out4, "aux_p3": out3, "aux_p2": out2}`` whose top-down sums (``out_channels``
@@ -17,6 +16,7 @@ from typing import Sequence
 
 import paddle.nn as nn
 
+from ...nn.reparam import fuse_branches, unfuse_into
 from .necks import SEModule, RSELayer, _IntraCL, _conv
 
 # kernel size -> the (kernel, dilation) of its parallel branches (UniRepLKNet's table, as PaddleOCR)
@@ -26,14 +26,15 @@ DILATED_BRANCHES = {5: ((3, 1), (3, 2)), 7: ((5, 1), (3, 2), (3, 3)), 9: ((5, 1)
 
 class DilatedReparamBlock(nn.Layer):
     """Depthwise kxk conv + BN plus one depthwise (k_i, dilation r_i) conv + BN per branch, summed; 'same'
-    padding, no biases. ``kernel_size``: 5, 7, 9, 11 or 13."""
+    padding, no biases. ``kernel_size``: 5, 7, 9, 11 or 13. ``fuse()`` / ``load_fused()``: see nn/reparam.py."""
+    fused_conv_name = "lk_origin"
 
     def __init__(self, channels: int, kernel_size: int = 9):
         super().__init__()
         if kernel_size not in DILATED_BRANCHES:
             raise ValueError(f"DilatedReparamBlock: kernel_size must be one of {sorted(DILATED_BRANCHES)}, "
                              f"got {kernel_size!r}")
-        self.branches = DILATED_BRANCHES[kernel_size]
+        self.branches, self.fused = DILATED_BRANCHES[kernel_size], False
         self.lk_origin = nn.Conv2D(channels, channels, kernel_size, padding=kernel_size // 2, groups=channels,
                                    bias_attr=False)
         self.origin_bn = nn.BatchNorm2D(channels)
@@ -42,7 +43,34 @@ class DilatedReparamBlock(nn.Layer):
                                                               dilation=r, groups=channels, bias_attr=False))
             self.add_sublayer(f"dil_bn_k{k}_{r}", nn.BatchNorm2D(channels))
 
+    def pairs(self):
+        return [(self.lk_origin, self.origin_bn)] + [
+            (getattr(self, f"dil_conv_k{k}_{r}"), getattr(self, f"dil_bn_k{k}_{r}")) for k, r in self.branches]
+
+    def fuse(self):
+        """Fold every branch into ``lk_origin`` (a kxk depthwise conv with bias, UniRepLKNet's deploy form;
+        in place, once)."""
+        if self.fused:
+            return
+        k = self.lk_origin
+        w, b = fuse_branches(self.pairs(), k.weight.shape, k._groups)
+        self.lk_origin = nn.Conv2D(k._in_channels, k._out_channels, k._kernel_size, padding=k._padding,
+                                   groups=k._groups)
+        self.lk_origin.weight.set_value(w)
+        self.lk_origin.bias.set_value(b)
+        self.origin_bn = None
+        for kk, r in self.branches:
+            setattr(self, f"dil_conv_k{kk}_{r}", None)
+            setattr(self, f"dil_bn_k{kk}_{r}", None)
+        self.fused = True
+
+    def load_fused(self, weight, bias):
+        """Training form from the fused (weight, bias): see nn.reparam.unfuse_into."""
+        unfuse_into(self.pairs(), weight, bias)
+
     def forward(self, x):
+        if self.fused:
+            return self.lk_origin(x)
         out = self.origin_bn(self.lk_origin(x))
         for k, r in self.branches:
             out = out + getattr(self, f"dil_bn_k{k}_{r}")(getattr(self, f"dil_conv_k{k}_{r}")(x))
