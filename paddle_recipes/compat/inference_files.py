@@ -174,13 +174,12 @@ class _Flow:
 
 
 def is_inference_model(path: str | os.PathLike) -> bool:
-    """True when ``path`` is a folder holding ``inference.{json|pdmodel}`` or a prefix ``p`` with ``p.json`` /
-    ``p.pdmodel`` next to ``p.pdiparams`` (what PaddleOCR / PaddleX downloads and exports)."""
-    try:
-        find_inference_files(path)
-        return True
-    except InferenceFormatError:
-        return False
+    """True when ``path`` looks like an inference model: a folder holding ``inference.{json|pdmodel|pdiparams}``,
+    a prefix ``p`` with ``p.json`` / ``p.pdmodel`` / ``p.pdiparams``, or one of those files (what PaddleOCR /
+    PaddleX download and export). find_inference_files then names any file missing."""
+    p = Path(path)
+    prefix = p / "inference" if p.is_dir() else p.with_suffix("") if p.suffix in (*MODEL_SUFFIXES, ".pdiparams") else p
+    return any(Path(str(prefix) + s).is_file() for s in (*MODEL_SUFFIXES, ".pdiparams"))
 
 
 def find_inference_files(path: str | os.PathLike) -> InferenceFiles:

@@ -102,6 +102,18 @@ def _describe(program: Program, name: str) -> str:
     return f"{name} {list(program.params[name][0])} ({op})"
 
 
+def _wrapper_prefix(net: paddle.nn.Layer, fused: paddle.nn.Layer) -> str:
+    """The key prefix the exported net (a wrapper, possibly a copy) puts before the fused model's keys ("det.")."""
+    keys, own = list(net.state_dict()), set(fused.state_dict())
+    for k in own:
+        if keys and keys[0].endswith(k):
+            prefix = keys[0][:len(keys[0]) - len(k)]
+            if prefix.endswith(".") or not prefix:
+                if all(key.startswith(prefix) and key[len(prefix):] in own for key in keys):
+                    return prefix
+    raise InferenceFormatError("the export form of the model (deploy) does not hold the model's own tensors")
+
+
 def _our_program(fused: paddle.nn.Layer, deploy: Deploy) -> Tuple[Program, Dict[str, str]]:
     """Our fused model exported to a temporary PIR program (compared by role with either format); returns it
     and {program name: our state_dict key}."""
@@ -111,7 +123,7 @@ def _our_program(fused: paddle.nn.Layer, deploy: Deploy) -> Tuple[Program, Dict[
     with tempfile.TemporaryDirectory(prefix="ppocr_import_") as tmp:
         export_model(net, spec, Path(tmp) / "inference")
         program = read_program(find_inference_files(tmp))
-    names = {t.name: k for k, t in fused.state_dict().items()}
+    names = {t.name: k[len(prefix):] for prefix in [_wrapper_prefix(net, fused)] for k, t in net.state_dict().items()}
     unknown = [n for n in program.params if n not in names]
     if unknown:
         raise InferenceFormatError(f"our exported program holds tensors the model does not name: {unknown[:3]}")
