@@ -246,7 +246,7 @@ def _randomize_bns(model, seed):
 @pytest.mark.parametrize("block", ["LearnableRepLayer", "RepDWConv", "DilatedReparamBlock"])
 def test_fuse_then_unfuse_keeps_the_eval_function(block):
     from paddle_recipes.nn.lcnetv4 import RepDWConv
-    from paddle_recipes.tasks.ocr.ppocr_backbones import LearnableRepLayer
+    from paddle_recipes.nn.pplcnetv3 import LearnableRepLayer
     from paddle_recipes.tasks.ocr_det.replk_necks import DilatedReparamBlock
 
     paddle.seed(0)
