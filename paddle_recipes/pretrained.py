@@ -75,11 +75,12 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what:
 
 
 def import_inference(model: paddle.nn.Layer, path: str | os.PathLike, deploy, *, for_training: bool = True,
-                     logger: logging.Logger | None = None):
+                     dictionary: str = "", logger: logging.Logger | None = None):
     """When `path` is a PaddleOCR / PaddleX inference model (a folder or prefix with inference.{json|pdmodel} +
     .pdiparams), load it into `model` with compat.ppocr_import and return its report; else None.
     ``deploy(model) -> (exported net, input spec)`` is the recipe's export form. ``for_training``: a class layer of
     another dictionary size is re-initialised (train) rather than an error (eval / predict / export).
+    ``dictionary``: the model's label set, named in the log line.
     Raises CheckpointError (one line)."""
     from .compat.inference_files import InferenceFormatError, is_inference_model
     from .compat.ppocr_import import import_inference_model
@@ -90,7 +91,7 @@ def import_inference(model: paddle.nn.Layer, path: str | os.PathLike, deploy, *,
         raise CheckpointError(f"{path} is an inference model: this task cannot import one (no export form)")
     try:
         return import_inference_model(model, path, deploy, reinit_prefixes=None if for_training else (),
-                                      logger=logger)
+                                      dictionary=dictionary, logger=logger)
     except InferenceFormatError as exc:
         raise CheckpointError(str(exc)) from None
 
@@ -108,7 +109,7 @@ def _shape_list(mapping: Dict[str, Tuple[list, list]], k: int = 8) -> str:
 def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
                     reinit_prefixes: Sequence[str] | None = None, allow_shape_mismatch: bool = False,
                     strict: bool = True, prefer_ema: bool = True, source_prefix: str = "",
-                    logger: logging.Logger | None = None, deploy=None) -> LoadReport:
+                    logger: logging.Logger | None = None, deploy=None, dictionary: str = "") -> LoadReport:
     """Load matching tensors of ``path`` into ``model``; see the module docstring. Returns a LoadReport.
 
     ``reinit_prefixes``: state_dict key prefixes allowed to differ in shape (None -> the model's
@@ -120,7 +121,7 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
     from .distributed import unwrap
 
     log = logger or _LOG
-    imported = import_inference(model, path, deploy, logger=log) if not source_prefix else None
+    imported = import_inference(model, path, deploy, dictionary=dictionary, logger=log) if not source_prefix else None
     if imported is not None:
         return imported
     target = unwrap(model)

@@ -230,10 +230,15 @@ class Recipe:
         returns the source loaded. Override to accept a foreign checkpoint format."""
         from .pretrained import import_inference, resolve_weights_file
 
-        if import_inference(model, source, self.inference_deploy, for_training=False, logger=self.log) is not None:
+        if import_inference(model, source, self.inference_deploy, for_training=False, dictionary=self.label_set(),
+                            logger=self.log) is not None:
             return source
         prefer_ema = self.cfg.Global.use_ema_weights
         return load_weights(model, resolve_weights_file(source, prefer_ema, what="weights"), prefer_ema=prefer_ema)
+
+    def label_set(self) -> str:
+        """What the model's output classes are (e.g. its dict file), for weight-loading log lines; "" = not said."""
+        return ""
 
     def inference_deploy(self, model) -> tuple:
         """(exported net, input spec) of `model` as export mode writes it: how a PaddleOCR inference model given
@@ -250,7 +255,7 @@ class Recipe:
         if path.startswith(("http://", "https://")):
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
         load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log,
-                        deploy=self.inference_deploy)
+                        deploy=self.inference_deploy, dictionary=self.label_set())
 
     def init_weights_source(self) -> str:
         """Train mode's init weights: Global.pretrained_model or Global.weights ("" = none; both: an error)."""

@@ -346,3 +346,24 @@ def test_oversized_tensor_header_is_refused_before_allocation(tmp_path):
     (tmp_path / "x.pdiparams").write_bytes(blob)
     with pytest.raises(InferenceFormatError, match=r"x\.pdiparams: truncated or corrupt at tensor 'w' \(1 of 1\) data"):
         read_pdiparams(tmp_path / "x.pdiparams", ["w"])
+
+
+@needs_official
+@pytest.mark.slow
+def test_train_from_official_inference_dir_through_the_cli(tmp_path, caplog):
+    """Global.pretrained_model=<inference dir> in train mode with another dict: one import line (dict, classes,
+    re-initialised class layer), 2 MultiLoss steps, a finite checkpoint."""
+    from test_paddleocr_recipe import DICT_A, data_opts, run, write_label_set
+
+    name = "PP-OCRv4/PP-OCRv4_mobile_rec.yml"
+    data = write_label_set(tmp_path / "data", DICT_A)
+    opts = [o for o in data_opts(data, tmp_path / "out", name) if not o.startswith("Global.pretrained_model")]
+    with caplog.at_level(logging.INFO):
+        run(["-c", str(REC_YAML), "-o", *opts, f"Global.pretrained_model={REC_DIR}"])
+    line = [r.getMessage() for r in caplog.records if "PaddleOCR inference model" in r.getMessage()]
+    assert len(line) == 1 and f"dict {data / 'dict.txt'}" in line[0], line
+    assert "classes 6625 in the file, 18 in the model (dict" in line[0] and "class layer re-initialised" in line[0]
+    from paddle_recipes.serialization import load_weights_file
+
+    saved = load_weights_file(tmp_path / "out" / "checkpoints" / "best" / "model.pdparams", return_numpy=True)
+    assert saved["head.ctc_head.fc.weight"].shape == (120, 18) and all(np.isfinite(v).all() for v in saved.values())

@@ -58,6 +58,7 @@ class ImportReport:
     reinitialized: Dict[str, Tuple[list, list]] = field(default_factory=dict)
     fresh: List[str] = field(default_factory=list)
     classes: Tuple[int, int] | None = None  # (file, model)
+    dictionary: str = ""  # what the model's classes are (the recipe's dict file), for the log line
 
     missing: List[str] = field(default_factory=list)  # LoadReport compatibility: always empty
     skipped: Dict[str, Tuple[list, list]] = field(default_factory=dict)
@@ -69,6 +70,7 @@ class ImportReport:
 
     def summary(self) -> str:
         cls = (f"; classes {self.classes[0]} in the file, {self.classes[1]} in the model"
+               + (f" ({self.dictionary})" if self.dictionary else "")
                + (f" (dictionary changed: class layer re-initialised: {', '.join(self.reinitialized)})"
                   if self.reinitialized else "")) if self.classes else ""
         return (f"pretrained {self.source}: PaddleOCR inference model ({self.format}, matched {self.how}): "
@@ -170,10 +172,11 @@ def _align(theirs: Program, ours: Program, our_names: Dict[str, str], info: Dict
 
 
 def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
-                           reinit_prefixes: Sequence[str] | None = None,
+                           reinit_prefixes: Sequence[str] | None = None, dictionary: str = "",
                            logger: logging.Logger | None = None) -> ImportReport:
     """Load the inference model at `path` (folder or prefix) into `model` (training form); see the module
-    docstring. ``reinit_prefixes``: class-dependent keys (None -> model.class_dependent_params()).
+    docstring. ``reinit_prefixes``: class-dependent keys (None -> model.class_dependent_params()). ``dictionary``:
+    the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt").
     Raises InferenceFormatError (one line)."""
     from ..distributed import unwrap
 
@@ -204,7 +207,7 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
 
     fused_state: Dict[str, np.ndarray] = {by_structure[n]: tensors[n] for n in theirs.params}
     report = ImportReport(str(files.model.parent if files.model.stem == "inference" else files.model.with_suffix("")),
-                          f"{files.format} {files.model.name}", how)
+                          f"{files.format} {files.model.name}", how, dictionary=dictionary)
     own = target.state_dict()
     to_load = {}
     for key, value in fused_state.items():

@@ -52,6 +52,9 @@ class OcrRec(PaddleOCRExport, Recipe):
         g = self.cfg.Global
         return CharDict.from_file(resolve_path(g.character_dict_path), use_space_char=g.use_space_char)
 
+    def label_set(self) -> str:
+        return f"dict {self.charset.source}"
+
     def build_dataset(self, split: str) -> RecDataset:  # "train" | "eval" | "heldout" (eval fonts only)
         section, g = self.cfg.Train if split == "train" else self.cfg.Eval, self.cfg.Global
         multi = self.cfg.Architecture.is_multihead  # NRTR labels: [<s>, text, </s>]
