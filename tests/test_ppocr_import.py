@@ -227,7 +227,9 @@ def test_calibration_keeps_eval_and_brings_train_mode_close(official_rec):
 
     gap_before = train_vs_eval(model)
     assert calibrate_unfused_bn(model, batches) == len(passthrough_bns(model)) == 28
-    assert rel(eval_out(model, x.numpy()), before) <= TOL  # the eval-mode function is unchanged
+    # the eval-mode function is unchanged up to float32 rounding of the re-expressed BNs (no longer exactly 1 * x + b:
+    # measured 0.5e-5 .. 1.0e-5 of scale on these inputs, hence 3e-5)
+    assert rel(eval_out(model, x.numpy()), before) <= 3 * TOL
     gap_after = train_vs_eval(model)
     assert gap_after < 0.5 * gap_before and gap_after < 0.2, (gap_before, gap_after)
 
