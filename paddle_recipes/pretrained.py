@@ -7,7 +7,7 @@ all others; nothing is skipped silently:
   ``best_accuracy.pdparams``), or one of our checkpoint folders / roots (``latest``), whose
   ``ema.pdparams`` (if present and ``prefer_ema``) or ``model.pdparams`` is read; or a PaddleOCR / PaddleX
   inference model (folder or prefix of ``inference.{json|pdmodel}`` + ``.pdiparams``), imported by
-  compat.ppocr_import (rep blocks un-fused, training-only parts fresh) when the caller gives ``deploy``.
+  formats.ppocr_import (rep blocks un-fused, training-only parts fresh) when the caller gives ``deploy``.
 * Class-dependent output layers (``reinit_prefixes``; by default ``model.class_dependent_params()``)
   whose shape differs (another dictionary) keep the model's fresh initialisation: "re-initialised".
 * Any other shape mismatch, a model tensor absent from the file ("missing") or a file tensor the
@@ -77,13 +77,13 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what:
 def import_inference(model: paddle.nn.Layer, path: str | os.PathLike, deploy, *, for_training: bool = True,
                      dictionary: str = "", logger: logging.Logger | None = None):
     """When `path` is a PaddleOCR / PaddleX inference model (a folder or prefix with inference.{json|pdmodel} +
-    .pdiparams), load it into `model` with compat.ppocr_import and return its report; else None.
+    .pdiparams), load it into `model` with formats.ppocr_import and return its report; else None.
     ``deploy(model) -> (exported net, input spec)`` is the recipe's export form. ``for_training``: a class layer of
     another dictionary size is re-initialised (train) rather than an error (eval / predict / export).
     ``dictionary``: the model's label set, named in the log line.
     Raises CheckpointError (one line)."""
-    from .compat.inference_files import InferenceFormatError, is_inference_model
-    from .compat.ppocr_import import import_inference_model
+    from .formats.inference_files import InferenceFormatError, is_inference_model
+    from .formats.ppocr_import import import_inference_model
 
     if not is_inference_model(path):
         return None

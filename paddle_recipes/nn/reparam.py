@@ -7,12 +7,13 @@ inference models hold only that fused conv (PPLCNetV3's ``reparam_conv``).
 ``unfuse_into`` goes back to the training form so that fine-tuning trains the network PaddleOCR trains (all
 branches, each with its BN), rather than the deploy form (one plain conv, no BN), whose optimisation differs
 (no branch over-parameterisation, no BN normalising the fused conv): the fused kernel goes into the first kxk
-branch, whose BN becomes an exact pass-through in eval mode (running mean 0, var 1 - eps, gamma 1, so
-that float32 multiplies by exactly 1; beta = the fused bias); every other branch is zeroed (conv weight 0; its BN gamma 1, beta 0, so the branch
-outputs exactly 0 in train and eval mode, and its conv still gets gradients; an identity BN gets gamma 0).
-Eval-mode outputs are unchanged. In train mode the kept BN normalises by batch statistics, which differ from
-mean 0 / var 1: ``calibrate_unfused_bn(model, batches)`` sets those BNs' running mean/var to the statistics of
-their inputs on real data and re-expresses gamma/beta so that the eval-mode function stays the same
+branch, whose BN becomes a pass-through in eval mode (running mean 0, var 1 - eps, gamma 1, beta = the fused
+bias; paddle's BN kernel still rounds once, ~1 ulp); every other branch is zeroed (conv weight 0; its BN gamma 1,
+beta 0, so the branch outputs exactly 0 in train and eval mode, and its conv still gets gradients; an identity BN
+gets gamma 0). Eval-mode outputs are unchanged up to that rounding. In train mode the kept BN normalises by
+batch statistics, which differ from mean 0 / var 1: ``calibrate_unfused_bn(model, batches)`` sets those BNs'
+running mean/var to the statistics of their inputs on real data and re-expresses gamma/beta so that the eval-mode
+function stays the same
 (gamma' = a * sqrt(var + eps), beta' = c + a * mean for the previous eval map y = a * z + c), so that train-mode
 BN (batch statistics) computes nearly the eval-mode function from the first step.
 """

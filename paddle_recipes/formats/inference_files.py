@@ -57,7 +57,8 @@ class InferenceFiles:
 
 # (op, input slot) -> role: the same role in a legacy program (slots by name) and a PIR one (slots by position).
 # A PIR conv / linear bias reaches its add through a reshape (a parameter-only op: see _Flow).
-_ROLES = {("elementwise_add", "Y"): "add", ("add", "1"): "add", ("elementwise_add", "X"): "add.x", ("add", "0"): "add.x",
+_ROLES = {("elementwise_add", "Y"): "add", ("add", "1"): "add", ("elementwise_add", "X"): "add.x",
+          ("add", "0"): "add.x",
           ("elementwise_mul", "X"): "mul", ("multiply", "0"): "mul", ("elementwise_mul", "Y"): "mul.y",
           ("multiply", "1"): "mul.y", ("conv2d", "Filter"): "conv", ("depthwise_conv2d", "Filter"): "conv",
           ("conv2d", "1"): "conv", ("depthwise_conv2d", "1"): "conv", ("conv2d_transpose", "Filter"): "deconv",

@@ -7,10 +7,11 @@ How tensors are matched, never by a silent order guess:
 
 1. Our model is copied, its rep blocks fused (the deploy form PaddleOCR exports: ``reparam_conv`` ...), and the
    copy exported to a temporary PIR program (``deploy`` gives the exported net and its input spec, as the
-   recipe's export does). Each parameter of both programs gets a signature: its shape and the roles of the ops
-   using it (conv filter, BN mean / variance / scale / bias, added, multiplied, matmul, layer-norm scale / bias:
-   the same role in a legacy and a PIR program); parameters are ordered by first use. The two sequences must agree one to one
-   ("structure"); this names every tensor of the file by our state_dict key.
+   recipe's export does). Each parameter of both programs gets a place (inference_files.ParamUse): the role of
+   each op using it (conv filter, BN mean / variance / scale / bias, added, multiplied, matmul, layer-norm
+   scale / bias: the same in a legacy and a PIR program) and a digest of the parameter-using ops upstream and
+   downstream. The files' tensors and ours must meet one to one at equal places ("structure"); several tensors
+   at one place are told apart by shape, else by the .info, else it is an error. Shapes must then agree.
 2. With ``.pdiparams.info`` the file's own structured names (PaddleOCR's released PP-OCRv4 names its rep
    blocks' affine parameters ``w``/``b``/``activation.*``: translated to ours) must name the same tensor as
    the structure does; a disagreement is an error (a ``.info`` that lies).
@@ -161,7 +162,8 @@ def _align(theirs: Program, ours: Program, our_names: Dict[str, str], info: Dict
             if len(same) != 1:
                 raise InferenceFormatError(
                     f"{source}: {_describe(theirs, name)} could be any of {len(candidates)} tensors of ours "
-                    f"({', '.join(our_names[c] for c in candidates[:3])}); without a .pdiparams.info it cannot be told apart")
+                    f"({', '.join(our_names[c] for c in candidates[:3])}); without a .pdiparams.info it cannot be "
+                    "told apart")
             mapping[name] = our_names[same[0]]
             candidates.remove(same[0])
     if mine:
