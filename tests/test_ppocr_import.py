@@ -186,6 +186,26 @@ def test_official_det_equals_paddle_inference(tmp_path, info):
 
 
 @needs_official
+@pytest.mark.parametrize("info", [True, False], ids=["info", "structure"])
+def test_official_cls_equals_paddle_inference(tmp_path, info):
+    """ch_ppocr_mobile_v2.0_cls (MobileNetV3 small x0.35 + ClsHead): all 213 tensors, probabilities equal; the line
+    and the line turned 180 degrees are told apart."""
+    from paddle_recipes.tasks.ocr_cls.models import ClsArchitecture, build_cls_model
+
+    folder = RAPID / "models" / "ch_ppocr_mobile_v2_cls_infer"
+    model = build_cls_model(ClsArchitecture(name="ch_ppocr_mobile_v2.0_cls"), 2)
+    src = folder if info else without_info(folder, tmp_path / "cls")
+    rep = import_inference_model(model, src, lambda m: (m, [InputSpec([None, 3, 48, 192], "float32", "x")]))
+    assert len(rep.loaded) == rep.total == 213 and not rep.fresh and rep.classes == (2, 2)
+    line = cv2.resize(cv2.imread(str(IMAGES / "line.jpg")), (192, 29)).astype("float32")  # PaddleOCR's ClsResizeImg
+    x = np.zeros((2, 3, 48, 192), "float32")
+    x[0, :, :29] = ((line / 255 - 0.5) / 0.5).transpose(2, 0, 1)
+    x[1] = x[0][:, ::-1, ::-1]
+    ref, ours = paddle_inference(folder, x), eval_out(model, x)
+    assert rel(ours, ref) <= TOL and list(ours.argmax(-1)) == [0, 1]
+
+
+@needs_official
 def test_dict_change_reinitialises_the_class_layer(tmp_path, caplog):
     """Global.pretrained_model's path (pretrained.load_pretrained) with another dictionary size: the CTC class layer
     keeps its fresh init, everything else is imported; one log line says so."""
