@@ -11,7 +11,7 @@
 
 build_training owns, in this order: the distributed batch sampler and loader (or a loader you pass),
 total optimizer steps, optimizer + LR schedule (optim.build_optimizer; Optimizer.warmup_epochs resolved
-to steps here), Amp.prepare, EMA, DDP wrapping,
+to steps here), Amp.prepare, EMA, Global.to_static (static_train), DDP wrapping,
 the scalar writer, the resume source (Global.resume) and the Trainer.
 
 Final-eval rule of Run.fit(): after training, evaluate once more only when evaluation or saving is on
@@ -39,6 +39,7 @@ from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
+from .static_train import apply_to_static
 from .trainer import EvalLog, Trainer, TrainerOptions, default_batch_size, planned_steps
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class GlobalConfig:
     save_every_steps: also checkpoint every this many optimizer steps (0 = only at epoch ends).
     max_nonfinite_steps: stop with NonFiniteError after this many optimizer steps in a row skipped for
     inf/nan gradients (0 = never stop). Every number is checked when the config is built.
+    to_static (PaddleOCR's key): train the model's forward as a static graph (paddle.jit.to_static, one program
+    per training batch shape; same math: docs/cards/to_static.md).
     PaddleOCR's cadence keys: eval_batch_step [start, every]: also evaluate after optimizer step s when
     s > start and (s - start) % every == 0 ([] = off; an integer n means [0, n]; optimizer steps = PaddleOCR's
     iterations without accumulation). keep_every_epochs: every N epochs the checkpoint is the permanent
@@ -90,6 +93,7 @@ class GlobalConfig:
     vdl_dir: str = ""
     save_every_steps: int = 0
     max_nonfinite_steps: int = 20
+    to_static: bool = False
 
     def __post_init__(self):
         check_number("Global.epochs", self.epochs, low=1)
@@ -321,6 +325,8 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     model, optimizer = amp.prepare(model, optimizer)
     ema_cfg = getattr(cfg, "EMA", None)
     ema = build_ema(ema_cfg, model) if ema_cfg is not None else None
+    if getattr(g, "to_static", False):  # after the EMA copy: the EMA model keeps the dygraph forward
+        model = apply_to_static(model)
     model = dist_utils.wrap_model(model, info)
     writer = scalar_writer(g, info)
     out = Path(output_dir or g.output_dir)

@@ -274,12 +274,14 @@ def test_v5_latin_without_global_max_text_length_and_eval_mode():
 
 def test_keys_paddleocr_does_not_read_are_no_effect(tmp_path):
     """profiler_options (top level; PaddleOCR's -p flag overwrites it), Global.character_type (whatever the dict),
-    d2s_train_image_shape, Eval.loader.shuffle true: each reported once, in the one no-effect line."""
+    d2s_train_image_shape, Eval.loader.shuffle true: each reported once, in the one no-effect line.
+    Global.to_static (PaddleOCR's static-graph training switch) reaches ours (static_train)."""
     _, report = translate(load("PP-OCRv4/en_PP-OCRv4_mobile_rec.yml"))
     line = report.no_effect_line()
     assert "profiler_options" in report.no_effect and line.count("profiler_options") == 1 and "\n" not in line
-    _, report = translate(load(V5M))
-    assert "Global.d2s_train_image_shape" in report.no_effect
+    ours, report = translate(with_change(V5M, "Global.to_static", True))
+    assert "Global.d2s_train_image_shape" in report.no_effect and "Global.to_static" not in report.no_effect
+    assert ours["Global"]["to_static"] is True
     for ctype in ("en", "ch", "EN"):
         data = with_change(V2, "Global.character_type", ctype)
         _, rep = translate(data)
