@@ -191,3 +191,19 @@ def test_a_forward_that_cannot_be_converted_is_one_line_naming_the_layer():
     assert msg.endswith("; set Global.to_static: false")
     model.eval()
     assert model(paddle.ones([2, 4])).shape == [2, 4]  # eval keeps the dygraph forward
+
+
+def test_paddleocr_det_yaml_key_reaches_the_det_config():
+    """Global.to_static in PaddleOCR's PP-OCRv4 mobile det YAML -> our DetConfig (its d2s shape: no effect here)."""
+    import yaml
+
+    from paddle_recipes.compat.paddleocr_det import translate_det_config
+    from paddle_recipes.tasks.ocr_det.config import DetConfig
+    from conftest import REPO_ROOT
+
+    name = "PP-OCRv4/PP-OCRv4_mobile_det.yml"
+    data = yaml.safe_load((REPO_ROOT / "tests/fixtures/paddleocr_det_configs" / name).read_text(encoding="utf-8"))
+    data["Global"]["to_static"] = True
+    ours, report = translate_det_config(data, name, DetConfig)
+    assert from_dict(DetConfig, ours).Global.to_static is True
+    assert "Global.d2s_train_image_shape" in report.no_effect and "Global.to_static" not in report.no_effect
