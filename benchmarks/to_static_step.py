@@ -97,11 +97,10 @@ def profile_top(fn, top: int) -> list:
     fn()
     prof.step()
     prof.stop()
-    from paddle.profiler.profiler_statistic import StatisticData, TracerEventType
+    from paddle.profiler.profiler_statistic import StatisticData
     stats = StatisticData(prof.profiler_result.get_data(), prof.profiler_result.get_extra_info())
     items = stats.event_summary.items  # op name -> EventSummary.OperatorItem (dygraph ops and static program ops)
     rows = sorted(((n, it.cpu_time / 1e6, it.call) for n, it in items.items()), key=lambda r: -r[1])
-    del TracerEventType
     return [(n, round(ms, 2), c) for n, ms, c in rows[:top]]
 
 

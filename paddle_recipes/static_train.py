@@ -81,8 +81,9 @@ def describe_failure(exc: BaseException, model: paddle.nn.Layer) -> str:
 
 
 class StaticTrainForward:
-    """Replaces ``model.forward``: training-mode calls run the static program of their input specs, other calls
-    the dygraph forward. ``traced`` lists the spec keys converted so far."""
+    """Replaces ``model.forward``: training-mode calls with positional arguments run the static program of their
+    input specs; eval-mode calls and calls with keyword arguments run the dygraph forward. ``traced`` lists the
+    spec keys converted so far."""
 
     def __init__(self, model: paddle.nn.Layer):
         self.model, self.dygraph = model, model.forward
