@@ -92,7 +92,7 @@ def profile_top(fn, top: int) -> list:
     """[(op name, CPU ms, calls)] of the `top` ops by total CPU time of one call of fn (paddle.profiler)."""
     import paddle.profiler as profiler
 
-    prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU])
+    prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU], on_trace_ready=lambda _: None)  # no trace files
     prof.start()
     fn()
     prof.step()

@@ -325,7 +325,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     model, optimizer = amp.prepare(model, optimizer)
     ema_cfg = getattr(cfg, "EMA", None)
     ema = build_ema(ema_cfg, model) if ema_cfg is not None else None
-    if getattr(g, "to_static", False):  # after the EMA copy: the EMA model keeps the dygraph forward
+    if getattr(g, "to_static", False):  # inside DDP, as PaddleOCR applies it (EMA keeps weights only)
         model = apply_to_static(model)
     model = dist_utils.wrap_model(model, info)
     writer = scalar_writer(g, info)
