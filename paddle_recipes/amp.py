@@ -25,6 +25,7 @@ import paddle
 
 from .config import check_name
 from .finite import all_finite
+from .optim import param_list
 
 logger = logging.getLogger(__name__)
 
@@ -95,20 +96,9 @@ def amp_support(dtype: str = "float16") -> tuple[bool, str]:
     return True, f"{device} (non-CUDA accelerator; support depends on the plugin)"
 
 
-def _param_list(optimizer) -> list:
-    params = getattr(optimizer, "_parameter_list", None) or []
-    flat = []
-    for p in params:
-        if isinstance(p, dict):
-            flat.extend(p["params"])
-        else:
-            flat.append(p)
-    return flat
-
-
 def grads_of(optimizer) -> list:
     """The non-None gradients of the optimizer's parameters."""
-    return [p.grad for p in _param_list(optimizer) if p.grad is not None]
+    return [p.grad for p in param_list(optimizer) if p.grad is not None]
 
 
 def any_nonfinite(grads: list) -> bool:

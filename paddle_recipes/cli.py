@@ -22,7 +22,8 @@ from typing import Any, Callable, Sequence
 
 from . import distributed as dist_utils, peers
 from .assets import resolve_path
-from .checkpoint import CheckpointError, OutputLock
+from .checkpoint import CheckpointError
+from .rundir import OutputLock
 from .config import (ConfigError, ConfigTranslator, OverrideNote, add_config_args, dump_config, flatten_opts,
                      load_config)
 from .data import DataError

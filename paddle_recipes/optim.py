@@ -132,3 +132,15 @@ def build_optimizer(cfg: OptimizerConfig, parameters, total_steps: int):
         opt = paddle.optimizer.SGD(learning_rate=sched, parameters=params, weight_decay=cfg.weight_decay or None,
                                    grad_clip=clip)
     return opt, sched
+
+
+def param_list(optimizer) -> list:
+    """The optimizer's parameters as one flat list (parameter groups flattened, in order)."""
+    params = getattr(optimizer, "_parameter_list", None) or []
+    flat = []
+    for p in params:
+        if isinstance(p, dict):
+            flat.extend(p["params"])
+        else:
+            flat.append(p)
+    return flat

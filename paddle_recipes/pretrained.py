@@ -30,7 +30,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from .checkpoint import CheckpointError, resolve_checkpoint
+from .checkpoint import CheckpointError, resolve_checkpoint, weights_file_in
 from .serialization import UnsafeWeightsError, load_weights_file, match_dtypes
 
 _LOG = logging.getLogger("paddle_recipes.pretrained")
@@ -68,9 +68,7 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what:
         if candidate.is_file():
             return candidate
     if p.is_dir():
-        folder = resolve_checkpoint(p)
-        ema = folder / "ema.pdparams"
-        return ema if prefer_ema and ema.exists() else folder / "model.pdparams"
+        return weights_file_in(resolve_checkpoint(p), prefer_ema)
     raise CheckpointError(f"{what} not found: {p} (tried {p} and {with_suffix})")
 
 

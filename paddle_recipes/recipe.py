@@ -16,9 +16,8 @@ and input spec::
     if __name__ == "__main__":
         OcrRec.cli()                                 # -c / -o / --mode; user errors -> one line, exit 2
 
-Provided here: the weights source (the first set of Global.<eval_weights_keys>, default `weights`, else
-output_dir/checkpoints `best`, else `latest`; a .pdparams file, a prefix or a checkpoint folder),
-init weights for training (Global.pretrained_model / Global.weights, loaded strictly), the eval loader
+Provided here: the weights of eval / predict / export (`weights_source`: Global.weights > Global.checkpoints >
+Global.pretrained_model > output_dir/checkpoints `best` > `latest`, docs/weights.md), init weights for training (Global.pretrained_model / Global.weights, loaded strictly), the eval loader
 (each rank scores the shard rank::world_size), cross-rank skip merging, rank-0 data generation (one
 strategy: rank 0 builds, then writes a fingerprint file that the other ranks poll; no collective, so a
 minutes-long generation cannot time out a GLOO barrier) and the export-parity report (dygraph vs
@@ -39,16 +38,18 @@ import paddle
 
 from . import distributed as dist_utils
 from .assets import resolve_path
-from .checkpoint import CheckpointError, load_weights
+from .checkpoint import LATEST, CheckpointError
 from .cli import exit_on_user_error, run_recipe
 from .config import ConfigError
 from .data import DataError, build_loader
 from .formats.ppocr_logs import PPOCREvalLog
 from .serialization import save_safetensors
 from .training import Run, build_training, count_params
+from .weights import check_finite_weights, load_weights
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+WEIGHTS_KEYS = ("weights", "checkpoints", "pretrained_model")  # Global keys naming eval/predict/export weights, in order
 READY_FILE = ".ready.json"
 
 
@@ -128,7 +129,6 @@ class Recipe:
     output_names: tuple = ()
     parity_after_deploy: bool = False  # export parity against deploy_model's outputs (it changes them, e.g. softmax)
     config_translators: tuple = ()  # foreign -c files: f(raw dict, path) -> (config dict, notes) | None
-    eval_weights_keys: tuple = ("weights",)  # Global keys naming the eval/predict/export weights; the first set wins
 
     def __init__(self, cfg, info):
         self.cfg, self.info = cfg, info
@@ -204,22 +204,38 @@ class Recipe:
         raise NotImplementedError(f"{self.name} has no predict mode")
 
     # ------------------------------------------------------------------ shared parts
-    def weights_source(self) -> str:
-        """The first of Global.<eval_weights_keys> that is set ("auto" counts as unset), else
-        output_dir/checkpoints/best when present, else the latest checkpoint there."""
+    def weights_source(self) -> tuple[str, str]:
+        """(path, where it came from) of the eval / predict / export weights, one rule for every recipe and mode:
+        the first set of Global.weights, Global.checkpoints, Global.pretrained_model ("auto" counts as unset),
+        else output_dir/checkpoints/best, else that root's `latest`. Global.resume is not in it: it says where
+        training continues from. Nothing found is a CheckpointError; a named path is never replaced by another."""
         g = self.cfg.Global
-        for key in self.eval_weights_keys:
+        for key in WEIGHTS_KEYS:
             value = getattr(g, key, "") or ""
             if value and value != "auto":
-                self.log.info("weights: Global.%s = %s", key, value)
-                return value
+                return value, f"Global.{key}={value}"
         root = Path(g.output_dir) / "checkpoints"
-        return str(root / "best") if (root / "best").exists() else str(root)
+        if g.resume not in ("", "auto"):
+            self.log.info("Global.resume=%s is where training continues from, not the weights used here", g.resume)
+        if (root / "best").exists():
+            return str(root / "best"), f"{root}/best (no Global.weights / checkpoints / pretrained_model set)"
+        if (root / LATEST).exists():
+            return str(root), f"{root}/{LATEST} (no Global.weights / checkpoints / pretrained_model set, no best)"
+        raise CheckpointError(f"no weights: Global.weights, Global.checkpoints and Global.pretrained_model are unset "
+                              f"and {root} holds no checkpoint (neither best nor {LATEST}); train first or name the "
+                              "weights, e.g. -o Global.weights=path/to/model.pdparams")
 
     def load_for_inference(self) -> tuple[paddle.nn.Layer, str]:
+        """The model with the weights of weights_source(), in eval mode, and the file loaded (logged in one line).
+        Weights that do not fit, or hold inf/nan, are a CheckpointError naming the file."""
         model = self.build_model()
-        src = self.load_inference_weights(model, self.weights_source())
-        self.log.info("loaded %s", src)
+        source, origin = self.weights_source()
+        try:
+            src = self.load_inference_weights(model, source)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{origin}: {exc}") from None
+        check_finite_weights(dist_utils.unwrap(model).state_dict(), src)  # whichever loader read the file
+        self.log.info("weights: %s (from %s)", src, origin)
         model.eval()
         return model, src
 

@@ -30,11 +30,14 @@ from typing import Any, Callable
 import paddle
 
 from . import checkpoint as ckpt
+from .checkpoint_compare import check_compatible, optimizer_changes
+from .checkpoint_state import RNG, PortableOptimizer, collect_state, restore_state
 from .accumulate import GradAccumulator
 from .amp import Amp
 from .data import DataError
 from .distributed import DistInfo, all_reduce_sum, barrier, unwrap
-from .finite import FLOAT_DTYPES
+from .finite import FLOAT_DTYPES, first_nonfinite
+from .rundir import OutputLock
 
 logger = logging.getLogger(__name__)
 
@@ -275,9 +278,9 @@ class Trainer:
     def checkpoint_objects(self) -> dict:
         """What a checkpoint holds, Fabric-style: name -> object that saves and loads its own state
         (state_dict / set_state_dict). Absent parts (no EMA, no LR scheduler) are left out."""
-        objects = {"model": unwrap(self.model), "optimizer": ckpt.PortableOptimizer(self.optimizer),
+        objects = {"model": unwrap(self.model), "optimizer": PortableOptimizer(self.optimizer),
                    "amp": self.amp, "accumulator": self.accumulator, "lr": self.lr_scheduler, "ema": self.ema,
-                   "best": self.best, "callbacks": _Callbacks(self.callbacks), "rng": ckpt.RNG}
+                   "best": self.best, "callbacks": _Callbacks(self.callbacks), "rng": RNG}
         return {k: v for k, v in objects.items() if v is not None}
 
     def state_dict(self) -> dict:
@@ -287,7 +290,7 @@ class Trainer:
             from .config import to_dict
 
             progress["config"] = to_dict(self.config)
-        return {**ckpt.collect_state(self.checkpoint_objects()), **progress}
+        return {**collect_state(self.checkpoint_objects()), **progress}
 
     def load_state_dict(self, state: dict) -> None:
         current_cfg = None
@@ -295,10 +298,10 @@ class Trainer:
             from .config import to_dict
 
             current_cfg = to_dict(self.config)
-        ckpt.check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
+        check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
         objects = self.checkpoint_objects()
         rng = objects.pop("rng")  # restored last: loading the others must not move the RNG streams
-        changed = ckpt.optimizer_changes(state, current_cfg)
+        changed = optimizer_changes(state, current_cfg)
         renamed = any(c.startswith("Optimizer.name:") for c in changed)
         if changed:
             logger.warning("resuming %s with another optimizer setting: %s%s", state.get("path"), "; ".join(changed),
@@ -306,25 +309,25 @@ class Trainer:
                            else " (the new values apply from here)")
         if renamed:
             objects.pop("optimizer")
-        ckpt.restore_state(objects, state)
+        restore_state(objects, state)
         self.epoch, self.batch_in_epoch = state["epoch"], state["batch_in_epoch"]
         self.global_step, self.samples_seen = state["global_step"], state["samples_seen"]
         if state.get("world_size", 1) != self.info.world_size:
             logger.warning("resuming a %d-process checkpoint on %d processes: the data order changes",
                            state.get("world_size", 1), self.info.world_size)
-        ckpt.restore_state({"rng": rng}, state)
+        restore_state({"rng": rng}, state)
 
     def check_finite_state(self) -> None:
         """NonFiniteError on every rank when a weight or buffer (e.g. a BatchNorm variance) or the EMA shadow
         of any rank holds inf/nan: the run diverged, and no later checkpoint could be written (collective)."""
-        bad = ckpt.first_nonfinite(unwrap(self.model).state_dict())
+        bad = first_nonfinite(unwrap(self.model).state_dict())
         if bad is None and self.ema is not None:
-            bad = ckpt.first_nonfinite({"ema": self.ema.shadow})
+            bad = first_nonfinite({"ema": self.ema.shadow})
         flag = 1.0 if bad else 0.0
         if self.info.world_size > 1:
             flag = all_reduce_sum(flag)
         if flag:
-            kept = f"the last finite checkpoint ({ckpt._latest_tag(self.checkpoint_dir)}) stays latest" \
+            kept = f"the last finite checkpoint ({ckpt.latest_tag(self.checkpoint_dir)}) stays latest" \
                 if self.checkpoint_dir is not None and (self.checkpoint_dir / ckpt.LATEST).exists() else \
                 "no checkpoint was written"
             raise NonFiniteError(f"training diverged: model tensor {bad or '(on another rank)'!r} holds inf/nan at "
@@ -523,7 +526,7 @@ class Trainer:
         """Train (optionally resuming from a checkpoint folder or root); returns the last eval metrics."""
         lock = None
         if self.checkpoint_dir is not None and self.info.is_main:
-            lock = ckpt.OutputLock(self.output_dir).acquire()  # two runs never write one dir
+            lock = OutputLock(self.output_dir).acquire()  # two runs never write one dir
             ckpt.clean_stale(self.checkpoint_dir)
         try:
             return self._fit(resume_from)

@@ -33,7 +33,7 @@ import numpy as np
 from . import distributed as dist_utils
 from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
-from .checkpoint import CheckpointError, resolve_checkpoint, resume_source
+from .resume import resume_from
 from .config import ConfigError, check_image_shape, check_number, to_dict
 from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
@@ -54,13 +54,14 @@ class GlobalConfig:
     epochs; max_steps: stop after this many optimizer steps (0 = no cap). output_dir: logs, config,
     checkpoints, exports, summary.json. log_every: optimizer steps between log lines.
     eval_every_epochs / save_every_epochs: 0 disables (both 0: no final eval, no `best`). keep_last:
-    checkpoints kept. resume: checkpoint folder/root to continue from ("auto" = output_dir/checkpoints
-    when it exists; PaddleOCR's Global.checkpoints, translated by compat.paddleocr).
+    checkpoints kept. resume: checkpoint folder/root to continue training from ("auto" = output_dir/checkpoints
+    when it exists); train mode only. checkpoints (PaddleOCR's key): in train mode, the checkpoint to continue
+    from, like resume (both set to different paths is an error); in eval/predict/export, weights.
     pretrained_model: init weights before training (PaddleOCR meaning): a .pdparams file, a path prefix
-    without extension, or a checkpoint folder; loaded strictly; train mode only (eval/predict/export ignore
-    it). weights: in train mode, init weights like pretrained_model (must exist; setting both is an error
-    there); in eval/predict/export, the weights to use ("" = output_dir/checkpoints: `best` if present, else
-    `latest`). null = "" for both. use_ema_weights: prefer the EMA weights of a checkpoint.
+    without extension, or a checkpoint folder; loaded strictly. weights: in train mode, init weights like
+    pretrained_model (setting both is an error there). The weights of eval/predict/export: the first set of
+    weights, checkpoints, pretrained_model, else output_dir/checkpoints `best`, else `latest` (docs/weights.md).
+    null = "" for all three. use_ema_weights: prefer the EMA weights of a checkpoint.
     use_visualdl: write scalars (JSONL, plus VisualDL when installed) to vdl_dir ("" = output_dir/vdl).
     save_every_steps: also checkpoint every this many optimizer steps (0 = only at epoch ends).
     max_nonfinite_steps: stop with NonFiniteError after this many optimizer steps in a row skipped for
@@ -86,6 +87,7 @@ class GlobalConfig:
     keep_every_epochs: int = 0
     keep_last: int = 2
     resume: str = ""
+    checkpoints: Optional[str] = ""
     pretrained_model: Optional[str] = ""
     weights: Optional[str] = ""
     use_ema_weights: bool = True
@@ -113,6 +115,7 @@ class GlobalConfig:
         self.eval_batch_step = parse_eval_batch_step(self.eval_batch_step)
         check_number("Global.keep_every_epochs", self.keep_every_epochs, low=0)
         self.pretrained_model, self.weights = self.pretrained_model or "", self.weights or ""  # null = unset
+        self.checkpoints = self.checkpoints or ""
 
 
 def parse_eval_batch_step(value) -> list[int]:
@@ -203,27 +206,6 @@ class TrainingConfig:
     AMP: AmpConfig = field(default_factory=AmpConfig)
     EMA: EmaConfig = field(default_factory=EmaConfig)
     Train: TrainSection = field(default_factory=TrainSection)
-
-
-def resume_from(g: GlobalConfig, output_dir: str | None = None) -> str | None:
-    """Global.resume -> Trainer.fit(resume_from=...); "auto" looks in <output_dir or Global.output_dir>/checkpoints.
-
-    Every rank looks on its own node's disk; on several processes they must find the same checkpoint (a
-    collective check), else CheckpointError: nodes that do not share the output dir would resume at
-    different steps and fall out of step."""
-    src = resume_source(g.resume, output_dir or g.output_dir)
-    try:
-        mine = str(resolve_checkpoint(src)) if src else "no checkpoint"
-    except (CheckpointError, OSError):
-        mine = f"{src} (unreadable)"
-    differ = dist_utils.ranks_disagreeing(mine)
-    if differ:
-        raise CheckpointError(
-            f"Global.resume={g.resume or '(empty)'}: rank {dist_utils.dist.get_rank()} finds {mine}, but rank(s) "
-            f"{', '.join(map(str, differ))} find a different checkpoint than rank 0: every node must see the same "
-            f"{Path(output_dir or g.output_dir) / 'checkpoints'} (put Global.output_dir on storage all nodes share, "
-            "or copy rank 0's checkpoints folder to every node first)")
-    return src
 
 
 def scalar_writer(g: GlobalConfig, info) -> ScalarWriter | None:

@@ -384,7 +384,7 @@ class _Translator:
         for k, dst in direct.items():
             if k in g:
                 self.map(f"Global.{k}", g[k], dst)
-        for k, dst in {"pretrained_model": "Global.pretrained_model", "checkpoints": "Global.resume",
+        for k, dst in {"pretrained_model": "Global.pretrained_model", "checkpoints": "Global.checkpoints",
                        "infer_img": "Predict.images", "save_res_path": "Predict.save_res_path"}.items():
             if k in g:  # an empty YAML value is None: "" in our typed config
                 self.map(f"Global.{k}", "" if g[k] is None else g[k], dst)

@@ -65,9 +65,9 @@ class ErnieMultitask(Recipe):
 
     def check(self) -> None:
         g, a = self.cfg.Global, self.cfg.Architecture
-        if g.pretrained_model or g.weights or g.resume not in ("", "auto"):
-            raise ConfigError("ernie_multitask trains several models: Global.pretrained_model/weights are not "
-                              "supported and Global.resume can only be 'auto' (per phase)")
+        if g.pretrained_model or g.weights or g.checkpoints or g.resume not in ("", "auto"):
+            raise ConfigError("ernie_multitask trains several models: Global.pretrained_model/weights/checkpoints "
+                              "are not supported and Global.resume can only be 'auto' (per phase)")
         if self.cfg.Distill.hidden_weight > 0 and a.teacher.hidden_size != a.student.hidden_size:
             raise ConfigError("Distill.hidden_weight > 0 needs Architecture.teacher.hidden_size == student.hidden_size")
 

@@ -35,8 +35,6 @@ class OcrRec(PaddleOCRExport, Recipe):
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
     cur_metric = staticmethod(cur_metric)  # eval lines: cur metric, acc: .., norm_edit_dis: .., fps: ..
     config_translators = (paddleocr_rec_translator(RecConfig),)  # -c accepts PaddleOCR rec YAMLs (and -o their keys)
-    # eval/predict/export weights in PaddleOCR's tools/eval.py order: checkpoints, then pretrained_model (ours first)
-    eval_weights_keys = ("weights", "checkpoints", "resume", "pretrained_model")
 
     @property
     def main_metric(self) -> str:  # Metric.main_indicator picks `best`
