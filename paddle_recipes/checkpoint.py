@@ -5,26 +5,20 @@ Layout of `save_checkpoint(root, state, tag="step_000100")`::
     root/step_000100/model.pdparams      model weights (PaddleOCR/ppdet-compatible .pdparams)
     root/step_000100/optimizer.pdopt     optimizer state (incl. LR scheduler inside paddle optimizers)
     root/step_000100/ema.pdparams        EMA shadow weights (state["ema"]["shadow"]), if given
-    root/step_000100/state.pkl           everything else: epoch, step, amp, accumulator, lr, rng, config, ...
-                                         (plain python / numpy values only: serialization.check_plain)
+    root/step_000100/state.pkl           the rest: epoch, step, amp, lr, rng, config, ... (plain values only)
     root/latest                          text file naming the newest complete checkpoint
 
-A checkpoint is written into a temporary folder and renamed into place, then `latest` is
-replaced atomically (os.replace), so a crash mid-save never leaves a half checkpoint behind
-`latest`. `keep_last` older ones are kept, besides `best` and the permanent `iter_epoch_N` folders;
-a pruned folder is renamed to a hidden temp name before it is deleted.
-
-Faults: re-saving a tag swaps the folders atomically (renameat2 RENAME_EXCHANGE; elsewhere a
-two-rename fallback that resolve_checkpoint can recover from); a state with an inf/nan tensor is
-refused (NonFiniteStateError, nothing written); disk full (ENOSPC) prunes old checkpoints down to
-the newest valid one and retries once, then raises CheckpointError naming the path, as do other
-write errors (read-only dir): the previous checkpoint stays intact. `clean_stale` removes temp
-folders and incomplete checkpoint folders left by a crash.
-Every file is read through `serialization` (restricted unpickler): a crafted checkpoint cannot run code.
-
-Next to it: checkpoint_state (RNG, portable optimizer, collect/restore), checkpoint_compare (does a
-checkpoint fit this run), resume (which checkpoint a run continues from), rundir (the output-dir lock),
-weights (loading weights for eval / predict / export).
+Writes go to a temporary folder renamed into place, then `latest` is replaced atomically (os.replace): a
+crash mid-save never leaves a half checkpoint behind `latest`. `keep_last` older ones are kept, besides `best`
+and the permanent `iter_epoch_N` folders; a pruned folder is renamed to a hidden temp name before deletion.
+Faults: re-saving a tag swaps the folders atomically (renameat2 RENAME_EXCHANGE; elsewhere a two-rename
+fallback resolve_checkpoint recovers from); a state with an inf/nan tensor is refused (NonFiniteStateError,
+nothing written); disk full (ENOSPC) prunes old checkpoints down to the newest valid one and retries once,
+then raises CheckpointError naming the path, as do other write errors: the previous checkpoint stays intact.
+`clean_stale` removes temp folders and incomplete checkpoint folders left by a crash. Every file is read
+through `serialization` (restricted unpickler): a crafted checkpoint cannot run code. Next to it:
+checkpoint_state (RNG, optimizer, collect/restore), checkpoint_compare (does it fit this run), resume (what a
+run continues from), rundir (the output-dir lock), weights (eval / predict / export loading).
 """
 from __future__ import annotations
 
@@ -32,6 +26,7 @@ import errno
 import importlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -50,6 +45,7 @@ LATEST = "latest"
 
 logger = logging.getLogger(__name__)
 KEEP_PREFIX = "iter_epoch_"  # permanent checkpoints (Global.keep_every_epochs): never pruned
+_STEP_TAG = re.compile(rf"(step|{KEEP_PREFIX.rstrip('_')})_\d+")  # the trainer's checkpoint tags (not `best`)
 
 
 class CheckpointError(RuntimeError):
@@ -184,7 +180,6 @@ def save_checkpoint(root: str | os.PathLike, state: dict, tag: str, keep_last: i
     return final
 
 
-
 def _prune(root: Path, keep_last: int, protect: str, keep_latest: bool = False) -> int:
     """Delete the oldest complete checkpoints beyond `keep_last` (never `best`, `protect`, or what
     `latest` names when keep_latest). Returns how many were deleted."""
@@ -194,12 +189,23 @@ def _prune(root: Path, keep_last: int, protect: str, keep_latest: bool = False) 
     dirs = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
                    and (p / STATE_FILE).exists() and p.name != "best" and not p.name.startswith(KEEP_PREFIX)),
                   key=lambda p: p.stat().st_mtime)
-    removed = 0
-    for p in dirs[:-keep_last]:
-        if p.name not in keep:
-            shutil.rmtree(p, ignore_errors=True)
-            removed += 1
-    return removed
+    doomed = [p for p in dirs[:-keep_last] if p.name not in keep]
+    for p in doomed:
+        _remove_folder(p)
+    return len(doomed)
+
+
+def _remove_folder(folder: Path) -> None:
+    """Delete a checkpoint folder: renamed to a hidden temp name first, so a kill mid-delete leaves no
+    half folder under a checkpoint's name (clean_stale removes the temp)."""
+    trash = folder.with_name(f".{folder.name}.tmp-prune")
+    try:
+        if trash.exists():
+            shutil.rmtree(trash, ignore_errors=True)
+        os.replace(folder, trash)
+    except OSError:
+        trash = folder
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def clean_stale(root: str | os.PathLike) -> list[str]:
@@ -213,7 +219,7 @@ def clean_stale(root: str | os.PathLike) -> list[str]:
     if latest and not (root / latest / STATE_FILE).exists() and (root / f".{latest}.old" / STATE_FILE).exists():
         os.replace(root / f".{latest}.old", root / latest)
         logger.warning("restored checkpoint %s from an interrupted re-save", root / latest)
-    removed = []
+    removed, incomplete = [], []
     for p in root.iterdir():
         if p.name.startswith(".") and (".tmp-" in p.name or p.name.endswith(".old") or p.name.startswith(f".{LATEST}.")):
             if p.is_dir():
@@ -221,10 +227,15 @@ def clean_stale(root: str | os.PathLike) -> list[str]:
             else:
                 p.unlink(missing_ok=True)
             removed.append(p.name)
+        elif (p.is_dir() and _STEP_TAG.fullmatch(p.name) and p.name != latest and not (p / STATE_FILE).exists()):
+            shutil.rmtree(p, ignore_errors=True)  # e.g. a kill while an older version pruned it in place
+            incomplete.append(p.name)
     if removed:
         logger.info("removed %d stale temp file(s) in %s: %s", len(removed), root, ", ".join(sorted(removed)[:5]))
-    return removed
-
+    if incomplete:
+        logger.warning("removed %d incomplete checkpoint folder(s) in %s (no %s, left by an interrupted delete): %s",
+                       len(incomplete), root, STATE_FILE, ", ".join(sorted(incomplete)[:5]))
+    return removed + incomplete
 
 
 def resolve_checkpoint(path: str | os.PathLike) -> Path:
@@ -264,6 +275,9 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
                 tensors = load_weights_file(folder / fname)
                 sub = TENSOR_SUBKEY.get(key)
                 state[key] = {**state[key], sub: tensors} if sub and isinstance(state.get(key), dict) else tensors
+            elif isinstance(state.get(key), dict) and TENSOR_SUBKEY.get(key):  # e.g. EMA's counts without its weights
+                logger.warning("%s is missing: the checkpoint has no %s state", folder / fname, key)
+                state[key] = None  # restore_state: "no ema state, but this run uses it"
     except (CheckpointError, UnsafeWeightsError):
         raise
     except Exception as exc:
@@ -274,14 +288,13 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
 
 
 # Names that moved to their own modules, still importable from here (from paddle_recipes.checkpoint import ...).
-_MOVED = {"OutputLock": "rundir", "LOCK_FILE": "rundir", "check_compatible": "checkpoint_compare",
-          "optimizer_changes": "checkpoint_compare", "resume_source": "resume", "load_weights": "weights",
-          **{n: "checkpoint_state" for n in ("rng_state", "set_rng_state", "RNG", "collect_state", "restore_state",
-                                              "PortableOptimizer", "portable_optimizer_state",
-                                              "load_portable_optimizer_state")}}
+_MOVED = {**dict.fromkeys(("OutputLock", "LOCK_FILE"), "rundir"), "resume_source": "resume", "load_weights": "weights",
+          **dict.fromkeys(("check_compatible", "optimizer_changes"), "checkpoint_compare"),
+          **dict.fromkeys(("rng_state", "set_rng_state", "RNG", "collect_state", "restore_state", "PortableOptimizer",
+                           "portable_optimizer_state", "load_portable_optimizer_state"), "checkpoint_state")}
 
 
 def __getattr__(name: str):
-    if name in _MOVED:
-        return getattr(importlib.import_module(f".{_MOVED[name]}", __package__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_MOVED[name]}", __package__), name)

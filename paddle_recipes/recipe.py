@@ -212,6 +212,9 @@ class Recipe:
         g = self.cfg.Global
         for key in WEIGHTS_KEYS:
             value = getattr(g, key, "") or ""
+            if value.startswith(("http://", "https://")):
+                raise CheckpointError(f"Global.{key}={value} is a URL: download it and pass the local file, or unset "
+                                      f"it (-o Global.{key}=) to use output_dir/checkpoints")
             if value and value != "auto":
                 return value, f"Global.{key}={value}"
         root = Path(g.output_dir) / "checkpoints"

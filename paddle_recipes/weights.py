@@ -1,6 +1,6 @@
 """Weights for eval / predict / export: `load_weights` loads a weights file or checkpoint strictly (every tensor,
-same shapes, finite values), with a one-line CheckpointError naming the file otherwise. Which weights a recipe
-uses (Global.weights > Global.checkpoints > Global.pretrained_model > best > latest) is Recipe.weights_source."""
+same shapes), `check_finite_weights` refuses inf/nan; each a one-line CheckpointError naming the file. Which
+weights a recipe uses (Global.weights > checkpoints > pretrained_model > best > latest): Recipe.weights_source."""
 from __future__ import annotations
 
 import os
@@ -24,7 +24,8 @@ def check_finite_weights(state_dict: dict, source: str) -> None:
 
 def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bool = True) -> str:
     """Load weights into `model` from a weights file (.pdparams / .safetensors) or a checkpoint folder/root
-    (checkpoint.weights_file_in: EMA weights when `prefer_ema`). Strict: every model tensor, same shapes, finite.
+    (checkpoint.weights_file_in: EMA weights when `prefer_ema`). Strict: every model tensor, same shapes
+    (Recipe.load_for_inference also refuses inf/nan: check_finite_weights).
     Returns the file loaded."""
     path = Path(path)
     file = path if path.is_file() else weights_file_in(resolve_checkpoint(path), prefer_ema)
@@ -43,6 +44,5 @@ def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bo
     if bad:  # paddle would only warn "Skip loading" and keep random values
         raise CheckpointError(f"{source}: shape mismatch for {', '.join(bad[:3])} ({len(bad)} in all; "
                               "another dictionary or architecture? use Global.pretrained_model to fine-tune)")
-    check_finite_weights({k: weights[k] for k in own}, source)
     target.set_state_dict(match_dtypes(weights, own, source))  # exact conversions only, else one line
     return source

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 import paddle
 
+from ...data import DataError
 from ..ocr.dataset import SkipStats, unpack_skipped
 from .batch import MAP_KEYS
 from .losses import DBLoss
@@ -64,6 +65,9 @@ def evaluate_det(model, loader, post: DBPostProcess, reduce: Callable = lambda x
                 counts[k] += result[k]
             n_images += 1
     seconds = time.time() - t0
+    if float(reduce(float(n_images))) <= 0:  # every rank sees the sum: all raise together
+        raise DataError("det evaluation saw 0 readable images (empty label file, wrong data_dir, or every image "
+                        "skipped); see the skipped-sample warnings above")
     counts = {k: int(round(float(reduce(float(v))))) for k, v in counts.items()}
     out = combine_results([counts])
     out["fps"] = float(reduce(n_images / max(seconds, 1e-9)))  # images/s, summed over ranks
