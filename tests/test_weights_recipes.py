@@ -1,0 +1,174 @@
+"""The weights rule end to end, per recipe: two weight files that score differently, named by each key in each
+mode; the figure is the named file's, never output_dir's `best` (issue 38 item 2: det evaluated best/ema.pdparams
+when asked for Global.checkpoints=DIR/step_00000074). Also the one-line exits of eval / predict with nothing to do
+and of inf/nan weights."""
+from __future__ import annotations
+
+import json
+import logging
+
+import cv2
+import numpy as np
+import paddle
+import pytest
+
+from paddle_recipes.checkpoint import save_checkpoint
+from paddle_recipes.config import load_config
+from paddle_recipes.recipes.ocr_det import OcrDet
+from paddle_recipes.recipes.ocr_rec import OcrRec
+from paddle_recipes.recipes.ocr_system import OcrSystem
+from paddle_recipes.serialization import save_safetensors
+
+from test_paddleocr_det_config import FIXTURES as DET_FIXTURES, tiny_opts
+from test_paddleocr_recipe import DICT_A, FIXTURES as REC_FIXTURES, V5M, paddleocr_opts, write_label_set
+
+DET_YAML = "PP-OCRv5/PP-OCRv5_mobile_det.yml"
+
+
+def fresh_logging() -> None:
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if getattr(h, "_paddle_recipes", False)]:
+        root.removeHandler(h)
+        h.close()
+
+
+def one_line_exit(cls, argv, capsys) -> str:
+    fresh_logging()
+    with pytest.raises(SystemExit) as exc:
+        cls.cli(argv)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip() and "Warning" not in ln
+           and "warnings.warn" not in ln]
+    assert exc.value.code == 2 and len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+def page_set(root, n: int = 2):
+    """n 96x96 pages, each one text region covering the page: a detector whose map is all text finds it
+    (hmean 1), one whose map is empty finds nothing (hmean 0)."""
+    (root / "img").mkdir(parents=True)
+    box = [{"transcription": "a", "points": [[0, 0], [95, 0], [95, 95], [0, 95]]}]
+    for i in range(n):
+        cv2.imwrite(str(root / "img" / f"{i}.png"), np.full((96, 96, 3), 128, np.uint8))
+    (root / "label.txt").write_text("".join(f"img/{i}.png\t{json.dumps(box)}\n" for i in range(n)))
+    return root
+
+
+def det_weights(model, logit: float) -> dict:
+    """The model's weights with a constant text-probability map sigmoid(logit)."""
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    sd["head.binarize.conv3.weight"] = paddle.zeros_like(sd["head.binarize.conv3.weight"])
+    sd["head.binarize.conv3.bias"] = paddle.full_like(sd["head.binarize.conv3.bias"], logit)
+    return sd
+
+
+@pytest.fixture(scope="module")
+def det(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("det_weights")
+    data, out = page_set(tmp / "data"), tmp / "out"
+    opts = ["-c", str(DET_FIXTURES / DET_YAML), "-o", f"Eval.dataset.data_dir={data}", f"Global.save_res_path={tmp}/res.txt",
+            f"Eval.dataset.label_file_list=[{data / 'label.txt'}]", *tiny_opts(DET_YAML, out)]
+    cfg = load_config(str(DET_FIXTURES / DET_YAML), opts[3:], OcrDet.Config, translators=OcrDet.config_translators)
+    model = OcrDet(cfg, None).build_model()
+    text, empty = det_weights(model, 10.0), det_weights(model, -10.0)
+    runs, mine = tmp / "runs" / "checkpoints", tmp / "mine"
+    save_checkpoint(runs, {"model": text}, "step_00000074")
+    save_checkpoint(runs, {"model": empty}, "step_00000080")
+    save_checkpoint(out / "checkpoints", {"model": empty}, "best")
+    mine.mkdir()
+    paddle.save(empty, str(mine / "best_accuracy.pdparams"))
+    save_safetensors(text, mine / "text.safetensors")
+    nan = dict(text)
+    nan["head.binarize.conv3.bias"] = paddle.full_like(text["head.binarize.conv3.bias"], float("nan"))
+    paddle.save(nan, str(mine / "nan.pdparams"))
+    return {"opts": opts, "runs": runs, "mine": mine, "out": out, "data": data}
+
+
+def det_eval(det, *extra) -> dict:
+    fresh_logging()
+    return OcrDet.main(["--mode", "eval", *det["opts"], *extra])
+
+
+def test_det_eval_evaluates_the_named_weights(det):
+    runs, mine, best = det["runs"], det["mine"], det["out"] / "checkpoints" / "best" / "model.pdparams"
+    cases = {"Global.checkpoints": (runs / "step_00000074", 1.0, runs / "step_00000074" / "model.pdparams"),
+             "Global.pretrained_model": (mine / "text.safetensors", 1.0, mine / "text.safetensors"),
+             "Global.weights": (mine / "best_accuracy", 0.0, mine / "best_accuracy.pdparams")}
+    for key, (value, hmean, file) in cases.items():
+        m = det_eval(det, f"{key}={value}")
+        assert (m["hmean"], m["weights"]) == (hmean, str(file)), (key, m)
+    m = det_eval(det, f"Global.checkpoints={runs}", f"Global.pretrained_model={mine / 'text'}")  # root: its latest
+    assert (m["hmean"], m["weights"]) == (0.0, str(runs / "step_00000080" / "model.pdparams"))
+    m = det_eval(det)  # nothing named: output_dir's best
+    assert (m["hmean"], m["weights"]) == (0.0, str(best))
+
+
+def test_det_predict_uses_the_named_weights(det):
+    def boxes(*extra):
+        fresh_logging()
+        results = OcrDet.main(["--mode", "predict", *det["opts"], f"Global.infer_img={det['data'] / 'img'}", *extra])
+        return sum(len(r[1]) for r in results)
+
+    assert boxes(f"Global.checkpoints={det['runs'] / 'step_00000074'}") == 2  # one page-sized box per page
+    assert boxes(f"Global.pretrained_model={det['mine'] / 'text.safetensors'}") == 2
+    assert boxes() == 0  # output_dir's best: an empty map
+
+
+def test_det_one_line_exits(det, tmp_path, capsys):
+    missing = det["runs"] / "step_00000099"
+    line = one_line_exit(OcrDet, ["--mode", "eval", *det["opts"], f"Global.checkpoints={missing}"], capsys)
+    assert line.startswith(f"ocr_det: error: Global.checkpoints={missing}: ") and "not found" in line
+    nan = det["mine"] / "nan.pdparams"
+    line = one_line_exit(OcrDet, ["--mode", "eval", *det["opts"], f"Global.weights={nan}"], capsys)
+    assert f"{nan}: tensor 'head.binarize.conv3.bias' holds inf/nan" in line
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    line = one_line_exit(OcrDet, ["--mode", "eval", *det["opts"], f"Eval.dataset.label_file_list=[{empty}]"], capsys)
+    assert "det evaluation saw 0 readable images" in line
+    (tmp_path / "none").mkdir()
+    line = one_line_exit(OcrDet, ["--mode", "predict", *det["opts"], f"Global.infer_img={tmp_path / 'none'}"], capsys)
+    assert f"no image processed: Predict.images={tmp_path / 'none'}: it holds no image file" in line
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.jpg").write_bytes(b"not a jpeg")
+    line = one_line_exit(OcrDet, ["--mode", "predict", *det["opts"], f"Global.infer_img={tmp_path / 'bad'}"], capsys)
+    assert "no image processed" in line and "all 1 image file(s) were skipped" in line
+
+
+def rec_weights(model, cls: int) -> dict:
+    """The model's weights with CTC logits = the bias alone, high on class `cls` (1 + index of a char; 0 = blank)."""
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    sd["head.ctc_head.fc.weight"] = paddle.zeros_like(sd["head.ctc_head.fc.weight"])
+    bias = np.full(sd["head.ctc_head.fc.bias"].shape, -10.0, np.float32)
+    bias[cls] = 10.0
+    sd["head.ctc_head.fc.bias"] = paddle.to_tensor(bias)
+    return sd
+
+
+def test_system_reads_with_the_named_det_and_rec_weights(det, tmp_path):
+    """e2e on pages holding one page-sized line "a": det named by Det.opt's Global.checkpoints (a step folder),
+    rec by Rec.opt's Global.checkpoints / pretrained_model or Rec.weights; a rec reading "a" scores f 1, one
+    reading nothing f 0, and the metrics name the files used."""
+    data = write_label_set(tmp_path / "rec_data", DICT_A, n=4)
+    rec_opts = paddleocr_opts(data, tmp_path / "rec_out", V5M)
+    cfg = load_config(str(REC_FIXTURES / V5M), rec_opts, OcrRec.Config, translators=OcrRec.config_translators)
+    rec = OcrRec(cfg, None)
+    model = rec.build_model()
+    paddle.save(rec_weights(model, 1 + DICT_A.index("a")), str(tmp_path / "reads_a.pdparams"))
+    save_checkpoint(tmp_path / "rec_runs", {"model": rec_weights(model, 0)}, "step_00000010")
+    det_step = det["runs"] / "step_00000074"
+
+    def e2e(rec_opt, rec_weights=""):
+        fresh_logging()
+        argv = ["--mode", "eval", "-o", f"Global.output_dir={tmp_path / 'sys'}", f"Det.config={DET_FIXTURES / DET_YAML}",
+                f"Det.opt={json.dumps([*det['opts'][3:], f'Global.checkpoints={det_step}'])}",
+                f"Rec.config={REC_FIXTURES / V5M}", f"Rec.opt={json.dumps([*rec_opts, *rec_opt])}",
+                f"Rec.weights={rec_weights}", f"Eval.dataset.data_dir={det['data']}",
+                f"Eval.dataset.label_file_list=[{det['data'] / 'label.txt'}]", "Global.drop_score=0"]
+        return OcrSystem.main(argv)
+
+    m = e2e([f"Global.checkpoints={tmp_path / 'reads_a'}"])
+    assert (m["f"], m["rec_weights"]) == (1.0, str(tmp_path / "reads_a.pdparams")), m
+    assert m["det_weights"] == str(det_step / "model.pdparams")
+    m = e2e([f"Global.pretrained_model={tmp_path / 'rec_runs' / 'step_00000010'}"])
+    assert (m["f"], m["rec_weights"]) == (0.0, str(tmp_path / "rec_runs" / "step_00000010" / "model.pdparams")), m
+    m = e2e([f"Global.checkpoints={tmp_path / 'rec_runs'}"], rec_weights=str(tmp_path / "reads_a.pdparams"))
+    assert (m["f"], m["rec_weights"]) == (1.0, str(tmp_path / "reads_a.pdparams")), m  # Global.weights first
