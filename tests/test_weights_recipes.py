@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -172,3 +173,75 @@ def test_system_reads_with_the_named_det_and_rec_weights(det, tmp_path):
     assert (m["f"], m["rec_weights"]) == (0.0, str(tmp_path / "rec_runs" / "step_00000010" / "model.pdparams")), m
     m = e2e([f"Global.checkpoints={tmp_path / 'rec_runs'}"], rec_weights=str(tmp_path / "reads_a.pdparams"))
     assert (m["f"], m["rec_weights"]) == (1.0, str(tmp_path / "reads_a.pdparams")), m  # Global.weights first
+
+
+def test_ppyoloe_eval_scores_the_named_weights(tmp_path):
+    """PP-YOLOE: the init weights and the same with every class logit raised by 4 give different mean top scores;
+    each key, in each form, gives the named file's figure; output_dir's best is used only when nothing is named."""
+    from paddle_recipes.recipes.det_ppyoloe import DetPPYOLOE
+
+    smoke = "paddle_recipes/configs/det_ppyoloe_smoke.yml"
+    out = tmp_path / "out"
+    opts = [f"Global.output_dir={out}", f"Synthetic.root={tmp_path / 'shapes'}", "Synthetic.num_val=2"]
+    cfg = load_config(smoke, opts, DetPPYOLOE.Config)
+    paddle.seed(0)
+    model = DetPPYOLOE(cfg, SimpleNamespace(is_main=True, rank=0, world_size=1)).build_model()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    sure = {k: v + 4.0 if k.startswith("head.pred_cls.") and k.endswith(".bias") else v for k, v in init.items()}
+    save_checkpoint(tmp_path / "runs", {"model": sure}, "step_00000074")
+    save_checkpoint(out / "checkpoints", {"model": init}, "best")
+    save_safetensors(sure, tmp_path / "sure.safetensors")
+    paddle.save(init, str(tmp_path / "init.pdparams"))
+
+    def score(*extra):
+        fresh_logging()
+        m = DetPPYOLOE.main(["--mode", "eval", "-c", smoke, "-o", *opts, *extra])
+        return m["mean_top_score"], m["weights"]
+
+    low, high = score(f"Global.weights={tmp_path / 'init'}")[0], score(f"Global.weights={tmp_path / 'sure'}")[0]
+    assert high > low + 0.1, (low, high)
+    step = tmp_path / "runs" / "step_00000074"
+    assert score(f"Global.checkpoints={step}") == (high, str(step / "model.pdparams"))
+    assert score(f"Global.pretrained_model={tmp_path / 'sure.safetensors'}") == (high, str(tmp_path / "sure.safetensors"))
+    assert score(f"Global.weights={tmp_path / 'init.pdparams'}", f"Global.checkpoints={step}")[0] == low
+    assert score() == (low, str(out / "checkpoints" / "best" / "model.pdparams"))
+
+
+@pytest.fixture
+def rec(tmp_path):
+    """A PaddleOCR rec YAML's argv on 4 lines labelled "a"; a step folder whose weights read "a" everywhere and
+    output_dir's best, which reads nothing."""
+    data = write_label_set(tmp_path / "data", DICT_A, n=4)
+    (data / "a.txt").write_text("".join(f"img/{i}.png\ta\n" for i in range(4)), encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["-c", str(REC_FIXTURES / V5M), "-o", *paddleocr_opts(data, out, V5M),
+            f"Eval.dataset.label_file_list=[{data / 'a.txt'}]", f"Global.save_res_path={tmp_path / 'res.txt'}"]
+    cfg = load_config(str(REC_FIXTURES / V5M), argv[3:], OcrRec.Config, translators=OcrRec.config_translators)
+    model = OcrRec(cfg, None).build_model()
+    step = tmp_path / "runs" / "step_00000074"
+    save_checkpoint(step.parent, {"model": rec_weights(model, 1 + DICT_A.index("a"))}, step.name)
+    save_checkpoint(out / "checkpoints", {"model": rec_weights(model, 0)}, "best")
+
+    def run(mode, *extra):
+        fresh_logging()
+        return OcrRec.main(["--mode", mode, *argv, *extra])
+
+    return SimpleNamespace(argv=argv, step=step, data=data, run=run)
+
+
+def test_rec_eval_and_predict_use_the_named_weights(rec, tmp_path, capsys):
+    """Global.checkpoints naming a step folder: eval acc 1 (output_dir's best: 0), predict reads "a"; an empty
+    predict folder exits 2 in one line."""
+    assert (rec.run("eval")["acc"], rec.run("eval", f"Global.checkpoints={rec.step}")["acc"]) == (0.0, 1.0)
+    texts = rec.run("predict", f"Global.checkpoints={rec.step}", f"Global.infer_img={rec.data / 'img'}")
+    assert [t for _, t, _ in texts] == ["a"] * 4
+    (tmp_path / "none").mkdir()
+    line = one_line_exit(OcrRec, ["--mode", "predict", *rec.argv, f"Global.infer_img={tmp_path / 'none'}"], capsys)
+    assert line == f"ocr_rec: error: ocr_rec predict: no image processed: Predict.images={tmp_path / 'none'}: it " \
+                   "holds no image file (.jpg, .jpeg, .png, .bmp, .tif, .tiff, .webp)"
+
+
+@pytest.mark.slow
+def test_rec_export_uses_the_named_weights(rec):
+    report = rec.run("export", f"Global.checkpoints={rec.step}")
+    assert report["weights"] == str(rec.step / "model.pdparams")
