@@ -114,9 +114,19 @@ def test_global_weights_in_train_mode_load_or_fail_in_one_line(tmp_path):
         recipe.init_weights(recipe.build_model())
 
 
-def test_paddleocr_checkpoints_is_not_ours_and_init_conflicts_only_in_training(tmp_path):
-    with pytest.raises(ConfigError, match="unknown key 'Global.checkpoints'"):  # compat.paddleocr maps it
-        from_dict(GlobalConfig, {"checkpoints": "auto"}, "Global")
+def test_paddleocr_checkpoints_resumes_and_init_conflicts_only_in_training(tmp_path):
+    """Global.checkpoints (PaddleOCR's key) is ours too: in train mode it is the checkpoint to continue from, over
+    resume "auto"; naming another checkpoint than Global.resume is an error (docs/weights.md for the other modes)."""
+    from paddle_recipes.resume import resume_from
+
+    assert from_dict(GlobalConfig, {"checkpoints": None}).checkpoints == ""
+    save_checkpoint(tmp_path / "a", {"model": paddle.nn.Linear(2, 2).state_dict()}, "step_1")
+    (tmp_path / "out" / "checkpoints").mkdir(parents=True)
+    g = from_dict(GlobalConfig, {"checkpoints": str(tmp_path / "a"), "resume": "auto", "output_dir": str(tmp_path / "out")})
+    assert resume_from(g) == str(tmp_path / "a")
+    g.resume = str(tmp_path / "b")
+    with pytest.raises(CheckpointError, match="name different checkpoints to continue from: set one"):
+        resume_from(g)
     # both set is fine for eval/predict/export (weights are used); only training refuses two init sources
     g = from_dict(GlobalConfig, {"weights": "a", "pretrained_model": "b"})
     assert (g.weights, g.pretrained_model) == ("a", "b")
