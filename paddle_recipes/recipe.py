@@ -204,10 +204,14 @@ class Recipe:
         raise NotImplementedError(f"{self.name} has no predict mode")
 
     # ------------------------------------------------------------------ shared parts
+    def checkpoint_root(self) -> Path:
+        """Where training writes this recipe's checkpoints (output_dir/checkpoints): eval's default weights."""
+        return Path(self.cfg.Global.output_dir) / "checkpoints"
+
     def weights_source(self) -> tuple[str, str]:
         """(path, where it came from) of the eval / predict / export weights, one rule for every recipe and mode:
         the first set of Global.weights, Global.checkpoints, Global.pretrained_model ("auto" counts as unset),
-        else output_dir/checkpoints/best, else that root's `latest`. Global.resume is not in it: it says where
+        else checkpoint_root()/best, else that root's `latest`. Global.resume is not in it: it says where
         training continues from. Nothing found is a CheckpointError; a named path is never replaced by another."""
         g = self.cfg.Global
         for key in WEIGHTS_KEYS:
@@ -217,7 +221,7 @@ class Recipe:
                                       f"it (-o Global.{key}=) to use output_dir/checkpoints")
             if value and value != "auto":
                 return value, f"Global.{key}={value}"
-        root = Path(g.output_dir) / "checkpoints"
+        root = self.checkpoint_root()
         if g.resume not in ("", "auto"):
             self.log.info("Global.resume=%s is where training continues from, not the weights used here", g.resume)
         if (root / "best").exists():

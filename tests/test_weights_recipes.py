@@ -245,3 +245,36 @@ def test_rec_eval_and_predict_use_the_named_weights(rec, tmp_path, capsys):
 def test_rec_export_uses_the_named_weights(rec):
     report = rec.run("export", f"Global.checkpoints={rec.step}")
     assert report["weights"] == str(rec.step / "model.pdparams")
+
+
+def test_ernie_eval_scores_the_named_weights(tmp_path, capsys):
+    """ERNIE's eval mode (the student): <output_dir>/distill/checkpoints/best by default, a step folder named by
+    Global.checkpoints, Global.weights over pretrained_model; training still refuses the keys."""
+    from paddle_recipes.recipes.ernie_multitask import ErnieMultitask
+    from paddle_recipes.tasks.nlp.config import build_model as build_ernie
+    from paddle_recipes.tasks.nlp.phases import build_task_data
+
+    smoke, out = "recipes/configs/ernie_multitask_smoke.yml", tmp_path / "out"
+    opts = [f"Global.output_dir={out}", "Data.num_tasks=4", "Data.eval_size=16"]
+    cfg = load_config(smoke, opts, ErnieMultitask.Config)
+    tok, specs, _, _ = build_task_data(cfg.Data, cfg.Architecture.max_len)
+    init = build_ernie(cfg.Architecture.student, specs, len(tok), cfg.Architecture.max_len, 7).state_dict()
+    other = build_ernie(cfg.Architecture.student, specs, len(tok), cfg.Architecture.max_len, 8).state_dict()
+    save_checkpoint(tmp_path / "runs", {"model": other}, "step_00000074")
+    save_safetensors(other, tmp_path / "other.safetensors")
+    save_checkpoint(out / "distill" / "checkpoints", {"model": init}, "best")  # also what `latest` names
+
+    def score(*extra):
+        fresh_logging()
+        m = ErnieMultitask.main(["--mode", "eval", "-c", smoke, "-o", *opts, *extra])
+        return m["avg_score"], m["weights"]
+
+    low, src = score()
+    assert src == str(out / "distill" / "checkpoints" / "best" / "model.pdparams")
+    step = tmp_path / "runs" / "step_00000074"
+    high = score(f"Global.checkpoints={step}")
+    assert high[1] == str(step / "model.pdparams") and high[0] != low
+    assert score(f"Global.pretrained_model={tmp_path / 'other'}", f"Global.weights={out / 'distill' / 'checkpoints'}"
+                 ) == (low, src)  # Global.weights first; a root: its latest (best here)
+    line = one_line_exit(ErnieMultitask, ["-c", smoke, "-o", *opts, f"Global.checkpoints={step}"], capsys)
+    assert "Global.pretrained_model/weights/checkpoints are not supported in train mode" in line

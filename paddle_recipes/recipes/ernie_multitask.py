@@ -15,59 +15,27 @@ Chinese tasks: no download. Outputs (rank 0): <phase>/model.pdparams, quant/stud
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
 from pathlib import Path
 
 import paddle
 import paddlenlp.transformers  # noqa: F401  (before logging setup, which drops its root handler)
 
 from paddle_recipes import distributed as dist_utils
-from paddle_recipes.config import ConfigError, check_name, to_dict
+from paddle_recipes.config import ConfigError, to_dict
 from paddle_recipes.distill import DistillCallback, make_distill_step
-from paddle_recipes.optim import OptimizerConfig
 from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.nlp.config import ArchitectureCfg, DataCfg, DistillCfg, ErnieTrain, QuantCfg, build_model
+from paddle_recipes.tasks.nlp.config import RecipeConfig, build_model
 from paddle_recipes.tasks.nlp.multitask import MultiTaskLoader, TaskSampler, evaluate_tasks, make_multitask_step
 from paddle_recipes.tasks.nlp.phases import build_task_data, load_phase_model, quant_phase, student_sets, write_report
-from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training, count_params
-
-PHASES = ("teacher", "student", "distill", "quant")
-
-
-@dataclass
-class ErnieGlobal(GlobalConfig):
-    """GlobalConfig (per phase; resume "auto" continues each phase from <output_dir>/<phase>/checkpoints)."""
-    output_dir: str = "output/ernie_multitask"
-    epochs: int = 3
-    phases: list[str] = field(default_factory=lambda: list(PHASES))
-
-    def __post_init__(self):
-        super().__post_init__()
-        for p in self.phases:
-            check_name("Global.phases", p, PHASES)
-
-
-@dataclass
-class RecipeConfig(TrainingConfig):
-    Global: ErnieGlobal = field(default_factory=ErnieGlobal)
-    Architecture: ArchitectureCfg = field(default_factory=ArchitectureCfg)
-    Data: DataCfg = field(default_factory=DataCfg)
-    Train: ErnieTrain = field(default_factory=ErnieTrain)
-    Optimizer: OptimizerConfig = field(default_factory=lambda: OptimizerConfig(
-        name="adamw", lr=2e-3, weight_decay=0.01, warmup_steps=50, schedule="cosine", grad_clip_norm=1.0))
-    Distill: DistillCfg = field(default_factory=DistillCfg)
-    Quant: QuantCfg = field(default_factory=QuantCfg)
-
+from paddle_recipes.training import build_training, count_params
 
 class ErnieMultitask(Recipe):
     """ERNIE 3.0-style multi-task training, distillation and INT8"""
-    name, Config, modes, main_metric = "ernie_multitask", RecipeConfig, ("train",), "avg_score"
+    name, Config, modes, main_metric = "ernie_multitask", RecipeConfig, ("train", "eval"), "avg_score"
 
     def check(self) -> None:
-        g, a = self.cfg.Global, self.cfg.Architecture
-        if g.pretrained_model or g.weights or g.checkpoints or g.resume not in ("", "auto"):
-            raise ConfigError("ernie_multitask trains several models: Global.pretrained_model/weights/checkpoints "
-                              "are not supported and Global.resume can only be 'auto' (per phase)")
+        a = self.cfg.Architecture
         if self.cfg.Distill.hidden_weight > 0 and a.teacher.hidden_size != a.student.hidden_size:
             raise ConfigError("Distill.hidden_weight > 0 needs Architecture.teacher.hidden_size == student.hidden_size")
 
@@ -98,7 +66,10 @@ class ErnieMultitask(Recipe):
 
     def train(self) -> dict:
         """Teacher -> student alone -> distilled student -> INT8, as listed in Global.phases."""
-        cfg, info, phases = self.cfg, self.info, self.cfg.Global.phases
+        cfg, info, phases, g = self.cfg, self.info, self.cfg.Global.phases, self.cfg.Global
+        if g.pretrained_model or g.weights or g.checkpoints or g.resume not in ("", "auto"):
+            raise ConfigError("ernie_multitask trains several models: Global.pretrained_model/weights/checkpoints "
+                              "are not supported in train mode and Global.resume can only be 'auto' (per phase)")
         out, arch, d = Path(cfg.Global.output_dir), cfg.Architecture, cfg.Data
         tok, specs, train_arrays, self.eval_arrays = build_task_data(d, arch.max_len)
         self.kinds = {s.name: s.kind for s in specs}
@@ -138,6 +109,23 @@ class ErnieMultitask(Recipe):
         dist_utils.barrier()
         write_report(report, out, info)
         return report
+
+    def checkpoint_root(self) -> Path:  # eval's default weights: the distilled student's best, else latest
+        return Path(self.cfg.Global.output_dir) / "distill" / "checkpoints"
+
+    def build_model(self):  # eval mode: the student (Architecture.student), as distill trains it
+        a = self.cfg.Architecture
+        return build_model(a.student, self.specs, self.vocab_size, a.max_len, self.cfg.Global.seed + 1)
+
+    def eval(self) -> dict:
+        """The student on the eval tasks, with the weights of the one rule (docs/weights.md)."""
+        tok, self.specs, _, self.eval_arrays = build_task_data(self.cfg.Data, self.cfg.Architecture.max_len)
+        self.kinds, self.vocab_size = {s.name: s.kind for s in self.specs}, len(tok)
+        model, src = self.load_for_inference()
+        metrics = {**self.evaluate_model(model), "weights": src}
+        if self.info.is_main:
+            print(json.dumps(metrics, ensure_ascii=False))
+        return metrics
 
 
 main, cli = ErnieMultitask.main, ErnieMultitask.cli

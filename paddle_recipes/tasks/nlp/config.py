@@ -7,6 +7,8 @@ import paddle
 
 from ...config import check_name, check_number
 from ...distill import DistillLoss, build_temperature
+from ...optim import OptimizerConfig
+from ...training import GlobalConfig, TrainingConfig
 from .multitask import MultiTaskModel, TaskSampler, build_ernie
 
 
@@ -117,3 +119,31 @@ class QuantCfg:
     calib_batches_per_task: int = 2
     min_elems: int = 1024
     eval_batch_size: int = 256
+
+
+PHASES = ("teacher", "student", "distill", "quant")
+
+
+@dataclass
+class ErnieGlobal(GlobalConfig):
+    """GlobalConfig (per phase; resume "auto" continues each phase from <output_dir>/<phase>/checkpoints)."""
+    output_dir: str = "output/ernie_multitask"
+    epochs: int = 3
+    phases: list[str] = field(default_factory=lambda: list(PHASES))
+
+    def __post_init__(self):
+        super().__post_init__()
+        for p in self.phases:
+            check_name("Global.phases", p, PHASES)
+
+
+@dataclass
+class RecipeConfig(TrainingConfig):
+    Global: ErnieGlobal = field(default_factory=ErnieGlobal)
+    Architecture: ArchitectureCfg = field(default_factory=ArchitectureCfg)
+    Data: DataCfg = field(default_factory=DataCfg)
+    Train: ErnieTrain = field(default_factory=ErnieTrain)
+    Optimizer: OptimizerConfig = field(default_factory=lambda: OptimizerConfig(
+        name="adamw", lr=2e-3, weight_decay=0.01, warmup_steps=50, schedule="cosine", grad_clip_norm=1.0))
+    Distill: DistillCfg = field(default_factory=DistillCfg)
+    Quant: QuantCfg = field(default_factory=QuantCfg)
