@@ -25,14 +25,14 @@ from paddle_recipes import distributed as dist_utils
 from paddle_recipes.config import ConfigError, to_dict
 from paddle_recipes.distill import DistillCallback, make_distill_step
 from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.nlp.config import RecipeConfig, build_model
+from paddle_recipes.tasks.nlp.config import ErnieConfig, build_model
 from paddle_recipes.tasks.nlp.multitask import MultiTaskLoader, TaskSampler, evaluate_tasks, make_multitask_step
 from paddle_recipes.tasks.nlp.phases import build_task_data, load_phase_model, quant_phase, student_sets, write_report
 from paddle_recipes.training import build_training, count_params
 
 class ErnieMultitask(Recipe):
     """ERNIE 3.0-style multi-task training, distillation and INT8"""
-    name, Config, modes, main_metric = "ernie_multitask", RecipeConfig, ("train", "eval"), "avg_score"
+    name, Config, modes, main_metric = "ernie_multitask", ErnieConfig, ("train", "eval"), "avg_score"
 
     def check(self) -> None:
         a = self.cfg.Architecture

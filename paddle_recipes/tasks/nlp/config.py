@@ -1,4 +1,4 @@
-"""Config sections of the ERNIE multi-task recipe that are this task's own (the recipe embeds them)."""
+"""The ERNIE multi-task recipe's config (ErnieConfig): the shared training sections and the task's own ones."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -138,7 +138,8 @@ class ErnieGlobal(GlobalConfig):
 
 
 @dataclass
-class RecipeConfig(TrainingConfig):
+class ErnieConfig(TrainingConfig):
+    """The ERNIE multi-task recipe's config: the shared training sections plus its own."""
     Global: ErnieGlobal = field(default_factory=ErnieGlobal)
     Architecture: ArchitectureCfg = field(default_factory=ArchitectureCfg)
     Data: DataCfg = field(default_factory=DataCfg)
