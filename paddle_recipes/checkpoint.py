@@ -286,7 +286,6 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     return state
 
 
-
 # Names that moved to their own modules, still importable from here (from paddle_recipes.checkpoint import ...).
 _MOVED = {**dict.fromkeys(("OutputLock", "LOCK_FILE"), "rundir"), "resume_source": "resume", "load_weights": "weights",
           **dict.fromkeys(("check_compatible", "optimizer_changes"), "checkpoint_compare"),
