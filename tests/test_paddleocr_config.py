@@ -173,7 +173,7 @@ def test_v2_chinese_common_translates_to_this_dict():
     assert ours == {
         "Global": {"epochs": 500, "output_dir": "./output/rec_chinese_common_v2.0", "log_every": 10,
                    "use_visualdl": False, "max_text_length": 25, "use_space_char": True,
-                   "cal_metric_during_train": True, "pretrained_model": "", "resume": "", "eval_batch_step": [0, 2000],
+                   "cal_metric_during_train": True, "pretrained_model": "", "checkpoints": "", "eval_batch_step": [0, 2000],
                    "eval_every_epochs": 0, "keep_every_epochs": 3, "save_every_epochs": 1,
                    "character_dict_path": "ppocr/utils/ppocr_keys_v1.txt", "image_shape": [3, 32, 320]},
         "Predict": {"images": "doc/imgs_words/ch/word_1.jpg",
