@@ -12,7 +12,7 @@ import pytest
 import paddle_recipes.checkpoint as ckpt
 from paddle_recipes.checkpoint import CheckpointError, clean_stale, save_checkpoint
 from paddle_recipes.ema import ModelEMA
-from paddle_recipes.trainer import Trainer
+from paddle_recipes.trainer import Trainer, TrainerOptions
 
 
 def build(output_dir, max_steps):
@@ -24,8 +24,9 @@ def build(output_dir, max_steps):
     def step(m, batch):
         return {"loss": paddle.nn.functional.mse_loss(m(paddle.to_tensor(batch[0])), paddle.to_tensor(batch[1]))}
 
-    return Trainer(model, opt, step, data, ema=ModelEMA(model, decay=0.9), epochs=10, max_steps=max_steps,
-                   save_every_steps=2, save_every_epochs=0, output_dir=output_dir, log_every=100)
+    return Trainer(model, opt, step, data, ema=ModelEMA(model, decay=0.9), output_dir=output_dir,
+                   options=TrainerOptions(epochs=10, max_steps=max_steps, save_every_steps=2, save_every_epochs=0,
+                                          log_every=100))
 
 
 def test_resume_without_ema_file_is_one_line(tmp_path):

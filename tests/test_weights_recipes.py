@@ -294,3 +294,44 @@ def test_ernie_eval_scores_the_named_weights(tmp_path, capsys):
                  ) == (low, src)  # Global.weights first; a root: its latest (best here)
     line = one_line_exit(ErnieMultitask, ["-c", smoke, "-o", *opts, f"Global.checkpoints={step}"], capsys)
     assert "Global.pretrained_model/weights/checkpoints are not supported in train mode" in line
+
+
+def test_cls_eval_and_predict_use_the_named_weights(tmp_path):
+    """ocr_cls: lines labelled 0; weights whose logits say "0" (acc 1) in a step folder named by Global.checkpoints,
+    weights saying "180" (acc 0) as output_dir's best and as a prefix named by Global.pretrained_model."""
+    from paddle_recipes.recipes.ocr_cls import OcrCls
+
+    fresh_logging()
+    smoke, out, data = "recipes/configs/ocr_cls_smoke.yml", tmp_path / "out", tmp_path / "data"
+    (data / "img").mkdir(parents=True)
+    for i in range(4):
+        cv2.imwrite(str(data / "img" / f"{i}.png"), np.full((32, 128, 3), 200, np.uint8))
+    (data / "val.txt").write_text("".join(f"img/{i}.png\t0\n" for i in range(4)))
+    opts = [f"Global.output_dir={out}", f"Eval.dataset.data_dir={data}", f"Eval.dataset.label_file_list=[{data / 'val.txt'}]"]
+    model = OcrCls(load_config(smoke, opts, OcrCls.Config), None).build_model()
+
+    def says(label: int) -> dict:
+        sd = {k: v.clone() for k, v in model.state_dict().items()}
+        sd["head.fc.weight"] = paddle.zeros_like(sd["head.fc.weight"])
+        sd["head.fc.bias"] = paddle.to_tensor(np.array([10.0, -10.0] if label == 0 else [-10.0, 10.0], np.float32))
+        return sd
+
+    step = tmp_path / "runs" / "step_00000074"
+    save_checkpoint(step.parent, {"model": says(0)}, step.name)
+    save_checkpoint(out / "checkpoints", {"model": says(180)}, "best")
+    paddle.save(says(180), str(tmp_path / "best_accuracy.pdparams"))
+
+    def run(mode, *extra):
+        fresh_logging()
+        return OcrCls.main(["--mode", mode, "-c", smoke, "-o", *opts, *extra])
+
+    m = run("eval", f"Global.checkpoints={step}", f"Global.pretrained_model={tmp_path / 'best_accuracy'}")
+    assert (round(m["acc"], 6), m["weights"]) == (1.0, str(step / "model.pdparams"))
+    m = run("eval", f"Global.pretrained_model={tmp_path / 'best_accuracy'}")
+    assert (round(m["acc"], 6), m["weights"]) == (0.0, str(tmp_path / "best_accuracy.pdparams"))
+    assert run("eval")["weights"] == str(out / "checkpoints" / "best" / "model.pdparams")
+    labels = run("predict", f"Global.checkpoints={step}", f"Predict.images={data / 'img'}",
+                 f"Predict.save_res_path={tmp_path / 'cls.txt'}")
+    assert [label for _, label, _ in labels] == ["0"] * 4
+    labels = run("predict", f"Predict.images={data / 'img'}", f"Predict.save_res_path={tmp_path / 'cls.txt'}")
+    assert [label for _, label, _ in labels] == ["180"] * 4  # output_dir's best

@@ -44,7 +44,6 @@ class OcrCls(ClsPaddleOCRExport, Recipe):
     # -c takes PaddleX's / PaddleClas's orientation YAMLs (top-level Arch + DataLoader: tried first) and PaddleOCR cls
     # YAMLs, -o in their own keys
     config_translators = (paddleclas_cls_translator(ClsConfig), paddleocr_cls_translator(ClsConfig))
-    eval_weights_keys = ("weights", "checkpoints", "resume", "pretrained_model")
 
     @cached_property
     def spec(self) -> ClsInput:
