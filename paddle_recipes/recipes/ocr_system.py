@@ -77,7 +77,7 @@ class OcrSystem(Recipe):
     def pipeline(self, oracle: bool = False) -> OcrPipeline:
         g, rec = self.cfg.Global, self.rec
         rec_model, rec_src = rec.load_for_inference()
-        recognize = rec_fn(rec_model, rec.charset, rec.cfg.Global.image_shape, g.rec_batch_num)
+        recognize = rec_fn(rec_model, rec.charset, rec.cfg.Global.image_shape, g.rec_batch_num, g.rec_resize)
         detect, self.sources = None, {"rec_weights": rec_src, "det_weights": "oracle (GT boxes)"}
         crop = "minarea" if not oracle and self.det.post.box_type == "poly" else self.cfg.Det.crop
         if not oracle:

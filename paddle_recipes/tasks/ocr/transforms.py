@@ -88,6 +88,23 @@ def resize_norm_infer(img: np.ndarray, image_shape: Sequence[int] = (3, 48, 320)
     return out
 
 
+def resize_norm_batch_ppocr2(imgs: Sequence[np.ndarray], image_shape: Sequence[int] = (3, 48, 320)) -> np.ndarray:
+    """A batch as paddleocr 2.x's TextRecognizer feeds it (predict_rec resize_norm_img): one canvas width
+    int(H * max(W / H, widest w / h of the batch)) for all; each line resized to height H and width
+    min(ceil(H * w / h), canvas), normalised like :func:`resize_norm_pad`, zero-padded on the right. Unlike
+    :func:`resize_norm_infer` (PaddleX, per line), a line's width depends on its batch; no width cap."""
+    c, h, w = (int(v) for v in image_shape)
+    canvas = int(h * max([w / h] + [im.shape[1] / float(im.shape[0]) for im in imgs]))
+    out = np.zeros((len(imgs), c, h, canvas), dtype=np.float32)
+    for i, im in enumerate(imgs):
+        if im.ndim == 2:
+            im = np.repeat(im[:, :, None], 3, axis=2)
+        rw = min(canvas, int(math.ceil(h * im.shape[1] / float(im.shape[0]))))
+        x = cv2.resize(im, (rw, h)).astype(np.float32).transpose(2, 0, 1)[:c] / 255.0
+        out[i, :, :, :rw] = (x - 0.5) / 0.5
+    return out
+
+
 def pad_batch(images: Sequence[np.ndarray]) -> np.ndarray:
     """Stack CHW arrays of one height into [B, C, H, max width], zero-padding on the right
     (PaddleX's ``ToBatch``)."""

@@ -8,7 +8,9 @@ paddleocr 3.x's ``PaddleOCR(...)`` pipeline does, so an export read there gives 
 (paddleocr 2.x's predict_system: a 4-point box warped as given). A ``PostProcess.box_type: poly`` detector's
 boxes always go through their min-area rectangle (2.x's det_box_type poly; 3.x's crop does it for every box).
 ``Global.drop_score``: lines recognised below this score are dropped (PaddleOCR's 0.5).
-``Global.rec_batch_num``: crops per recognizer pass (PaddleOCR's 6). ``Global.font``: font-registry name
+``Global.rec_batch_num``: crops per recognizer pass (PaddleOCR's 6). ``Global.rec_resize``: how a pass's crops are
+resized: ``paddlex`` (default; paddleocr 3.x: each line to its own width) or ``paddleocr2`` (2.x's predict_system:
+one width for the pass, set by its widest line; with Det.crop rotate, 2.x's texts). ``Global.font``: font-registry name
 of the picture's text. ``Eval.dataset``: PaddleOCR det label files with transcriptions; empty ``data_dir``
 = the det config's synthetic ``heldout`` pages (eval fonts only). ``Eval.iou``: match threshold (0.5).
 ``Global.use_angle_cls`` (PaddleOCR 2.x) / ``Global.use_textline_orientation`` (3.x; either turns it on): the
@@ -32,6 +34,7 @@ class SystemGlobal:
     output_dir: str = "output/ocr_system"
     drop_score: float = 0.5
     rec_batch_num: int = 6
+    rec_resize: Literal["paddlex", "paddleocr2"] = "paddlex"
     font: str = "noto_sans_sc"
     use_angle_cls: bool = False
     use_textline_orientation: bool = False

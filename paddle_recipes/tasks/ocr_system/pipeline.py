@@ -28,12 +28,13 @@ from ..ocr.charset import CharDict
 from ..ocr.postprocess import ctc_greedy_decode
 from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, images
 
-from ..ocr.transforms import pad_batch, resize_norm_infer
+from ..ocr.transforms import pad_batch, resize_norm_batch_ppocr2, resize_norm_infer
 from ..ocr_det.predict import detect_image
 from .geometry import crop_box, paddleocr2_boxes, reading_order
 from .metric import E2EMetric
 
 logger = logging.getLogger(__name__)
+REC_RESIZES = ("paddlex", "paddleocr2")
 
 
 def det_fn(model, eval_tf, post) -> Callable:
@@ -41,20 +42,28 @@ def det_fn(model, eval_tf, post) -> Callable:
     return partial(detect_image, model, eval_tf=eval_tf, post=post)
 
 
-def rec_fn(model, charset: CharDict, image_shape: Sequence[int], batch_num: int = 6) -> Callable:
+def rec_fn(model, charset: CharDict, image_shape: Sequence[int], batch_num: int = 6,
+           resize: str = "paddlex") -> Callable:
     """Crops -> [(text, score)]: sorted by width / height, ``batch_num`` per forward pass, each resized to the
-    rec input height H (width H * w / h, at least W) and zero-padded to the widest of its batch (PaddleX's
-    TextRecognition inference resize); CTC greedy decoding, score = mean max-probability of the kept steps."""
+    rec input height H (width H * w / h, at least W) and zero-padded to the widest of its batch (``resize``
+    "paddlex": PaddleX's TextRecognition inference resize, per line; "paddleocr2": 2.x's TextRecognizer, one width
+    for the batch, transforms.resize_norm_batch_ppocr2); CTC greedy decoding, score = mean max-probability of the
+    kept steps."""
+    if resize not in REC_RESIZES:
+        raise ValueError(f"rec resize {resize!r}: must be one of {list(REC_RESIZES)}")
     model.eval()
     is_logits = not getattr(model, "outputs_probabilities", False)
 
     @paddle.no_grad()
     def run(crops: Sequence[np.ndarray]) -> List[Tuple[str, float]]:
-        order = sorted(range(len(crops)), key=lambda i: crops[i].shape[1] / float(crops[i].shape[0]))
+        ratios = [c.shape[1] / float(c.shape[0]) for c in crops]
+        order = (np.argsort(ratios).tolist() if resize == "paddleocr2"  # 2.x's sort (not stable on ties)
+                 else sorted(range(len(crops)), key=ratios.__getitem__))
         out: List[Tuple[str, float]] = [("", 0.0)] * len(crops)
         for k in range(0, len(order), batch_num):
             idx = order[k:k + batch_num]
-            x = pad_batch([resize_norm_infer(crops[i], image_shape) for i in idx])
+            x = (resize_norm_batch_ppocr2([crops[i] for i in idx], image_shape) if resize == "paddleocr2" else
+                 pad_batch([resize_norm_infer(crops[i], image_shape) for i in idx]))
             logits = model(paddle.to_tensor(x)).astype("float32").numpy()
             for i, res in zip(idx, ctc_greedy_decode(logits, charset, is_logits=is_logits)):
                 out[i] = res
