@@ -146,7 +146,8 @@ def make_page(photo: np.ndarray, fonts: list, sampler: TextSampler, rng: np.rand
         img = cv2.GaussianBlur(img, (0, 0), sigma)
     ok, jpg = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(45, 91))])
     assert ok
-    return jpg.tobytes(), [{"transcription": t, "points": np.round(q.astype(np.float64), 1).tolist()} for t, q in zip(texts, quads)]
+    return jpg.tobytes(), [{"transcription": t, "points": np.round(q.astype(np.float64), 1).tolist()}
+                           for t, q in zip(texts, quads)]
 
 
 def heldout_fonts():
