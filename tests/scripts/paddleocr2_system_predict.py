@@ -1,0 +1,32 @@
+"""Run paddleocr 2.x's own OCR system (tools/infer/predict_system.py's TextSystem: det -> sorted boxes -> rotate crop
+-> angle classifier -> rec, lines below drop_score left out) on images, as its main() does: cv2.imread (BGR).
+Prints one JSON line {"results": [{"boxes": [...], "texts": [...], "scores": [...]}, ...]} in input order.
+
+Runs inside a venv with paddleocr 2.x (e.g. paddleocr==2.10.0 paddlepaddle==3.3.1), not the project's python:
+    python tests/scripts/paddleocr2_system_predict.py ARGS_JSON IMG...
+ARGS_JSON: predict_system command-line options as a JSON list, e.g. ["--det_model_dir=D", "--rec_model_dir=R",
+"--cls_model_dir=C", "--use_angle_cls=True", "--rec_char_dict_path=K", "--det_limit_side_len=960", ...].
+"""
+import json
+import sys
+
+
+def main(argv):
+    extra, images = json.loads(argv[0]), argv[1:]
+    import cv2
+    from paddleocr.tools.infer import utility
+    from paddleocr.tools.infer.predict_system import TextSystem
+
+    args = utility.init_args().parse_args(["--use_gpu=False", *extra])
+    system = TextSystem(args)
+    out = []
+    for f in images:
+        boxes, res, _ = system(cv2.imread(f), cls=args.use_angle_cls)
+        boxes, res = boxes or [], res or []
+        out.append({"boxes": [[[round(float(v), 2) for v in p] for p in b] for b in boxes],
+                    "texts": [t for t, _ in res], "scores": [round(float(s), 5) for _, s in res]})
+    print(json.dumps({"results": out}, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
