@@ -8,7 +8,7 @@ then our --mode export of the three imported models read by paddleocr 2.10 (Text
 Rows (each: lines = union of both sides' lines, matched = one-to-one IoU >= 0.5, same text; every difference listed):
   ours (Det.crop rotate) vs paddleocr 2.10 predict_system, same released files and settings (harness SETTINGS);
   paddleocr 2.10 predict_system on our exports vs ours (2.x crop and resize);
-  paddleocr 3.7 PaddleOCR(...) on our exports vs ours (3.x crop minarea and resize).
+  paddleocr 3.7 PaddleOCR(...) on our det + rec exports vs ours (3.x crop and resize, no orientation stage).
 Plus each side's reading of the pages against their labels (E2E: matched with the exact text / label lines).
 Writes --out/report.json and report.md; prints the figures.
 """
@@ -31,9 +31,9 @@ sys.path.insert(0, str(REPO / "datasets"))
 from make_photo_pages import make_pages  # noqa: E402
 
 
-def run_ours(work: Path, models: dict, pages: Path, like: str, tag: str) -> dict:
+def run_ours(work: Path, models: dict, pages: Path, like: str, tag: str, orientation: bool = True) -> dict:
     """recipes/ocr_system.py --mode predict with ``models``; {image name: lines}."""
-    cfg = O.system_yaml(work / f"{tag}.yml", models, work / tag, like)
+    cfg = O.system_yaml(work / f"{tag}.yml", models, work / tag, like, orientation)
     subprocess.run([sys.executable, str(REPO / "recipes/ocr_system.py"), "--mode", "predict", "-c", str(cfg),
                     "-o", f"Predict.images={pages}"], check=True, capture_output=True, text=True)
     return O.read_results(work / tag / "predict" / "system_results.txt")
@@ -100,14 +100,13 @@ def main(argv=None):
         e2 = O.run_json(O.VENV2, "paddleocr2_system_predict.py", [json.dumps(O.paddleocr2_args(exp)), *images])
         rows["paddleocr 2.10 on our exports vs ours (rotate)"] = O.compare(
             ours, {Path(f).name: O.as_lines(r) for f, r in zip(images, e2["results"])})
-        ours_min = run_ours(work, models, work / "pages", "3.x", "ours_3x")
+        ours_min = run_ours(work, models, work / "pages", "3.x", "ours_3x", orientation=False)
         e3 = O.run_json(O.VENV3, "paddleocr_system_predict.py", [
             exp["det"], "PP-OCRv4_mobile_det", exp["rec"], "PP-OCRv4_mobile_rec",
-            json.dumps({**O.paddleocr3_kwargs(), "textline_orientation_model_dir": str(exp["cls"]),
-                        "textline_orientation_model_name": O.PADDLEX_CLS_NAME}), *images])
+            json.dumps(O.paddleocr3_kwargs()), *images])
         rows["paddleocr 3.7 PaddleOCR(...) on our exports vs ours (minarea)"] = O.compare(
             ours_min, {Path(f).name: O.as_lines(r) for f, r in zip(images, e3["results"])})
-        reading["ours (minarea)"] = e2e(ours_min, label)
+        reading["ours (3.x crop and resize, no orientation)"] = e2e(ours_min, label)
     report = {"pages": a.pages, "seed": a.seed, "settings": O.SETTINGS, "rows": rows, "reading_vs_labels": reading,
               "minutes": round((time.time() - t0) / 60, 1)}
     out = Path(a.out)

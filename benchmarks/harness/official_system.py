@@ -59,13 +59,15 @@ def det_eval_override(s: dict = SETTINGS) -> str:
 LIKE = {"2.x": {"crop": "rotate", "rec_resize": "paddleocr2"}, "3.x": {"crop": "minarea", "rec_resize": "paddlex"}}
 
 
-def system_yaml(path: Path, models: Dict[str, Path], out_dir: Path, like: str = "2.x", s: dict = SETTINGS) -> Path:
+def system_yaml(path: Path, models: Dict[str, Path], out_dir: Path, like: str = "2.x", orientation: bool = True,
+                s: dict = SETTINGS) -> Path:
     """Write our ocr_system config for the released det / rec / cls folders (or our exports of them) to ``path``,
-    cutting and resizing lines as paddleocr ``like`` ("2.x" predict_system or "3.x" PaddleOCR(...)) does."""
+    cutting and resizing lines as paddleocr ``like`` ("2.x" predict_system or "3.x" PaddleOCR(...)) does;
+    ``orientation``: the cls stage (use_angle_cls)."""
     crop, rec_resize = LIKE[like]["crop"], LIKE[like]["rec_resize"]
     cfg = {"Global": {"output_dir": str(out_dir), "drop_score": s["drop_score"], "rec_batch_num": s["rec_batch_num"],
                       "rec_resize": rec_resize,
-                      "use_angle_cls": True, "cls_thresh": s["cls_thresh"], "cls_batch_num": s["cls_batch_num"]},
+                      "use_angle_cls": orientation, "cls_thresh": s["cls_thresh"], "cls_batch_num": s["cls_batch_num"]},
            "Det": {"config": str(DET_YAML), "weights": str(models["det"]), "crop": crop,
                    "opt": [det_eval_override(s), f"PostProcess.thresh={s['det_db_thresh']}",
                            f"PostProcess.box_thresh={s['det_db_box_thresh']}",
@@ -86,12 +88,14 @@ def paddleocr2_args(models: Dict[str, Path], s: dict = SETTINGS) -> List[str]:
 
 
 def paddleocr3_kwargs(s: dict = SETTINGS) -> dict:
-    """PaddleOCR(...) 3.x keyword arguments for the same settings (det / rec / orientation dirs given apart)."""
+    """PaddleOCR(...) 3.x keyword arguments for the same settings (det / rec dirs given apart), without the text-line
+    orientation stage: 3.x turns every crop its classifier calls '180' (no cls_thresh) and paddlex has no predictor
+    for ch_ppocr_mobile_v2.0_cls (see paddlex_cls_yml), so with that stage the two systems differ by design."""
     return {"text_det_limit_side_len": s["det_limit_side_len"], "text_det_limit_type": s["det_limit_type"],
             "text_det_thresh": s["det_db_thresh"], "text_det_box_thresh": s["det_db_box_thresh"],
             "text_det_unclip_ratio": s["det_db_unclip_ratio"], "text_rec_score_thresh": s["drop_score"],
             "text_recognition_batch_size": s["rec_batch_num"], "textline_orientation_batch_size": s["cls_batch_num"],
-            "use_doc_orientation_classify": False, "use_doc_unwarping": False, "use_textline_orientation": True}
+            "use_doc_orientation_classify": False, "use_doc_unwarping": False, "use_textline_orientation": False}
 
 
 def clean_env() -> dict:

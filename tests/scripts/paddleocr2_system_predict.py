@@ -6,8 +6,12 @@ Runs inside a venv with paddleocr 2.x (e.g. paddleocr==2.10.0 paddlepaddle==3.3.
     python tests/scripts/paddleocr2_system_predict.py ARGS_JSON IMG...
 ARGS_JSON: predict_system command-line options as a JSON list, e.g. ["--det_model_dir=D", "--rec_model_dir=R",
 "--cls_model_dir=C", "--use_angle_cls=True", "--rec_char_dict_path=K", "--det_limit_side_len=960", ...].
+With paddle 3.3.1, 2.10's create_predictor fails on a PIR model (inference.json) on CPU: "Not find predictor_id 0 and
+pass_name memory_optimize_pass". For such folders this script turns that memory optimisation off (no effect on the
+results) before building the TextSystem.
 """
 import json
+import os
 import sys
 
 
@@ -18,6 +22,11 @@ def main(argv):
     from paddleocr.tools.infer.predict_system import TextSystem
 
     args = utility.init_args().parse_args(["--use_gpu=False", *extra])
+    dirs = [args.det_model_dir, args.rec_model_dir, args.cls_model_dir]
+    if any(d and os.path.exists(os.path.join(d, "inference.json")) for d in dirs):
+        from paddle import inference
+
+        inference.Config.enable_memory_optim = lambda self, *a, **k: None
     system = TextSystem(args)
     out = []
     for f in images:
