@@ -109,12 +109,13 @@ def test_paddleocr2_rec_resize_one_width_per_batch():
 @needs_official
 @needs_venv2
 def test_system_with_released_files_reads_photo_pages_as_paddleocr2(tmp_path):
-    """2 pages (~30 lines): every line found by both (IoU >= 0.5) and read the same."""
-    images = _pages(tmp_path, 2)
+    """One page (17 lines, 2 of them turned by 180 degrees; the default suite's time): every line found by both
+    (IoU >= 0.5) and read the same."""
+    images = _pages(tmp_path, 1)
     theirs = _paddleocr2(MODELS, images)  # runs while ours does
     c = O.compare(_ours(tmp_path, MODELS), _collect(theirs, images))
     _report("ours vs paddleocr 2.10", c)
-    assert c["lines"] >= 20 and c["matched_pct"] == 100.0 and c["same_text_pct"] == 100.0
+    assert c["lines"] >= 12 and c["matched_pct"] == 100.0 and c["same_text_pct"] == 100.0
 
 
 @pytest.mark.slow
