@@ -106,11 +106,12 @@ def test_paddleocr2_rec_resize_one_width_per_batch():
     assert resize_norm_infer(b, (3, 48, 320)).shape[2] == int(48 * 250 / 31) < wb
 
 
+@pytest.mark.slow  # 26 s at load 5: importing the three released models alone is 20 s (formats/ppocr_import.py)
 @needs_official
 @needs_venv2
 def test_system_with_released_files_reads_photo_pages_as_paddleocr2(tmp_path):
-    """One page (17 lines, 2 of them turned by 180 degrees; the default suite's time): every line found by both
-    (IoU >= 0.5) and read the same."""
+    """One page (17 lines, 2 of them turned by 180 degrees): every line found by both (IoU >= 0.5) and read the
+    same."""
     images = _pages(tmp_path, 1)
     theirs = _paddleocr2(MODELS, images)  # runs while ours does
     c = O.compare(_ours(tmp_path, MODELS), _collect(theirs, images))
