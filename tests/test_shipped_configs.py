@@ -13,16 +13,14 @@ CONFIGS = Path(__file__).resolve().parents[1] / "recipes" / "configs"
 
 
 def recipe_for(name: str):
-    from paddle_recipes.recipes.det_ppyoloe import DetPPYOLOE
-    from paddle_recipes.recipes.ernie_multitask import ErnieMultitask
-    from paddle_recipes.recipes.ocr_det import OcrDet
-    from paddle_recipes.recipes.ocr_rec import OcrRec
-    from paddle_recipes.recipes.ocr_system import OcrSystem
-    for prefix, cls in (("ocr_system", OcrSystem), ("ocr_det", OcrDet), ("ocr_rec", OcrRec),
-                        ("det_ppyoloe", DetPPYOLOE), ("ernie_multitask", ErnieMultitask)):
-        if name.startswith(prefix):
-            return cls
-    raise AssertionError(f"{name}: no recipe for this config name")
+    """The recipe class of a shipped config, by its file name's recipe prefix (the longest RECIPES name that matches)."""
+    import importlib
+
+    from paddle_recipes.recipes import RECIPES
+    prefixes = sorted((p for p in RECIPES if name.startswith(p)), key=len, reverse=True)
+    assert prefixes, f"{name}: no recipe for this config name"
+    module = importlib.import_module(f"paddle_recipes.recipes.{RECIPES[prefixes[0]]}")
+    return module.main.__self__
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yml")), ids=lambda p: p.name)
@@ -33,7 +31,7 @@ def test_shipped_config_loads_and_passes_its_recipes_checks(path):
         from paddle_recipes.distributed import DistInfo
         cls(cfg, DistInfo()).check()
     if cls.__name__ == "OcrSystem":
-        for m in (cfg.Det, cfg.Rec):
+        for m in (cfg.Det, cfg.Rec, cfg.Cls):
             assert Path(resolve_path(m.config)).is_file(), m.config
 
 
