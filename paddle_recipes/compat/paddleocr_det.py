@@ -2,9 +2,9 @@
 
     cfg = load_config(path, overrides, DetConfig, translators=(paddleocr_det_translator(DetConfig),))
 
-The same rules and report as the rec translator (compat.paddleocr, whose Global / Optimizer / lr /
-loader mapping and TranslationReport this module reuses by subclassing its translator): every key maps
-onto ours, or is reported once as having no effect here, or is a ConfigError naming it.
+The same rules and report as the rec translator: the shared Global / Optimizer / lr / loader mapping of
+compat.paddleocr_common and the vocabulary and TranslationReport of compat.translate. Every key maps onto ours,
+or is reported once as having no effect here, or is a ConfigError naming it.
 
 Facts of PaddleOCR's det code that the mapping follows (read, not copied):
 - ``DetResizeForTest``: ``image_shape`` (+ ``keep_ratio``) wins, else ``limit_side_len`` (+ ``limit_type``,
@@ -33,9 +33,10 @@ from typing import Any, Tuple
 from paddle_recipes.config import ConfigError, _suggest
 from paddle_recipes.nn import catalog
 
-from .paddleocr import TranslationReport, _canon, _schema_has, _Translator, paddleocr_rec_translator
+from .paddleocr_common import PaddleOCRTranslator, _schema_has, paddleocr_translator
+from .translate import TranslationReport
+from .translate import canonical as _canon
 
-REC_ONLY_GLOBAL = ("character_dict_path", "character_type", "max_text_length", "infer_mode", "use_space_char")
 DATASETS = ("SimpleDataSet", "TextDetDataset")
 # The one det pipeline each split runs here, in PaddleOCR's order; (optional ops in OPTIONAL).
 TRAIN_OPS = ("DecodeImage", "DetLabelEncode", "CopyPaste", "ColorJitter", "IaaAugment", "RandomPerspective",
@@ -72,27 +73,21 @@ def _registries() -> dict:
     return {"Backbone": backbones, "Neck": DET_NECKS, "Head": DET_HEADS}
 
 
-class _DetTranslator(_Translator):
-    """compat.paddleocr's translator with the det sections (Architecture, Loss, PostProcess, Metric, data)."""
+class DetTranslator(PaddleOCRTranslator):
+    """The det sections (Architecture, Loss, PostProcess, Metric, data) on the shared PaddleOCR translator."""
 
     def __init__(self, data: dict, source: str, schema: type | None = None, overridden: dict | None = None):
         super().__init__(data, source, overridden)
         self.schema = schema
 
     def _global_keys(self):
-        return [k for k in super()._global_keys() if k not in REC_ONLY_GLOBAL] + list(EMA_GLOBAL)
+        return super()._global_keys() + tuple(EMA_GLOBAL)
 
     def global_(self) -> None:
-        """The shared Global keys (compat.paddleocr), then det's own meaning of three of them."""
-        g = self.g
-        self.g = {k: v for k, v in g.items() if k not in ("cal_metric_during_train", "model_name", "save_res_path")
-                  and k not in EMA_GLOBAL}
+        """The shared Global keys (compat.paddleocr_common), then det's own: its metric cadence, save_res_path,
+        model_name and ppdet's EMA keys."""
         super().global_()
-        self.g = g
         self.det_global()
-
-    def consistency(self) -> None:
-        """Nothing to cross-check: the det pipeline is one (transforms checks the order and keep_keys)."""
 
     def preflight(self) -> None:
         """The model first: a distillation model, another algorithm or a network not built here is named in
@@ -280,7 +275,7 @@ class _DetTranslator(_Translator):
         self.fixed(op, "PaddleOCR det labels; '###' and '*' are ignored regions")
 
     def _op_CopyPaste(self, split, op, args):
-        self.report.approximated[op] = "text instances are not copy-pasted here"
+        self.approx(op, "text instances are not copy-pasted here")
 
     def _op_ColorJitter(self, split, op, args):
         keys = OP_ARGS["ColorJitter"]
@@ -290,7 +285,7 @@ class _DetTranslator(_Translator):
                 self.report.mapped[f"{op}.{k}"] = "Train.transform.color_jitter"
 
     def _op_RandomPerspective(self, split, op, args):
-        self.report.approximated[op] = "no random perspective warp here"
+        self.approx(op, "no random perspective warp here")
 
     def _op_IaaAugment(self, split, op, args):
         aug = DEFAULT_IAA if args.get("augmenter_args") is None else args["augmenter_args"]
@@ -441,12 +436,12 @@ def translate_det_config(data: dict, source: str = "<dict>", schema: type | None
     compat.paddleocr.translate_rec_config's."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
-    return _DetTranslator(copy.deepcopy(data), source, schema, overridden).run()
+    return DetTranslator(copy.deepcopy(data), source, schema, overridden).run()
 
 
 def paddleocr_det_translator(schema: type):
-    """A ``Recipe.config_translators`` entry for the det recipe (compat.paddleocr's wrapper: the one "no effect
-    here" line, the "not exactly as PaddleOCR" line, -o in PaddleOCR's keys)."""
-    return paddleocr_rec_translator(schema, lambda raw, source, overridden: translate_det_config(
+    """A ``Recipe.config_translators`` entry for the det recipe (compat.paddleocr_common's wrapper: the one "no
+    effect here" line, the "not exactly as PaddleOCR" line, -o in PaddleOCR's keys)."""
+    return paddleocr_translator(schema, lambda raw, source, overridden: translate_det_config(
         raw, source, schema, overridden))
 
