@@ -71,7 +71,7 @@ def test_outputs_equal_paddleocr(preset):
 
 def test_bad_architecture_is_one_clear_error():
     arch = PPOCR_DET_PRESETS["PP-OCRv5_mobile_det"]
-    with pytest.raises(ValueError, match=r"Architecture.Neck \(RSEFPN\): unknown keys \['out_channel'\]"):
+    with pytest.raises(ValueError, match=r"Architecture.Neck: RSEFPN does not take \['out_channel'\] \(it takes "):
         build_ppocr_det_model({**arch, "Neck": {"name": "RSEFPN", "out_channel": 96}})
     with pytest.raises(ValueError, match="set det: true"):
         build_ppocr_det_model({**arch, "Backbone": {"name": "PPLCNetV3", "scale": 0.75}})

@@ -113,7 +113,7 @@ def test_outputs_equal_paddleocr(preset):
 
 
 def test_unknown_architecture_keys_are_rejected():
-    with pytest.raises(ValueError, match="unknown keys.*'scal'"):
+    with pytest.raises(ValueError, match=r"Architecture\.Backbone: PPLCNetV3 does not take \['scal'\]"):
         build_ppocr_rec_model({"Backbone": {"name": "PPLCNetV3", "scal": 0.95},
                                "Head": {"name": "CTCHead"}}, 10)
     with pytest.raises(ValueError, match=r"Architecture.Backbone.name: unknown name 'NoSuchNet'; valid names: "):

@@ -454,8 +454,8 @@ class RecTranslator(PaddleOCRTranslator):
                 if k == "padding" or mode != "free_width":
                     self.fixed(f"{op}.{k}", "keep-ratio resize, right-padded to Global.image_shape")
         if mode == "free_width":
-            self.approx(f"{op}.eval_mode",
-                        "Eval images are padded to Global.image_shape; PaddleOCR lets the width grow (predict/export do)")
+            self.approx(f"{op}.eval_mode", "Eval images are padded to Global.image_shape; PaddleOCR lets the width "
+                        "grow (predict/export do)")
 
     def _op_KeepKeys(self, split, op, args, i):
         self.keep_keys[split] = (f"{op}.keep_keys", list(args.get("keep_keys") or []))

@@ -29,11 +29,12 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from paddle_recipes.config import ConfigError, duplicate_key_line, load_yaml, read_config_text
+
+from .translate import TranslationReport, Translator
 
 BASE_KEY = "_BASE_"
 _log = logging.getLogger("paddle_recipes.compat.ppdet")
@@ -140,72 +141,63 @@ def is_ppdet_config(source: str | os.PathLike | dict) -> bool:
 
 # ----------------------------------------------------------------------------- translation
 @dataclass
-class PpdetImport:
-    """Result of translating a ppdet config (see module docstring)."""
-    source: str
+class PpdetImport(TranslationReport):
+    """Result of translating a ppdet config (see module docstring): the shared report (compat.translate) with the
+    config dict and the PP-YOLOE family; its lines name the source first."""
     config: dict = field(default_factory=dict)
-    no_effect: dict = field(default_factory=dict)
-    approximated: dict = field(default_factory=dict)
     family: str = ""  # "ppyoloe_plus" | "ppyoloe"
 
-    def notes(self) -> list[str]:
-        """The report as at most two lines: keys with no effect here, keys approximated."""
+    def lines(self) -> list[tuple[int, str]]:
+        """The report as at most two lines: keys with no effect here (INFO), keys approximated (WARNING)."""
         out = []
         if self.no_effect:
-            out.append(f"{self.source}: no effect here: " + "; ".join(f"{k} ({v})" for k, v in self.no_effect.items()))
+            out.append((logging.INFO, f"{self.source}: no effect here: " +
+                        "; ".join(f"{k} ({v})" for k, v in self.no_effect.items())))
         if self.approximated:
-            out.append(f"{self.source}: approximated: " +
-                       "; ".join(f"{k} ({v})" for k, v in self.approximated.items()))
+            out.append((logging.WARNING, f"{self.source}: approximated: " +
+                        "; ".join(f"{k} ({v})" for k, v in self.approximated.items())))
         return out
 
     def log(self, logger: logging.Logger | None = None) -> None:
-        logger = logger or _log
-        for line in self.notes():
-            (logger.warning if ": approximated: " in line else logger.info)("%s", line)
+        super().log(logger or _log)
 
 
-class _Translator:
+class PpdetTranslator(Translator):
+    """ppdet's keys in the shared vocabulary (compat.translate): ``put`` our key (a later value replaces, as ppdet's
+    merge does), ``none`` (no effect here), ``approx``, or ``raise self.error`` naming the key and its file."""
+
+    foreign = "ppdet"
+    last_wins = True
+
     def __init__(self, cfg: dict, origin: dict, source: str, name: str):
-        self.cfg, self.origin, self.source, self.name = cfg, origin, source, name
-        self.out: dict = {}
-        self.imp = PpdetImport(source)
+        super().__init__(source, report=PpdetImport(source))
+        self.cfg, self.origin, self.name = cfg, origin, name
+        self.imp = self.report
 
     # -- helpers
     def where(self, key: str) -> str:
         top = key.split(".")[0]
         return self.origin.get(top, self.source)
 
-    def fail(self, key: str, msg: str):
-        raise ConfigError(f"{self.where(key)}: ppdet key {key}: {msg}")
-
-    def set(self, our_key: str, value: Any):
-        node = self.out
-        *parents, leaf = our_key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-
-    def none(self, key: str, why: str):
-        self.imp.no_effect[key] = why
-
-    def approx(self, key: str, how: str):
-        self.imp.approximated[key] = how
+    def error(self, key: str, msg: str) -> ConfigError:
+        return ConfigError(f"{self.where(key)}: ppdet key {key}: {msg}")
 
     def pop(self, d: dict, key: str, path: str, default=None, required: bool = False):
         if key not in d:
             if required:
-                self.fail(f"{path}.{key}" if path else key, "missing")
+                raise self.error(f"{path}.{key}" if path else key, "missing")
             return default
         return d.pop(key)
 
     def expect(self, key: str, value, allowed, why: str):
         if value not in allowed:
-            self.fail(key, f"{value!r} is not supported here ({why}); supported: {allowed}")
+            raise self.error(key, f"{value!r} is not supported here ({why}); supported: {allowed}")
 
     def leftover(self, d: dict, path: str):
         if d:
             k = sorted(d)[0]
-            self.fail(f"{path}.{k}" if path else k, "not understood by this importer (would be silently ignored)")
+            raise self.error(f"{path}.{k}" if path else k,
+                             "not understood by this importer (would be silently ignored)")
 
     # -- sections
     def run(self) -> PpdetImport:
@@ -216,7 +208,7 @@ class _Translator:
         self.optimizer(c)
         self.readers(c)
         self.leftover(c, "")
-        self.imp.config = self.out
+        self.imp.config = self.ours
         return self.imp
 
     def global_keys(self, c: dict):
@@ -226,21 +218,21 @@ class _Translator:
             self.none("num_classes", f"{n}: the class count comes from the annotation file's categories")
         for dev in ("use_xpu", "use_mlu", "use_npu"):
             if self.pop(c, dev, "", False):
-                self.fail(dev, "only CPU/GPU are supported here")
+                raise self.error(dev, "only CPU/GPU are supported here")
             self.none(dev, "false")
         use_gpu = self.pop(c, "use_gpu", "", True)
         if use_gpu:
             self.none("use_gpu", "true: a GPU is used when present (Global.device)")
         else:
-            self.set("Global.device", "cpu")
+            self.put("Global.device", "cpu")
         if "log_iter" in c:
-            self.set("Global.log_every", int(c.pop("log_iter")))
+            self.put("Global.log_every", int(c.pop("log_iter")))
         save_dir = self.pop(c, "save_dir", "", "output")
-        self.set("Global.output_dir", str(Path(save_dir) / self.name))  # ppdet writes to save_dir/<config name>
+        self.put("Global.output_dir", str(Path(save_dir) / self.name))  # ppdet writes to save_dir/<config name>
         if "snapshot_epoch" in c:
             e = int(c.pop("snapshot_epoch"))
-            self.set("Global.save_every_epochs", e)
-            self.set("Global.eval_every_epochs", e)  # ppdet's --eval evaluates at every snapshot
+            self.put("Global.save_every_epochs", e)
+            self.put("Global.eval_every_epochs", e)  # ppdet's --eval evaluates at every snapshot
         for k in ("print_flops", "print_params"):
             if k in c:
                 self.none(k, str(c.pop(k)))
@@ -248,23 +240,23 @@ class _Translator:
             self.none("weights", f"{c.pop('weights')}: eval/export read output_dir/checkpoints "
                                  "(set Global.weights to use another file)")
         if "pretrain_weights" in c:
-            self.set("Global.pretrained_model", str(c.pop("pretrain_weights")))
+            self.put("Global.pretrained_model", str(c.pop("pretrain_weights")))
         if "epoch" in c:
-            self.set("Global.epochs", int(c.pop("epoch")))
+            self.put("Global.epochs", int(c.pop("epoch")))
         if "use_ema" in c:
-            self.set("EMA.enable", bool(c.pop("use_ema")))
+            self.put("EMA.enable", bool(c.pop("use_ema")))
         if "ema_decay" in c:
-            self.set("EMA.decay", float(c.pop("ema_decay")))
+            self.put("EMA.decay", float(c.pop("ema_decay")))
         black = self.pop(c, "ema_black_list", "", None)
         if black is not None:
             if set(black) - {"proj_conv.weight"}:
-                self.fail("ema_black_list", f"{black}: only proj_conv.weight (our DFL buffer, never averaged) "
+                raise self.error("ema_black_list", f"{black}: only proj_conv.weight (our DFL buffer, never averaged) "
                                             "is understood")
             self.none("ema_black_list", "proj_conv is a fixed buffer here, never averaged")
         amp_black = self.pop(c, "custom_black_list", "", None)
         if amp_black is not None:
             if set(amp_black) - {"reduce_mean"}:
-                self.fail("custom_black_list", f"{amp_black}: set AMP.custom_black_list in our config instead "
+                raise self.error("custom_black_list", f"{amp_black}: set AMP.custom_black_list in our config instead "
                                                "(it would replace the recipe's detection list)")
             self.none("custom_black_list", "reduce_mean is already in the recipe's fp16 black list")
         norm = self.pop(c, "norm_type", "", "bn")
@@ -276,10 +268,11 @@ class _Translator:
             for k, ok in (("post_process", True), ("nms", True), ("benchmark", False)):
                 v = self.pop(export, k, "export", ok)
                 if bool(v) != ok:
-                    self.fail(f"export.{k}", f"{v!r}: the ppdet-layout export always includes post-processing + NMS")
+                    raise self.error(f"export.{k}",
+                                     f"{v!r}: the ppdet-layout export always includes post-processing + NMS")
                 self.none(f"export.{k}", f"{v}: as in our ppdet-layout export")
             if "fuse_conv_bn" in export:
-                self.set("Export.fold_bn", bool(export.pop("fuse_conv_bn")))
+                self.put("Export.fold_bn", bool(export.pop("fuse_conv_bn")))
             self.leftover(export, "export")
 
     def architecture(self, c: dict):
@@ -287,21 +280,21 @@ class _Translator:
         parts = {k: v for k, v in dict(c.get(arch) or {}).items() if isinstance(v, str)}  # backbone, neck, head...
         if arch != "YOLOv3" or [parts.get(k) for k in ("backbone", "neck", "yolo_head")] != PPYOLOE_PARTS:
             built = f"{arch} ({', '.join(f'{k}: {v}' for k, v in parts.items())})" if parts else str(arch)
-            self.fail("architecture", f"{built} is not built here: this recipe builds PP-YOLOE / PP-YOLOE+ "
+            raise self.error("architecture", f"{built} is not built here: this recipe builds PP-YOLOE / PP-YOLOE+ "
                                       f"(YOLOv3 with {', '.join(PPYOLOE_PARTS)})")
         y = dict(self.pop(c, "YOLOv3", "", required=True))
         for k in ("backbone", "neck", "yolo_head"):
             y.pop(k)
         if y.pop("post_process", None) is not None:
-            self.fail("YOLOv3.post_process", "PP-YOLOE decodes in its head (post_process: ~)")
+            raise self.error("YOLOv3.post_process", "PP-YOLOE decodes in its head (post_process: ~)")
         self.leftover(y, "YOLOv3")
 
         w = float(self.pop(c, "width_mult", "", 1.0))
         d = float(self.pop(c, "depth_mult", "", 1.0))
         size = SIZE_BY_MULTS.get((round(w, 2), round(d, 2)))
         if size is None:
-            self.fail("width_mult", f"width {w} / depth {d} is none of the PP-YOLOE sizes {SIZE_BY_MULTS}")
-        self.set("Architecture.size", size)
+            raise self.error("width_mult", f"width {w} / depth {d} is none of the PP-YOLOE sizes {SIZE_BY_MULTS}")
+        self.put("Architecture.size", size)
 
         b = dict(self.pop(c, "CSPResNet", "", required=True))
         for k, want in (("layers", [3, 6, 6, 3]), ("channels", [64, 128, 256, 512, 1024]), ("return_idx", [1, 2, 3]),
@@ -315,7 +308,7 @@ class _Translator:
                                                "it is folded into the 1x1 branch's BN (same function class)")
         for k in ("width_mult", "depth_mult"):  # may also sit inside the section
             if k in b:
-                self.fail(f"CSPResNet.{k}", "set width_mult/depth_mult at the top level, as ppdet's configs do")
+                raise self.error(f"CSPResNet.{k}", "set width_mult/depth_mult at the top level, as ppdet's configs do")
         self.leftover(b, "CSPResNet")
 
         n = dict(self.pop(c, "CustomCSPPAN", "", required=True))
@@ -332,7 +325,7 @@ class _Translator:
         self.expect("PPYOLOEHead.use_varifocal_loss", self.pop(h, "use_varifocal_loss", "PPYOLOEHead", True),
                     [True], "our classification loss is VFL")
         if "reg_max" in h:
-            self.set("Architecture.reg_max", int(h.pop("reg_max")))
+            self.put("Architecture.reg_max", int(h.pop("reg_max")))
         if "grid_cell_scale" in h:
             self.none("PPYOLOEHead.grid_cell_scale", f"{h.pop('grid_cell_scale')}: only used by the ATSS warm-up")
         sae = self.pop(h, "static_assigner_epoch", "PPYOLOEHead", 0)
@@ -345,7 +338,7 @@ class _Translator:
         lw = dict(self.pop(h, "loss_weight", "PPYOLOEHead", {}))
         for k, ours in (("class", "cls_weight"), ("iou", "iou_weight"), ("dfl", "dfl_weight")):
             if k in lw:
-                self.set(f"Loss.{ours}", float(lw.pop(k)))
+                self.put(f"Loss.{ours}", float(lw.pop(k)))
         self.leftover(lw, "PPYOLOEHead.loss_weight")
         a = dict(self.pop(h, "assigner", "PPYOLOEHead", {}))
         if a:
@@ -353,7 +346,7 @@ class _Translator:
                         "TAL")
             for k in ("topk", "alpha", "beta"):
                 if k in a:
-                    self.set(f"Loss.{k}", a.pop(k) if k == "topk" else float(a.pop(k)))
+                    self.put(f"Loss.{k}", a.pop(k) if k == "topk" else float(a.pop(k)))
             self.leftover(a, "PPYOLOEHead.assigner")
         nms = dict(self.pop(h, "nms", "PPYOLOEHead", {}))
         if nms:
@@ -362,10 +355,10 @@ class _Translator:
                             ("score_threshold", "score_threshold"), ("nms_threshold", "iou_threshold"),
                             ("normalized", "normalized")):
                 if k in nms:
-                    self.set(f"Eval.nms.{ours}", nms.pop(k))
+                    self.put(f"Eval.nms.{ours}", nms.pop(k))
             eta = float(nms.pop("nms_eta", 1.0))
             if eta != 1.0:
-                self.fail("PPYOLOEHead.nms.nms_eta", f"{eta}: adaptive NMS is not implemented (1.0 only)")
+                raise self.error("PPYOLOEHead.nms.nms_eta", f"{eta}: adaptive NMS is not implemented (1.0 only)")
             self.leftover(nms, "PPYOLOEHead.nms")
         self.leftover(h, "PPYOLOEHead")
 
@@ -377,9 +370,9 @@ class _Translator:
             self.expect(f"{section}.name", d.pop("name", "COCODataSet"), ["COCODataSet"], "COCO json")
             root = Path(str(d.pop("dataset_dir", "")))
             if "anno_path" in d:
-                self.set(f"{ours}.dataset.ann_file", str(root / str(d.pop("anno_path"))))
+                self.put(f"{ours}.dataset.ann_file", str(root / str(d.pop("anno_path"))))
             if "image_dir" in d:
-                self.set(f"{ours}.dataset.image_dir", str(root / str(d.pop("image_dir"))))
+                self.put(f"{ours}.dataset.image_dir", str(root / str(d.pop("image_dir"))))
             if "data_fields" in d:
                 self.none(f"{section}.data_fields", "boxes, classes and iscrowd are always read")
             d.pop("data_fields", None)
@@ -394,14 +387,14 @@ class _Translator:
     def optimizer(self, c: dict):
         lr = dict(self.pop(c, "LearningRate", "", {}))
         if lr:
-            self.set("Optimizer.lr", float(self.pop(lr, "base_lr", "LearningRate", required=True)))
+            self.put("Optimizer.lr", float(self.pop(lr, "base_lr", "LearningRate", required=True)))
             for s in list(self.pop(lr, "schedulers", "LearningRate", [])):
                 s = dict(s)
                 name = s.pop("name", None)
                 handler = {"CosineDecay": self._cosine, "PiecewiseDecay": self._piecewise,
                            "LinearWarmup": self._warmup, "ExpWarmup": self._warmup}.get(name)
                 if handler is None:
-                    self.fail("LearningRate.schedulers", f"scheduler {name!r} is not supported here "
+                    raise self.error("LearningRate.schedulers", f"scheduler {name!r} is not supported here "
                                                          "(CosineDecay, PiecewiseDecay, LinearWarmup, ExpWarmup)")
                 handler(name, s)
                 self.leftover(s, f"LearningRate.{name}")
@@ -412,39 +405,39 @@ class _Translator:
             kind = o.pop("type", "Momentum")
             names = {"Momentum": "momentum", "SGD": "sgd", "AdamW": "adamw", "Adam": "adam"}
             if kind not in names:
-                self.fail("OptimizerBuilder.optimizer.type", f"{kind!r} is not supported ({sorted(names)})")
-            self.set("Optimizer.name", names[kind])
+                raise self.error("OptimizerBuilder.optimizer.type", f"{kind!r} is not supported ({sorted(names)})")
+            self.put("Optimizer.name", names[kind])
             if "momentum" in o:
-                self.set("Optimizer.momentum", float(o.pop("momentum")))
+                self.put("Optimizer.momentum", float(o.pop("momentum")))
             if "weight_decay" in o:  # AdamW's decoupled decay
-                self.set("Optimizer.weight_decay", float(o.pop("weight_decay")))
+                self.put("Optimizer.weight_decay", float(o.pop("weight_decay")))
             self.leftover(o, "OptimizerBuilder.optimizer")
             r = dict(self.pop(ob, "regularizer", "OptimizerBuilder", {}) or {})
             if r:
                 self.expect("OptimizerBuilder.regularizer.type", r.pop("type", "L2"), ["L2"], "L2 weight decay")
                 if names[kind] == "adamw":
-                    self.fail("OptimizerBuilder.regularizer", "AdamW takes weight_decay, not an L2 regularizer")
-                self.set("Optimizer.weight_decay", float(r.pop("factor")))
+                    raise self.error("OptimizerBuilder.regularizer", "AdamW takes weight_decay, not an L2 regularizer")
+                self.put("Optimizer.weight_decay", float(r.pop("factor")))
                 self.leftover(r, "OptimizerBuilder.regularizer")
             clip = ob.pop("clip_grad_by_norm", None)
             if clip is not None:
-                self.set("Optimizer.grad_clip_norm", float(clip))
+                self.put("Optimizer.grad_clip_norm", float(clip))
             self.leftover(ob, "OptimizerBuilder")
 
     def _cosine(self, name: str, s: dict):
-        self.set("Optimizer.schedule", "cosine")
+        self.put("Optimizer.schedule", "cosine")
         me = s.pop("max_epochs", None)
-        epochs = self.cfg.get("epoch", self.out.get("Global", {}).get("epochs"))
+        epochs = self.cfg.get("epoch", self.ours.get("Global", {}).get("epochs"))
         if me is not None and epochs is not None and int(me) != int(epochs):
             self.approx("LearningRate.CosineDecay.max_epochs", f"{me}: ppdet stops at epoch {epochs} of a "
                                                                f"{me}-epoch cosine; ours decays to min_lr over the run")
         if "min_lr_ratio" in s:
-            self.set("Optimizer.min_lr", float(s.pop("min_lr_ratio")) * float(lr_base(self.out)))
+            self.put("Optimizer.min_lr", float(s.pop("min_lr_ratio")) * float(lr_base(self.ours)))
         plateau = s.pop("last_plateau_epochs", 0)
         if plateau:
             self.approx("LearningRate.CosineDecay.last_plateau_epochs", f"{plateau}: no final constant plateau here")
         if not s.pop("use_warmup", True):
-            self.fail("LearningRate.CosineDecay.use_warmup", "false: the warm-up always precedes the decay here")
+            raise self.error("LearningRate.CosineDecay.use_warmup", "false: the warm-up always precedes the decay here")
 
     def _piecewise(self, name: str, s: dict):
         """ppdet: lr = base_lr * gamma[i] after milestone i (epochs); a scalar gamma g means g / 10**i; values
@@ -452,10 +445,10 @@ class _Translator:
         milestones = [float(m) for m in s.pop("milestones", [8, 11])]
         gamma = s.pop("gamma", [0.1, 0.01])
         values = s.pop("values", None)
-        base = lr_base(self.out)
+        base = lr_base(self.ours)
         if values is not None:
             if len(values) != len(milestones) + 1:
-                self.fail("LearningRate.PiecewiseDecay.values", f"{values}: needs len(milestones) + 1 values")
+                raise self.error("LearningRate.PiecewiseDecay.values", f"{values}: needs len(milestones) + 1 values")
             factors = [float(v) / base for v in values[1:]]
             if float(values[0]) != base:
                 self.approx("LearningRate.PiecewiseDecay.values", f"{values[0]} before the first milestone: "
@@ -464,10 +457,11 @@ class _Translator:
             factors = [float(g) for g in gamma] if isinstance(gamma, list) else \
                 [float(gamma) / 10 ** i for i in range(len(milestones))]
         if not s.pop("use_warmup", True):
-            self.fail("LearningRate.PiecewiseDecay.use_warmup", "false: the warm-up always precedes the decay here")
-        self.set("Optimizer.schedule", "piecewise")
-        self.set("Optimizer.milestone_epochs", milestones)
-        self.set("Optimizer.lr_factors", factors)
+            raise self.error("LearningRate.PiecewiseDecay.use_warmup",
+                             "false: the warm-up always precedes the decay here")
+        self.put("Optimizer.schedule", "piecewise")
+        self.put("Optimizer.milestone_epochs", milestones)
+        self.put("Optimizer.lr_factors", factors)
 
     def _warmup(self, name: str, s: dict):
         if name == "ExpWarmup":
@@ -481,9 +475,9 @@ class _Translator:
             s.setdefault("steps", 500)  # ppdet's LinearWarmup default
         steps, epochs = s.pop("steps"), s.pop("epochs", None)
         if epochs is not None:  # ppdet: epochs, when given, overrides steps
-            self.set("Optimizer.warmup_epochs", float(epochs))
+            self.put("Optimizer.warmup_epochs", float(epochs))
         else:
-            self.set("Optimizer.warmup_steps", int(steps))
+            self.put("Optimizer.warmup_steps", int(steps))
 
     def _normalize(self, op: dict, key: str) -> dict:
         op = dict(op)
@@ -502,10 +496,10 @@ class _Translator:
         out = {}
         for i, op in enumerate(ops or []):
             if not isinstance(op, dict) or len(op) != 1:
-                self.fail(f"{key}[{i}]", f"expected a one-key mapping like {{Resize: {{...}}}}, got {op!r}")
+                raise self.error(f"{key}[{i}]", f"expected a one-key mapping like {{Resize: {{...}}}}, got {op!r}")
             (name, args), = op.items()
             if name in out:
-                self.fail(f"{key}.{name}", "appears twice")
+                raise self.error(f"{key}.{name}", "appears twice")
             out[name] = dict(args or {})
         return out
 
@@ -513,21 +507,21 @@ class _Translator:
         if isinstance(value, int):
             return value
         if not (isinstance(value, list) and len(value) == 2 and value[0] == value[1]):
-            self.fail(key, f"{value!r}: only square inputs are supported here")
+            raise self.error(key, f"{value!r}: only square inputs are supported here")
         return int(value[0])
 
     def readers(self, c: dict):
         norms = {}
         workers = self.pop(c, "worker_num", "", None)
         if workers is not None:
-            self.set("Train.loader.num_workers", int(workers))
-            self.set("Eval.loader.num_workers", int(workers))
+            self.put("Train.loader.num_workers", int(workers))
+            self.put("Eval.loader.num_workers", int(workers))
         eval_size = None
         if "eval_height" in c or "eval_width" in c or "eval_size" in c:
             h, w = c.pop("eval_height", None), c.pop("eval_width", None)
             size = c.pop("eval_size", [h, w])
             eval_size = self._square(size, "eval_size")
-            self.set("Eval.size", eval_size)
+            self.put("Eval.size", eval_size)
 
         tr = dict(self.pop(c, "TrainReader", "", {}))
         if tr:
@@ -536,9 +530,9 @@ class _Translator:
             aug = sorted(st)
             known = {"RandomDistort", "RandomExpand", "RandomCrop", "RandomFlip"}
             if set(aug) - known:
-                self.fail(f"TrainReader.sample_transforms.{sorted(set(aug) - known)[0]}",
+                raise self.error(f"TrainReader.sample_transforms.{sorted(set(aug) - known)[0]}",
                           f"not supported here (understood: Decode, {sorted(known)})")
-            self.set("Train.augment", bool(aug))
+            self.put("Train.augment", bool(aug))
             if aug:
                 self.approx("TrainReader.sample_transforms", f"{aug} replaced by this package's albumentations "
                                                               "pipeline (flip, colour, scale/translate)")
@@ -546,12 +540,13 @@ class _Translator:
             brr = bt.pop("BatchRandomResize", None)
             if brr is not None:
                 if brr.pop("keep_ratio", False):
-                    self.fail("TrainReader.BatchRandomResize.keep_ratio", "true: only square resizes are supported")
+                    raise self.error("TrainReader.BatchRandomResize.keep_ratio",
+                                     "true: only square resizes are supported")
                 sizes = [self._square(s, "TrainReader.BatchRandomResize.target_size")
                          for s in brr.pop("target_size")]
-                self.set("Train.sizes", sizes)
+                self.put("Train.sizes", sizes)
                 if not brr.pop("random_size", True) and len(sizes) > 1:
-                    self.fail("TrainReader.BatchRandomResize.random_size", "false with several sizes")
+                    raise self.error("TrainReader.BatchRandomResize.random_size", "false with several sizes")
                 if brr.pop("random_interp", False):
                     self.approx("TrainReader.BatchRandomResize.random_interp", "true: ours always resizes bilinear")
                 self.leftover(brr, "TrainReader.BatchRandomResize")
@@ -561,14 +556,14 @@ class _Translator:
                 if bt.pop(op, None) is not None:
                     self.none(f"TrainReader.{op}", "always done by DetCollate")
             if bt:
-                self.fail(f"TrainReader.batch_transforms.{sorted(bt)[0]}", "not supported here")
+                raise self.error(f"TrainReader.batch_transforms.{sorted(bt)[0]}", "not supported here")
             if "batch_size" in tr:
-                self.set("Train.loader.batch_size_per_card", int(tr.pop("batch_size")))
+                self.put("Train.loader.batch_size_per_card", int(tr.pop("batch_size")))
             for k, want in (("shuffle", True), ("drop_last", True)):
                 v = tr.pop(k, want)
                 self.expect(f"TrainReader.{k}", v, [want], "training always shuffles and drops the last partial batch")
             if "use_shared_memory" in tr:
-                self.set("Train.loader.use_shared_memory", bool(tr.pop("use_shared_memory")))
+                self.put("Train.loader.use_shared_memory", bool(tr.pop("use_shared_memory")))
             if "collate_batch" in tr:
                 self.none("TrainReader.collate_batch", f"{tr.pop('collate_batch')}: DetCollate pads per batch")
             self.leftover(tr, "TrainReader")
@@ -582,12 +577,13 @@ class _Translator:
             rs = st.pop("Resize", None)
             if rs is not None:
                 if rs.pop("keep_ratio", True):
-                    self.fail(f"{reader}.Resize.keep_ratio", "true (or unset): only square, non-keep-ratio resizes")
+                    raise self.error(f"{reader}.Resize.keep_ratio",
+                                     "true (or unset): only square, non-keep-ratio resizes")
                 size = self._square(rs.pop("target_size"), f"{reader}.Resize.target_size")
                 if eval_size is not None and size != eval_size:
-                    self.fail(f"{reader}.Resize.target_size", f"{size} differs from eval_size {eval_size}")
+                    raise self.error(f"{reader}.Resize.target_size", f"{size} differs from eval_size {eval_size}")
                 if reader == "EvalReader":
-                    self.set("Eval.size", size)
+                    self.put("Eval.size", size)
                 interp = rs.pop("interp", 1)
                 if interp != 1:
                     self.approx(f"{reader}.Resize.interp", f"{interp} (cv2 code): ours resizes bilinear (1)")
@@ -597,26 +593,26 @@ class _Translator:
             if st.pop("Permute", None) is not None:
                 self.none(f"{reader}.Permute", "always done by DetCollate")
             if st:
-                self.fail(f"{reader}.sample_transforms.{sorted(st)[0]}", "not supported here")
+                raise self.error(f"{reader}.sample_transforms.{sorted(st)[0]}", "not supported here")
             bs = r.pop("batch_size", None)
             if reader == "EvalReader" and bs is not None:
-                self.set("Eval.loader.batch_size_per_card", int(bs))
+                self.put("Eval.loader.batch_size_per_card", int(bs))
             elif bs is not None:
                 self.none("TestReader.batch_size", f"{bs}: predict runs image by image")
             inputs_def = r.pop("inputs_def", None)
             if inputs_def is not None:
                 shape = dict(inputs_def).get("image_shape")
                 if shape is not None and eval_size is not None and list(shape[1:]) != [eval_size, eval_size]:
-                    self.fail(f"{reader}.inputs_def.image_shape", f"{shape} differs from eval_size {eval_size}")
+                    raise self.error(f"{reader}.inputs_def.image_shape", f"{shape} differs from eval_size {eval_size}")
                 self.none(f"{reader}.inputs_def", "the export input is dynamic [N, 3, H, W]; Eval.size is written "
                                                   "to infer_cfg.yml")
             self.leftover(r, reader)
         distinct = {tuple(map(tuple, (v["mean"], v["std"]))) + (v["is_scale"],) for v in norms.values()}
         if len(distinct) > 1:
-            self.fail("TrainReader.NormalizeImage", f"readers normalise differently {norms}: one normalisation "
+            raise self.error("TrainReader.NormalizeImage", f"readers normalise differently {norms}: one normalisation "
                                                     "per model is supported")
         if norms:
-            self.set("Architecture.normalize", next(iter(norms.values())))
+            self.put("Architecture.normalize", next(iter(norms.values())))
 
 
 def lr_base(out: dict) -> float:
@@ -632,7 +628,7 @@ def translate_ppdet_config(cfg: dict, origin: dict | None = None, source: str = 
     """
     import copy
 
-    return _Translator(copy.deepcopy(cfg), dict(origin or {}), source, name).run()
+    return PpdetTranslator(copy.deepcopy(cfg), dict(origin or {}), source, name).run()
 
 
 def import_ppdet_config(path: str | os.PathLike, logger: logging.Logger | None = None) -> PpdetImport:

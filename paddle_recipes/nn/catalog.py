@@ -20,11 +20,11 @@ import difflib
 import inspect
 import re
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import paddle.nn as nn
 
-from ..config import UnknownNameError
+from ..config import ConfigError, UnknownNameError
 from .dense_conv import DenseConvDet, DenseConvRec
 from .lcnetrec import LCNetRec
 from .lcnetv4 import PPLCNetV4
@@ -121,13 +121,18 @@ def find_backbone(name: Any, model_type: str) -> Network:
                            f"{', '.join(sorted(built))}{hint}")
 
 
-def check_kwargs(cls: type, where: str, kwargs: Mapping[str, Any]) -> None:
-    """ValueError "Architecture.<where> (<class>): unknown keys [...]" unless `cls` takes every key of `kwargs`."""
+def check_kwargs(cls: type, where: str, kwargs: Mapping[str, Any], extra: Sequence[str] = (),
+                 fixed: Sequence[str] = ()) -> None:
+    """One-line ConfigError "Architecture.<where>: <class> does not take [...] (it takes [...])" when `kwargs` holds a
+    key that ``cls.__init__`` does not name. fixed: arguments the builder sets itself (e.g. in_channels), not the
+    config's; extra: keys also allowed (read by the builder, e.g. init_blank_prob)."""
     params = inspect.signature(cls.__init__).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        unknown = sorted(set(kwargs) - set(params))
-        if unknown:
-            raise ValueError(f"Architecture.{where} ({cls.__name__}): unknown keys {unknown}")
+    takes = [p for p, v in params.items()
+             if p != "self" and p not in fixed and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+    bad = sorted(set(kwargs) - set(takes) - set(extra))
+    if bad:
+        raise ConfigError(f"Architecture.{where}: {cls.__name__} does not take {bad} "
+                          f"(it takes {sorted(set(takes) | set(extra)) or 'nothing'})")
 
 
 def build_backbone(name: Any, model_type: str, **kwargs) -> nn.Layer:

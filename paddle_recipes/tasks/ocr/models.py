@@ -16,13 +16,13 @@ import inspect
 import types
 import typing
 from dataclasses import asdict, dataclass, field, is_dataclass, make_dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import paddle.nn as nn
 import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
-from ...nn.catalog import REC, build_backbone, find_backbone, networks
+from ...nn.catalog import REC, build_backbone, check_kwargs, find_backbone, networks
 from ...nn.layers import ConvBN
 from . import ppocr_models
 from .ctc_init import set_blank_bias
@@ -249,16 +249,6 @@ def _as_kwargs(cfg: Any) -> Dict[str, Any]:
 _FIXED_ARGS = ("self", "in_channels", "num_classes", "out_channels", "out_channels_list")
 
 
-def _check_args(section: str, cls: type, kwargs: Dict[str, Any], extra: Sequence[str] = ()) -> None:
-    """One-line ConfigError when `kwargs` holds an argument `cls` does not take (extra: also allowed)."""
-    params = inspect.signature(cls.__init__).parameters
-    takes = [p for p, v in params.items() if p not in _FIXED_ARGS and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
-    bad = sorted(set(kwargs) - set(takes) - set(extra))
-    if bad:
-        raise ConfigError(f"Architecture.{section}: {cls.__name__} does not take {bad} "
-                          f"(it takes {sorted(set(takes) | set(extra)) or 'nothing'})")
-
-
 def _pick(registry: Dict[str, type], section: str, name: Any, case_insensitive: bool) -> type:
     key = str(name).lower() if case_insensitive else name
     if key not in registry:
@@ -272,24 +262,25 @@ def check_architecture(arch: "ArchitectureConfig") -> None:
     PaddleOCR's (ppocr_models, when the backbone is one of theirs) or ours. One-line ConfigErrors."""
     b = _as_kwargs(arch.Backbone)
     network = find_backbone(b.pop("name"), REC)
-    _check_args("Backbone", network.cls, b)
+    check_kwargs(network.cls, "Backbone", b, fixed=_FIXED_ARGS)
     h = _as_kwargs(arch.Head)
     hname = h.pop("name")
     n = _as_kwargs(arch.Neck) if arch.Neck is not None else None
     if network.ours:
         if n is not None:
-            _check_args("Neck", _pick(NECKS, "Neck", n.pop("name"), False), n)
-        _check_args("Head", _pick(HEADS, "Head", hname, False), h)
+            check_kwargs(_pick(NECKS, "Neck", n.pop("name"), False), "Neck", n, fixed=_FIXED_ARGS)
+        check_kwargs(_pick(HEADS, "Head", hname, False), "Head", h, fixed=_FIXED_ARGS)
         return
     if n is not None:
         _pick(PPOCR_NECKS, "Neck", n.pop("name"), True)
         etype = n.pop("encoder_type", None)
         check_name("Architecture.Neck.encoder_type", etype, ENCODER_TYPES)
         image_encoder = ppocr_models.IMAGE_ENCODERS.get(etype)
-        _check_args("Neck", image_encoder or type("SequenceEncoder", (), {}), n,
-                    extra=[] if image_encoder else ["hidden_size"])
+        check_kwargs(image_encoder or type("SequenceEncoder", (), {}), "Neck", n,
+                     extra=[] if image_encoder else ["hidden_size"], fixed=_FIXED_ARGS)
     head_cls = _pick(PPOCR_HEADS, "Head", hname, True)
-    _check_args("Head", head_cls, h, extra=["init_blank_prob"])  # set on the CTC output by build_ppocr_rec_model
+    # init_blank_prob: set on the CTC output by build_ppocr_rec_model
+    check_kwargs(head_cls, "Head", h, extra=["init_blank_prob"], fixed=_FIXED_ARGS)
     if head_cls is ppocr_models.MultiHead and not h.get("head_list"):
         raise ConfigError("Architecture.Head: MultiHead needs head_list ([{CTCHead: {...}}, {NRTRHead: {...}}])")
 
@@ -299,7 +290,7 @@ def _build(registry: Dict[str, type], section: str, kwargs: Dict[str, Any], *arg
     name = kwargs.pop("name", None)
     check_name(f"Architecture.{section}.name", name, registry)
     cls = registry[name]
-    _check_args(section, cls, kwargs)
+    check_kwargs(cls, section, kwargs, fixed=_FIXED_ARGS)
     return cls(*args, **kwargs)
 
 
