@@ -86,7 +86,7 @@ def merge_skips(stats: list, info, output_dir: str | os.PathLike | None = None) 
 
     stats: objects with `.name`, `rank_state()` (picklable: what this rank saw), `merged(states)` (the
     union over ranks, a stats object of the same kind), `report()` (a JSON-able dict) and `summary()`
-    (one log line); e.g. tasks.ocr.dataset.SkipStats. Returns {split: report}. Collective when
+    (one log line); e.g. data.skips.SkipStats. Returns {split: report}. Collective when
     world_size > 1: call on every rank.
     """
     merged = {}

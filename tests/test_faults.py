@@ -348,7 +348,8 @@ class AllBadSet(paddle.io.Dataset):
 
 
 def test_fully_corrupt_ocr_set_is_an_error_not_zero_steps(tmp_path):
-    from paddle_recipes.tasks.ocr.dataset import collate, unpack_skipped
+    from paddle_recipes.data.skips import unpack_skipped
+    from paddle_recipes.tasks.ocr.dataset import collate
 
     ds = AllBadSet()
     loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(), collate_fn=collate)

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from paddle_recipes.tasks.ocr.charset import (CharDict, CharDictError, gb2312_level1_hanzi,  # noqa: E402
                                               normalize_width)
-from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, SkipStats, collate  # noqa: E402
+from paddle_recipes.data.skips import SkipStats  # noqa: E402
+from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate  # noqa: E402
 from paddle_recipes.tasks.ocr.fonts import FONTS, FontError, FontSpec, coverage, fonts_for, missing_chars  # noqa: E402
 from paddle_recipes.tasks.ocr.metrics import PerTagRecMetric, format_per_tag, per_font_metrics  # noqa: E402
 from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode  # noqa: E402

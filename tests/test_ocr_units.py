@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from paddle_recipes.data import LmdbDataset, build_loader, LoaderConfig, write_lmdb  # noqa: E402
 from paddle_recipes.tasks.ocr.charset import (BLANK, CharDict, CharDictError, common_chars,  # noqa: E402
                                               gb2312_level1_hanzi, spread_subset)
-from paddle_recipes.tasks.ocr.dataset import (DataPathError, DatasetConfig, RecDataset, SkipStats,  # noqa: E402
-                                              collate, unpack_skipped)
+from paddle_recipes.data.skips import SkipStats, unpack_skipped  # noqa: E402
+from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, RecDataset, collate  # noqa: E402
 from paddle_recipes.tasks.ocr.losses import CTCLoss  # noqa: E402
 from paddle_recipes.tasks.ocr.metrics import RecMetric, edit_distance  # noqa: E402
 from paddle_recipes.config import ConfigError, UnknownNameError  # noqa: E402

@@ -19,7 +19,7 @@ from paddle_recipes.tasks.ocr.charset import CharDict
 from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, RecConfig, RecGlobal, SamplerConfig
 from paddle_recipes.tasks.ocr.ctc_init import blank_logit, frame_prior, init_ctc_blank_bias
 from paddle_recipes.tasks.ocr.curriculum import LengthCurriculumSampler
-from paddle_recipes.tasks.ocr.dataset import SkipStats
+from paddle_recipes.data.skips import SkipStats
 from paddle_recipes.tasks.ocr.losses import CTCLoss
 from paddle_recipes.nn import catalog
 from paddle_recipes.tasks.ocr.models import build_rec_model

@@ -28,6 +28,8 @@ from paddle import ParamAttr
 from paddle.nn.initializer import Constant
 from paddle.regularizer import L2Decay
 
+from .layers import ConvBN, SELayer
+
 from .rec_pool import rec_sequence_pool
 from .reparam import bn_affine, fuse_branches, identity_kernel, set_passthrough, unfuse_into
 
@@ -87,20 +89,6 @@ DET_LAYOUTS: Dict[str, dict] = {
                     "medium": (128, 256, 512, 896)}.items()}
 
 
-class ConvBN(nn.Sequential):
-    """Conv (no bias) + BN, sub-layers ``conv`` / ``bn``; ``bn_weight_init`` 0 zero-initialises the BN scale."""
-
-    def __init__(self, in_channels, out_channels, kernel_size=1, stride=1, padding=0, groups=1,
-                 bn_weight_init=1.0):
-        super().__init__()
-        self.add_sublayer("conv", nn.Conv2D(in_channels, out_channels, kernel_size, stride, padding,
-                                            groups=groups, bias_attr=False))
-        bn = nn.BatchNorm2D(out_channels)
-        Constant(1.0 if bn_weight_init == 1.0 else 0.0)(bn.weight)
-        Constant(0.0)(bn.bias)
-        self.add_sublayer("bn", bn)
-
-
 class ConvBNReLU(nn.Layer):
     """Conv (no bias; padding "SAME" or (k-1)//2) + BN (not weight-decayed) + ReLU; learning rate x lr_mult."""
 
@@ -138,26 +126,8 @@ class BranchStem(nn.Layer):
 
 def simple_stem(in_channels: int, mid_channels: int, out_channels: int) -> nn.Sequential:
     """Two stride-2 3x3 conv-BN with a GELU between (names ``0.*`` and ``2.*``)."""
-    return nn.Sequential(ConvBN(in_channels, mid_channels, 3, 2, 1), nn.GELU(),
-                         ConvBN(mid_channels, out_channels, 3, 2, 1))
-
-
-class SqueezeExcite(nn.Layer):
-    """Global mean -> 1x1 (C/4) -> ReLU -> 1x1 (C) -> hardsigmoid -> scale the input."""
-
-    def __init__(self, channels, reduction=4, lr_mult=1.0):
-        super().__init__()
-        def attr():
-            return dict(weight_attr=ParamAttr(learning_rate=lr_mult), bias_attr=ParamAttr(learning_rate=lr_mult))
-
-        self.conv1 = nn.Conv2D(channels, channels // reduction, 1, **attr())
-        self.relu = nn.ReLU()
-        self.conv2 = nn.Conv2D(channels // reduction, channels, 1, **attr())
-        self.hardsigmoid = nn.Hardsigmoid()
-
-    def forward(self, x):
-        w = self.hardsigmoid(self.conv2(self.relu(self.conv1(x.mean(axis=[2, 3], keepdim=True)))))
-        return x * w
+    return nn.Sequential(ConvBN(in_channels, mid_channels, 3, 2, act=None), nn.GELU(),
+                         ConvBN(mid_channels, out_channels, 3, 2, act=None))
 
 
 class RepDWConv(nn.Layer):
@@ -168,7 +138,7 @@ class RepDWConv(nn.Layer):
 
     def __init__(self, channels, kernel_size=3):
         super().__init__()
-        self.conv = ConvBN(channels, channels, kernel_size, 1, (kernel_size - 1) // 2, groups=channels)
+        self.conv = ConvBN(channels, channels, kernel_size, 1, groups=channels, act=None)
         self.conv1 = nn.Conv2D(channels, channels, 1, 1, 0, groups=channels, bias_attr=False)
         self.bn = nn.BatchNorm2D(channels)
         Constant(1.0)(self.bn.weight)
@@ -211,15 +181,17 @@ class LCNetV4Block(nn.Layer):
             self.token_mixer.add_sublayer("rep_dw", RepDWConv(in_channels, kernel_size))
         else:
             self.token_mixer.add_sublayer("dw_conv", ConvBN(in_channels, in_channels, kernel_size, stride,
-                                                            (kernel_size - 1) // 2, groups=in_channels))
+                                                            groups=in_channels, act=None))
         if use_se:
-            self.token_mixer.add_sublayer("se", SqueezeExcite(in_channels, lr_mult=lr_mult))
+            self.token_mixer.add_sublayer("se", SELayer(in_channels, lr_mult=lr_mult))
         hidden = int(in_channels * expand_ratio)
         self.channel_mixer = nn.Sequential()
-        self.channel_mixer.add_sublayer("expand", ConvBN(in_channels, hidden))
+        self.channel_mixer.add_sublayer("expand", ConvBN(in_channels, hidden, 1, act=None))
         self.channel_mixer.add_sublayer("act", nn.GELU())
-        self.channel_mixer.add_sublayer("compress", ConvBN(hidden, out_channels,
-                                                           bn_weight_init=0.0 if self.has_residual else 1.0))
+        compress = ConvBN(hidden, out_channels, 1, act=None)
+        if self.has_residual:  # the residual branch starts as the identity: its last BN scale is 0
+            Constant(0.0)(compress.bn.weight)
+        self.channel_mixer.add_sublayer("compress", compress)
 
     def forward(self, x):
         x = self.token_mixer(x)

@@ -17,24 +17,22 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
 from paddle_recipes.config import check_image_shape
 from paddle_recipes.data import (MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, DataError, ImageError, LmdbDataset, LmdbLabelError,
                                  check_file, read_image, read_label_file)
+from paddle_recipes.data.skips import SkipStats, first_loadable
 
 from .charset import WIDTH_MODES, CharDict, normalize_width
 from .transforms import resize_norm_pad
 
 logger = logging.getLogger(__name__)
 
-REASONS = ("unknown_char", "empty", "too_long", "missing_image", "corrupt_image", "malformed_line", "too_large")
-_MAX_WARNINGS_PER_REASON = 20
 
 
 class DataPathError(FileNotFoundError):
@@ -99,96 +97,6 @@ class DatasetConfig:
         if self.gtc_encode not in allowed:
             raise ValueError(f"dataset.gtc_encode {self.gtc_encode!r}: {self.label_encoder} takes "
                              f"{' or '.join(repr(a) for a in allowed)} here")
-
-
-class SkipStats:
-    """Counts skipped samples per reason (distinct places), warns for the first few of each.
-
-    ``missing`` counts, for every character outside the dict, the skipped labels that contain it
-    (see :meth:`top_missing`), so users know what to add to their dict.
-    """
-
-    def __init__(self, name: str = "data"):
-        self.name = name
-        self.places: Dict[str, set] = {r: set() for r in REASONS}
-        self.missing: Counter = Counter()
-
-    def add(self, where: str, reason: str, detail: str = "", missing: Sequence[str] = ()) -> None:
-        """Count a skip once per place; ``missing``: the label's distinct characters outside the dict."""
-        bucket = self.places.setdefault(reason, set())
-        if where in bucket:
-            return
-        bucket.add(where)
-        self.missing.update(dict.fromkeys(missing, 1))
-        if len(bucket) <= _MAX_WARNINGS_PER_REASON:
-            logger.warning("skipping sample %s: %s%s", where, reason, f" ({detail})" if detail else "")
-        elif len(bucket) == _MAX_WARNINGS_PER_REASON + 1:
-            logger.warning("more %s samples in %s; further warnings for this reason are suppressed", reason, self.name)
-
-    def add_batch(self, skipped: Sequence[Tuple[str, str]]) -> None:
-        for where, reason in skipped:
-            self.add(where, reason)
-
-    def counts(self) -> Dict[str, int]:
-        return {r: len(p) for r, p in self.places.items()}
-
-    @property
-    def total(self) -> int:
-        return sum(len(p) for p in self.places.values())
-
-    def top_missing(self, n: int = 20) -> List[Tuple[str, int]]:
-        """The ``n`` characters outside the dict found in the most skipped labels: [(char, labels)],
-        most frequent first (ties by code point, so the order is reproducible)."""
-        return sorted(self.missing.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
-
-    def summary(self) -> str:
-        c = {k: v for k, v in self.counts().items() if v}
-        if not c:
-            return f"{self.name}: no samples skipped"
-        text = f"{self.name}: skipped {self.total} samples: " + ", ".join(f"{k}={v}" for k, v in c.items())
-        top = self.top_missing(20)
-        if top:
-            text += ("; characters not in the dict (labels containing them): "
-                     + " ".join(f"{ch!r}x{k}" for ch, k in top)
-                     + (f" (+{len(self.missing) - len(top)} more)" if len(self.missing) > len(top) else ""))
-        return text
-
-    # ---------------------------------------------------------------- cross-rank merge (recipe.merge_skips)
-    def rank_state(self) -> dict:
-        """What this rank saw, picklable: {"places": {reason: [place, ...]}, "missing": {char: labels}}."""
-        return {"places": {r: sorted(p) for r, p in self.places.items()}, "missing": dict(self.missing)}
-
-    def merged(self, states: Sequence[dict]) -> "SkipStats":
-        """The union over ranks of rank_state()s: places are unioned; label-time skips (characters outside the
-        dict) are found by every rank over the whole set, so per character the max over ranks, not the sum."""
-        union = type(self)(self.name)
-        for s in states:
-            for reason, places in s["places"].items():
-                union.places.setdefault(reason, set()).update(places)
-            for ch, n in s["missing"].items():
-                union.missing[ch] = max(union.missing.get(ch, 0), n)
-        return union
-
-    def report(self, top: int = 20) -> dict:
-        """skipped.json / summary.json entry: {reason: count, ..., "missing_chars": [[char, labels], ...]}."""
-        return {**self.counts(), "missing_chars": [[c, k] for c, k in self.top_missing(top)]}
-
-
-def first_loadable(dataset) -> bool:
-    """Whether some sample of ``dataset`` (``load(i)`` -> sample or ("skip", where, reason), ``stats``) loads: tried
-    in order until one does (one image read in a sound set), the skips counted. Datasets call it when built, so a
-    set with no readable image is one error line, not hours of zero-sample batches."""
-    states = random.getstate(), np.random.get_state()  # augmentations draw from them: training stays as it was
-    try:
-        for i in range(len(dataset)):
-            sample = dataset.load(i)
-            if not isinstance(sample, tuple):
-                return True
-            dataset.stats.add(sample[1], sample[2])
-        return False
-    finally:
-        random.setstate(states[0])
-        np.random.set_state(states[1])
 
 
 def _check_path(path: str, key: str, kind: str = "path") -> Path:
@@ -396,12 +304,3 @@ def collate_gtc(samples: list, max_text_length: int = 25) -> dict:
     if "label" in batch:
         batch["label_gtc"] = nrtr_labels(batch["label"], batch["length"], max_text_length)
     return batch
-
-
-def unpack_skipped(batch: dict) -> List[Tuple[str, str]]:
-    """``batch["skipped"]`` -> [(where, reason)] (strings survive DataLoader workers unchanged)."""
-    out = []
-    for s in batch.get("skipped", []) or []:
-        where, _, reason = str(s).rpartition("\t")
-        out.append((where, reason))
-    return out

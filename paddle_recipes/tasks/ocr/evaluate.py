@@ -12,7 +12,7 @@ import paddle
 from ...data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, list_images, read_image
 from ...formats.ppocr_logs import format_infer_rec, format_rec_result_line
 from .charset import CharDict
-from .dataset import SkipStats, unpack_skipped
+from ...data.skips import SkipStats, unpack_skipped
 from .metrics import PerTagRecMetric, RecMetric
 from .postprocess import ctc_greedy_decode
 from .transforms import INFER_MAX_WIDTH, pad_batch, resize_norm_infer

@@ -5,7 +5,7 @@ import numpy as np
 import paddle
 
 from .charset import CharDict
-from .dataset import SkipStats, unpack_skipped
+from ...data.skips import SkipStats, unpack_skipped
 from .losses import CTCLoss
 from .postprocess import ctc_greedy_decode
 

@@ -25,7 +25,7 @@ from typing import Callable, List, Sequence, Tuple
 from paddle_recipes.data import (MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, DataError, ImageError, check_file, read_image,
                                  read_label_file)
 
-from ..ocr.dataset import SkipStats, first_loadable
+from ...data.skips import SkipStats, first_loadable
 from .labels import DetBox, DetLabelError, clip_polygons_to_image, parse_det_label
 
 

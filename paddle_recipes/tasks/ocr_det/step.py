@@ -17,7 +17,7 @@ import numpy as np
 import paddle
 
 from ...data import DataError
-from ..ocr.dataset import SkipStats, unpack_skipped
+from ...data.skips import SkipStats, unpack_skipped
 from .batch import MAP_KEYS
 from .losses import DBLoss
 from .metrics import combine_results, evaluate_image
