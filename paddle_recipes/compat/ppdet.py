@@ -251,13 +251,13 @@ class PpdetTranslator(Translator):
         if black is not None:
             if set(black) - {"proj_conv.weight"}:
                 raise self.error("ema_black_list", f"{black}: only proj_conv.weight (our DFL buffer, never averaged) "
-                                            "is understood")
+                                 "is understood")
             self.none("ema_black_list", "proj_conv is a fixed buffer here, never averaged")
         amp_black = self.pop(c, "custom_black_list", "", None)
         if amp_black is not None:
             if set(amp_black) - {"reduce_mean"}:
                 raise self.error("custom_black_list", f"{amp_black}: set AMP.custom_black_list in our config instead "
-                                               "(it would replace the recipe's detection list)")
+                                 "(it would replace the recipe's detection list)")
             self.none("custom_black_list", "reduce_mean is already in the recipe's fp16 black list")
         norm = self.pop(c, "norm_type", "", "bn")
         self.expect("norm_type", norm, ["bn", "sync_bn"], "BatchNorm")
@@ -281,7 +281,7 @@ class PpdetTranslator(Translator):
         if arch != "YOLOv3" or [parts.get(k) for k in ("backbone", "neck", "yolo_head")] != PPYOLOE_PARTS:
             built = f"{arch} ({', '.join(f'{k}: {v}' for k, v in parts.items())})" if parts else str(arch)
             raise self.error("architecture", f"{built} is not built here: this recipe builds PP-YOLOE / PP-YOLOE+ "
-                                      f"(YOLOv3 with {', '.join(PPYOLOE_PARTS)})")
+                             f"(YOLOv3 with {', '.join(PPYOLOE_PARTS)})")
         y = dict(self.pop(c, "YOLOv3", "", required=True))
         for k in ("backbone", "neck", "yolo_head"):
             y.pop(k)
@@ -395,7 +395,7 @@ class PpdetTranslator(Translator):
                            "LinearWarmup": self._warmup, "ExpWarmup": self._warmup}.get(name)
                 if handler is None:
                     raise self.error("LearningRate.schedulers", f"scheduler {name!r} is not supported here "
-                                                         "(CosineDecay, PiecewiseDecay, LinearWarmup, ExpWarmup)")
+                                     "(CosineDecay, PiecewiseDecay, LinearWarmup, ExpWarmup)")
                 handler(name, s)
                 self.leftover(s, f"LearningRate.{name}")
             self.leftover(lr, "LearningRate")
@@ -531,7 +531,7 @@ class PpdetTranslator(Translator):
             known = {"RandomDistort", "RandomExpand", "RandomCrop", "RandomFlip"}
             if set(aug) - known:
                 raise self.error(f"TrainReader.sample_transforms.{sorted(set(aug) - known)[0]}",
-                          f"not supported here (understood: Decode, {sorted(known)})")
+                                 f"not supported here (understood: Decode, {sorted(known)})")
             self.put("Train.augment", bool(aug))
             if aug:
                 self.approx("TrainReader.sample_transforms", f"{aug} replaced by this package's albumentations "
@@ -610,7 +610,7 @@ class PpdetTranslator(Translator):
         distinct = {tuple(map(tuple, (v["mean"], v["std"]))) + (v["is_scale"],) for v in norms.values()}
         if len(distinct) > 1:
             raise self.error("TrainReader.NormalizeImage", f"readers normalise differently {norms}: one normalisation "
-                                                    "per model is supported")
+                             "per model is supported")
         if norms:
             self.put("Architecture.normalize", next(iter(norms.values())))
 
