@@ -111,9 +111,10 @@ class RecTranslator(PaddleOCRTranslator):
         return super()._global_keys() + REC_GLOBAL
 
     def direct_global(self) -> Dict[str, str]:
-        direct = {**super().direct_global(), "max_text_length": "Global.max_text_length",
-                  "use_space_char": "Global.use_space_char",
-                  "cal_metric_during_train": "Global.cal_metric_during_train", "model_name": "Export.model_name"}
+        direct = super().direct_global()  # the text keys come before cal_metric_during_train, as PaddleOCR lists them
+        cadence = direct.pop("cal_metric_during_train")
+        direct.update({"max_text_length": "Global.max_text_length", "use_space_char": "Global.use_space_char",
+                       "cal_metric_during_train": cadence, "model_name": "Export.model_name"})
         g = self.g
         if g.get("model_name") and g["model_name"] not in _paddlex_rec_names():  # e.g. PP-OCRv6_base_rec
             del direct["model_name"]
@@ -121,16 +122,10 @@ class RecTranslator(PaddleOCRTranslator):
                       "names the export; PaddleOCR trains without it): the export writes Export.model_name")
         return direct
 
-    def path_global(self) -> Dict[str, str]:
-        return {**super().path_global(), "save_res_path": "Predict.save_res_path"}
-
     def global_(self) -> None:
         """The shared Global keys (compat.paddleocr_common), with the text keys in PaddleOCR's order."""
         g = self.g
         self.global_training()
-        cadence = g.get("cal_metric_during_train")
-        if isinstance(cadence, int) and not isinstance(cadence, bool) and cadence >= 2:  # PaddleOCR: any int = true
-            self.report.extensions["Global.cal_metric_during_train"] = cadence
         self.dict_path = g.get("character_dict_path") or ""
         if "character_dict_path" in g:
             self.map("Global.character_dict_path", self.dict_path, "Global.character_dict_path")

@@ -176,12 +176,13 @@ class PaddleOCRTranslator(Translator):
     def direct_global(self) -> Dict[str, str]:
         """Global key -> our key, mapped as written."""
         return {"epoch_num": "Global.epochs", "save_model_dir": "Global.output_dir",
-                "print_batch_step": "Global.log_every", "use_visualdl": "Global.use_visualdl"}
+                "print_batch_step": "Global.log_every", "use_visualdl": "Global.use_visualdl",
+                "cal_metric_during_train": "Global.cal_metric_during_train"}
 
     def path_global(self) -> Dict[str, str]:
         """Global key -> our key, mapped with an empty YAML value (None) as ""."""
         return {"pretrained_model": "Global.pretrained_model", "checkpoints": "Global.resume",
-                "infer_img": "Predict.images"}
+                "infer_img": "Predict.images", "save_res_path": "Predict.save_res_path"}
 
     def global_(self) -> None:
         self.global_training()
@@ -191,7 +192,8 @@ class PaddleOCRTranslator(Translator):
     def global_training(self) -> None:
         """The run's length, output, logging, evaluation and saving cadence, and our own Global keys."""
         g = self.g
-        for k, dst in self.direct_global().items():
+        direct = self.direct_global()
+        for k, dst in direct.items():
             if k in g:
                 self.map(f"Global.{k}", g[k], dst)
         for k, dst in self.path_global().items():
@@ -200,6 +202,9 @@ class PaddleOCRTranslator(Translator):
         for k in OUR_GLOBAL_KEYS:
             if k in g:
                 self.ext(f"Global.{k}", g[k], f"Global.{k}")
+        cadence = g.get("cal_metric_during_train") if "cal_metric_during_train" in direct else None
+        if isinstance(cadence, int) and not isinstance(cadence, bool) and cadence >= 2:  # PaddleOCR: any int = true
+            self.report.extensions["Global.cal_metric_during_train"] = cadence
         if "log_smooth_window" in g:  # log lines only: values are averaged differently, training is the same
             self.approx("Global.log_smooth_window", "logged values average the print_batch_step window")
         if "calc_epoch_interval" in g:

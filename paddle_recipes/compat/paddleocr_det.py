@@ -83,6 +83,14 @@ class DetTranslator(PaddleOCRTranslator):
     def _global_keys(self):
         return super()._global_keys() + tuple(EMA_GLOBAL)
 
+    def direct_global(self):
+        """The shared ones but cal_metric_during_train (det_global: a train-batch metric is refused here)."""
+        return {k: v for k, v in super().direct_global().items() if k != "cal_metric_during_train"}
+
+    def path_global(self):
+        """The shared ones but save_res_path (det_global maps it)."""
+        return {k: v for k, v in super().path_global().items() if k != "save_res_path"}
+
     def global_(self) -> None:
         """The shared Global keys (compat.paddleocr_common), then det's own: its metric cadence, save_res_path,
         model_name and ppdet's EMA keys."""
