@@ -4,8 +4,8 @@
 
     cfg = load_config(path, overrides, ClsConfig, translators=(paddleclas_cls_translator(ClsConfig),))
 
-The same rules and report as the PaddleOCR translators (compat.paddleocr's helpers and Optimizer / lr mapping are
-reused): every key maps onto ours, has no effect here (one log line), is approximated (one warning line), or is a
+The same rules and report as the PaddleOCR translators (the vocabulary of compat.translate; the Optimizer / lr
+mapping of compat.paddleocr_common): every key maps onto ours, has no effect here (one log line), is approximated (one warning line), or is a
 ConfigError naming it. Facts of PaddleClas the mapping follows (read, not copied):
 - ``Arch``: ``PPLCNet_x<scale>`` with ``class_num``, ``stride_list`` (5 strides), ``dropout_prob``, ``class_expand``;
 - ``ImageNetDataset``: ``cls_label_path`` lines ``<path relative to image_root> <class id>`` (space-separated, the
@@ -24,7 +24,8 @@ from typing import Any
 
 from paddle_recipes.config import ConfigError, OverrideNote
 
-from .paddleocr import _canon, _Translator
+from .paddleocr_common import PaddleOCRTranslator
+from .translate import canonical as _canon
 from .paddleocr_cls import op_list
 
 SECTIONS = ("Global", "Arch", "Loss", "Optimizer", "DataLoader", "Infer", "Metric")
@@ -39,7 +40,9 @@ def is_paddleclas_config(data: Any) -> bool:
     return isinstance(data, dict) and "Arch" in data and "DataLoader" in data
 
 
-class _ClasTranslator(_Translator):
+class ClasTranslator(PaddleOCRTranslator):
+    """PaddleClas's sections; its Optimizer is PaddleOCR's (``coeff`` for ``factor``), read by the shared mapping."""
+
     def run(self):
         for key in self.src:
             if key not in SECTIONS + OUR_SECTIONS:
@@ -81,7 +84,7 @@ class _ClasTranslator(_Translator):
         if g.get("eval_during_train", True) and "eval_during_train" in g:
             self.fixed("Global.eval_during_train", "true")
         if "start_eval_epoch" in g:
-            self.report.approximated["Global.start_eval_epoch"] = "evaluation runs from the first eval_interval"
+            self.approx("Global.start_eval_epoch", "evaluation runs from the first eval_interval")
         if "device" in g:
             self.none("Global.device", "the device is chosen automatically (GPU when paddle has CUDA)")
         if "save_inference_dir" in g:
@@ -145,7 +148,7 @@ class _ClasTranslator(_Translator):
                 if 1 not in topk:
                     raise self.error(f"{p}.TopkAcc.topk", f"{topk}: top-1 accuracy (acc) is what is scored here")
                 if topk != [1]:
-                    self.report.approximated[f"{p}.TopkAcc.topk"] = "acc (top-1) only"
+                    self.approx(f"{p}.TopkAcc.topk", "acc (top-1) only")
                 else:
                     self.fixed(f"{p}.TopkAcc.topk", "acc")
 
@@ -210,7 +213,7 @@ class _ClasTranslator(_Translator):
                 self.derive("Global.input", "paddlex", "ResizeImage + NormalizeImage: RGB, W x H, ImageNet mean/std")
                 for k in ("interpolation", "backend"):
                     if k in args:
-                        self.report.approximated[f"{op}.{k}"] = "cv2 bilinear here"
+                        self.approx(f"{op}.{k}", "cv2 bilinear here")
             elif name == "NormalizeImage":
                 self.check_keys(args, ("scale", "mean", "std", "order", "channel_num"), op)
                 for k in ("mean", "std"):
@@ -222,7 +225,7 @@ class _ClasTranslator(_Translator):
             elif name in ("TimmAutoAugment", "RandomErasing"):
                 if split != "Train":
                     raise self.error(op, "augmentation is for Train only here")
-                self.report.approximated[op] = "the rec recipe's augmentation (perspective, blur, noise, contrast)"
+                self.approx(op, "the rec recipe's augmentation (perspective, blur, noise, contrast)")
                 self.put("Train.dataset.aug", True)
             else:
                 self.fixed(op, "CHW")
@@ -248,7 +251,7 @@ def translate_clas_config(data: dict, source: str = "<dict>", overridden: dict |
     overridden: as compat.paddleocr.translate_rec_config's."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
-    return _ClasTranslator(copy.deepcopy(data), source, overridden).run()
+    return ClasTranslator(copy.deepcopy(data), source, overridden).run()
 
 
 def paddleclas_cls_translator(schema: type):

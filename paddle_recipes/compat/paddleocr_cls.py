@@ -2,9 +2,9 @@
 
     cfg = load_config(path, overrides, ClsConfig, translators=(paddleocr_cls_translator(ClsConfig),))
 
-The rec translator's rules and report (compat.paddleocr, whose Global / Optimizer / lr / loader mapping this module
-reuses by subclassing): every key maps onto ours, or is reported once as having no effect here, or is a ConfigError
-naming it (an unknown key with the nearest valid one).
+The rules and report of every PaddleOCR translator (the Global / Optimizer / lr / loader mapping of
+compat.paddleocr_common, the vocabulary and TranslationReport of compat.translate): every key maps onto ours, or is
+reported once as having no effect here, or is a ConfigError naming it (an unknown key with the nearest valid one).
 
 Facts of PaddleOCR's cls code the mapping follows (read, not copied):
 - ``ClsLabelEncode`` gives the index of the label in ``Global.label_list``; a label outside it drops the sample;
@@ -21,16 +21,17 @@ from typing import Any, Tuple
 
 from paddle_recipes.config import ConfigError
 
-from .paddleocr import TranslationReport, _canon, _Translator, paddleocr_rec_translator
+from .paddleocr_common import PaddleOCRTranslator, paddleocr_translator
+from .translate import TranslationReport
+from .translate import canonical as _canon
 
-REC_ONLY_GLOBAL = ("character_dict_path", "character_type", "max_text_length", "infer_mode", "use_space_char",
-                   "model_name", "d2s_train_image_shape")
+NOT_CLS_GLOBAL = ("model_name", "d2s_train_image_shape")  # shared Global keys a cls file does not take
 DATASETS = {"SimpleDataSet": "label_file", "LMDBDataSet": "lmdb"}
 OPS = ("DecodeImage", "ClsLabelEncode", "BaseDataAugmentation", "RandAugment", "ClsResizeImg", "KeepKeys")
 AUGMENT_OPS = ("BaseDataAugmentation", "RandAugment")
 
 
-def op_list(tr: _Translator, ops: Any, path: str, options: tuple, what: str, ordered: bool = False):
+def op_list(tr: PaddleOCRTranslator, ops: Any, path: str, options: tuple, what: str, ordered: bool = False):
     """Yield (canonical name, op path, args) of a list of one-key op mappings at `path` of translator `tr`; an op
     outside `options`, a malformed entry, an empty list, or (``ordered``) an op out of the `options` order is a
     ConfigError naming the key."""
@@ -48,11 +49,11 @@ def op_list(tr: _Translator, ops: Any, path: str, options: tuple, what: str, ord
         yield name, f"{path}[{i}].{raw}", item[raw] or {}
 
 
-class _ClsTranslator(_Translator):
-    """compat.paddleocr's translator with the cls sections (Architecture, Loss, PostProcess, Metric, data)."""
+class ClsTranslator(PaddleOCRTranslator):
+    """The cls sections (Architecture, Loss, PostProcess, Metric, data) on the shared PaddleOCR translator."""
 
     def _global_keys(self):
-        return tuple(k for k in super()._global_keys() if k not in REC_ONLY_GLOBAL) + ("label_list",)
+        return tuple(k for k in super()._global_keys() if k not in NOT_CLS_GLOBAL) + ("label_list",)
 
     def global_(self) -> None:
         super().global_()
@@ -63,7 +64,6 @@ class _ClsTranslator(_Translator):
             self.map("Global.label_list", labels, "Global.label_list")
         else:
             self.derive("Global.label_list", ["0", "180"], "PaddleOCR's cls configs' label_list")
-        self.shapes = []
 
     def preflight(self) -> None:
         a = self.src.get("Architecture")
@@ -166,7 +166,7 @@ class _ClsTranslator(_Translator):
 
     def _cls_fixed(self, split, op, args, name):
         if name in AUGMENT_OPS:
-            self.report.approximated[op] = "the rec recipe's augmentation (perspective, blur, noise, contrast)"
+            self.approx(op, "the rec recipe's augmentation (perspective, blur, noise, contrast)")
         else:
             self.fixed(op, "the label's index in Global.label_list")
 
@@ -188,9 +188,6 @@ class _ClsTranslator(_Translator):
             raise self.error(f"{op}.keep_keys", f"{args.get('keep_keys')!r}: the batch here is ['image', 'label']")
         self.fixed(f"{op}.keep_keys", "image, label")
 
-    def consistency(self) -> None:
-        """Nothing to cross-check beyond the ops' order and the one image_shape."""
-
 
 def translate_cls_config(data: dict, source: str = "<dict>", overridden: dict | None = None
                          ) -> Tuple[dict, TranslationReport]:
@@ -198,9 +195,9 @@ def translate_cls_config(data: dict, source: str = "<dict>", overridden: dict | 
     compat.paddleocr.translate_rec_config's."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
-    return _ClsTranslator(copy.deepcopy(data), source, overridden).run()
+    return ClsTranslator(copy.deepcopy(data), source, overridden).run()
 
 
 def paddleocr_cls_translator(schema: type):
-    """A ``Recipe.config_translators`` entry for the cls recipe (compat.paddleocr's wrapper)."""
-    return paddleocr_rec_translator(schema, translate_cls_config)
+    """A ``Recipe.config_translators`` entry for the cls recipe (compat.paddleocr_common's wrapper)."""
+    return paddleocr_translator(schema, translate_cls_config)

@@ -5,7 +5,7 @@
     ds[0] -> {"image": float32 [C, H, W], "label": int64}
 
 A label that is not in label_list but an index into it (PaddleClas / PaddleX label files: ``path class_id``) is that
-class. Bad input is counted per reason in ``ds.stats`` (tasks.ocr.dataset.SkipStats, one warning per place): a label outside
+class. Bad input is counted per reason in ``ds.stats`` (data.skips.SkipStats, one warning per place): a label outside
 label_list (unknown_label), an image data.read_image refuses (missing, not a regular file, too many bytes or
 pixels, corrupt). ``rotate_ratio`` > 0 (the synthetic split): the
 line's text label is not read; the line is turned with that probability (a fresh draw per fetch when ``train``, a
@@ -20,7 +20,8 @@ from typing import List, Tuple
 import numpy as np
 
 from paddle_recipes.data import DataError, ImageError, LmdbDataset, LmdbLabelError, check_file, read_image, read_label_file
-from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, SkipStats, find_lmdb_dirs
+from paddle_recipes.data.skips import SkipStats
+from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, find_lmdb_dirs
 
 from .config import ClsInput
 from .transforms import preprocess, rotate180

@@ -8,7 +8,7 @@ from typing import Callable
 import paddle
 import paddle.nn.functional as F
 
-from paddle_recipes.tasks.ocr.dataset import SkipStats, unpack_skipped
+from paddle_recipes.data.skips import SkipStats, unpack_skipped
 from paddle_recipes.tasks.ocr.step import zero_loss
 
 
