@@ -26,7 +26,6 @@ from paddle_recipes.config import ConfigError, OverrideNote
 
 from .paddleocr_common import PaddleOCRTranslator
 from .translate import canonical as _canon
-from .paddleocr_cls import op_list
 
 SECTIONS = ("Global", "Arch", "Loss", "Optimizer", "DataLoader", "Infer", "Metric")
 OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")
@@ -198,8 +197,9 @@ class ClasTranslator(PaddleOCRTranslator):
 
     def clas_ops(self, split: str, ops: Any, p: str) -> None:
         names = []
-        for name, op, args in op_list(self, ops, p, OPS, "data op"):
+        for _, name, op, args in self.data_ops(ops, p, OPS, "data op"):
             names.append(name)
+            args = args or {}
             if name == "DecodeImage":
                 self.check_keys(args, ("to_rgb", "channel_first"), op)
                 if not args.get("to_rgb", True) or args.get("channel_first"):

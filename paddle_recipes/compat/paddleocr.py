@@ -304,18 +304,10 @@ class RecTranslator(PaddleOCRTranslator):
 
     def transforms(self, split: str, ops: Any, ext_idx: Any, has_ext_idx: bool) -> None:
         p = f"{split}.dataset.transforms"
-        if not isinstance(ops, list) or not ops:
-            raise self.error(p, "is required (a list of data ops)")
         names = []
         concat_at = None
-        for i, item in enumerate(ops):
-            if not isinstance(item, dict) or len(item) != 1:
-                raise self.error(f"{p}[{i}]", "each op is a one-key mapping {OpName: args}")
-            raw = next(iter(item))
-            name = _canon(raw, TRANSFORMS, f"{p}[{i}]", "transform", self.source)
+        for i, name, op, args in self.data_ops(ops, p, TRANSFORMS, "transform"):
             names.append(name)
-            args = item[raw]
-            op = f"{p}[{i}].{raw}"
             allowed = {"DecodeImage": ("img_mode", "channel_first"), "RecAug": RECAUG_ARGS,
                        "RecConAug": ("prob", "ext_data_num", "image_shape", "max_text_length"),
                        "CTCLabelEncode": (), "MultiLabelEncode": ("gtc_encode",),

@@ -31,24 +31,6 @@ OPS = ("DecodeImage", "ClsLabelEncode", "BaseDataAugmentation", "RandAugment", "
 AUGMENT_OPS = ("BaseDataAugmentation", "RandAugment")
 
 
-def op_list(tr: PaddleOCRTranslator, ops: Any, path: str, options: tuple, what: str, ordered: bool = False):
-    """Yield (canonical name, op path, args) of a list of one-key op mappings at `path` of translator `tr`; an op
-    outside `options`, a malformed entry, an empty list, or (``ordered``) an op out of the `options` order is a
-    ConfigError naming the key."""
-    if not isinstance(ops, list) or not ops:
-        raise tr.error(path, "is required (a list of data ops)")
-    last = None
-    for i, item in enumerate(ops):
-        if not isinstance(item, dict) or len(item) != 1:
-            raise tr.error(f"{path}[{i}]", "each op is a one-key mapping {OpName: args}")
-        raw = next(iter(item))
-        name = _canon(raw, options, f"{path}[{i}]", what, tr.source)
-        if ordered and last is not None and options.index(name) <= options.index(last):
-            raise tr.error(f"{path}[{i}]", f"{name} after {last}: the ops run in the order {', '.join(options)}")
-        last = name
-        yield name, f"{path}[{i}].{raw}", item[raw] or {}
-
-
 class ClsTranslator(PaddleOCRTranslator):
     """The cls sections (Architecture, Loss, PostProcess, Metric, data) on the shared PaddleOCR translator."""
 
@@ -150,8 +132,11 @@ class ClsTranslator(PaddleOCRTranslator):
     def cls_transforms(self, split: str, ops: Any) -> None:
         p = f"{split}.dataset.transforms"
         names = []
-        for name, op, args in op_list(self, ops, p, OPS, f"{split} data op", ordered=True):
+        for i, name, op, args in self.data_ops(ops, p, OPS, f"{split} data op"):
+            if names and OPS.index(name) <= OPS.index(names[-1]):
+                raise self.error(f"{p}[{i}]", f"{name} after {names[-1]}: the ops run in the order {', '.join(OPS)}")
             names.append(name)
+            args = args or {}
             allowed = {"DecodeImage": ("img_mode", "channel_first"), "ClsResizeImg": ("image_shape",),
                        "KeepKeys": ("keep_keys",)}.get(name, ())
             self.check_keys(args, allowed, op)

@@ -160,6 +160,18 @@ class PaddleOCRTranslator(Translator):
             raise self.error("Architecture.name", f"{a.get('name', 'Models')!r}: PaddleOCR distillation models "
                              f"(Models {models}) are not built here; train one model alone ({alone})")
 
+    def data_ops(self, ops: Any, path: str, options: tuple, what: str):
+        """Yield (index, canonical name, op path, its args as written) of the list of one-key op mappings at `path`
+        (``[{DecodeImage: {img_mode: BGR}}, ...]``); an empty or missing list, a malformed entry or an op outside
+        `options` is a ConfigError naming the key."""
+        if not isinstance(ops, list) or not ops:
+            raise self.error(path, "is required (a list of data ops)")
+        for i, item in enumerate(ops):
+            if not isinstance(item, dict) or len(item) != 1:
+                raise self.error(f"{path}[{i}]", "each op is a one-key mapping {OpName: args}")
+            raw = next(iter(item))
+            yield i, canonical(raw, options, f"{path}[{i}]", what, self.source), f"{path}[{i}].{raw}", item[raw]
+
     def preflight(self) -> None:
         """The model first: a network this version does not build is named before any key of the file."""
 

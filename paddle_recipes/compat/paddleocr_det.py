@@ -244,20 +244,13 @@ class DetTranslator(PaddleOCRTranslator):
     def transforms(self, split: str, ops: Any) -> None:
         p = f"{split}.dataset.transforms"
         order = TRAIN_OPS if split == "Train" else EVAL_OPS
-        if not isinstance(ops, list) or not ops:
-            raise self.error(p, "is required (a list of data ops)")
         names = []
-        for i, item in enumerate(ops):
-            if not isinstance(item, dict) or len(item) != 1:
-                raise self.error(f"{p}[{i}]", "each op is a one-key mapping {OpName: args}")
-            raw = next(iter(item))
-            name = _canon(raw, order, f"{p}[{i}]", f"{split} data op", self.source)
+        for i, name, op, args in self.data_ops(ops, p, order, f"{split} data op"):
             if names and order.index(name) <= order.index(names[-1]):
                 raise self.error(f"{p}[{i}]", f"{name} after {names[-1]}: the {split} ops run in the order "
                                  f"{', '.join(order)} here")
             names.append(name)
-            op = f"{p}[{i}].{raw}"
-            args = self.check_keys(item[raw], OP_ARGS[name], op)
+            args = self.check_keys(args, OP_ARGS[name], op)
             if not args:
                 self.fixed(op, f"{name} with PaddleOCR's defaults")
             getattr(self, f"_op_{name}")(split, op, args)
