@@ -182,7 +182,7 @@ class PaddleOCRTranslator(Translator):
         return ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
                 "cal_metric_during_train", "calc_epoch_interval", "log_smooth_window", "pretrained_model",
                 "checkpoints", "save_inference_dir", "use_visualdl", "infer_img", "distributed", "debug",
-                "use_gpu", "save_res_path", "d2s_train_image_shape", "model_name") \
+                "use_gpu", "save_res_path", "d2s_train_image_shape", "to_static", "model_name") \
             + DEVICE_SWITCHES + tuple(AMP_KEYS) + OUR_GLOBAL_KEYS
 
     def direct_global(self) -> Dict[str, str]:
@@ -193,7 +193,7 @@ class PaddleOCRTranslator(Translator):
 
     def path_global(self) -> Dict[str, str]:
         """Global key -> our key, mapped with an empty YAML value (None) as ""."""
-        return {"pretrained_model": "Global.pretrained_model", "checkpoints": "Global.resume",
+        return {"pretrained_model": "Global.pretrained_model", "checkpoints": "Global.checkpoints",
                 "infer_img": "Predict.images", "save_res_path": "Predict.save_res_path"}
 
     def global_(self) -> None:
@@ -267,8 +267,11 @@ class PaddleOCRTranslator(Translator):
             self.none("Global.distributed", "the world size comes from the launcher (PaddleOCR overwrites it too)")
         if "debug" in g:
             self.none("Global.debug", "debug switch of PaddleOCR's own code")
+        if "to_static" in g:  # static-graph training (static_train), as PaddleOCR's
+            self.map("Global.to_static", g["to_static"] is True, "Global.to_static")  # PaddleOCR: `is True`
         if "d2s_train_image_shape" in g:
-            self.none("Global.d2s_train_image_shape", "only used by PaddleOCR's to_static training")
+            self.none("Global.d2s_train_image_shape", "Global.to_static traces one program per training batch shape "
+                      "(paddle's to_static does so in PaddleOCR too: the spec only names the first)")
         if g.get("use_amp"):
             self.derive("AMP.level", "O2", "PaddleOCR's default amp_level")
             self.derive("AMP.init_loss_scaling", 1.0, "PaddleOCR's default scale_loss")
