@@ -24,11 +24,10 @@ from typing import Any
 
 from paddle_recipes.config import ConfigError, OverrideNote
 
-from .paddleocr_common import PaddleOCRTranslator
+from .paddleocr_common import OUR_SECTIONS, PaddleOCRTranslator
 from .translate import canonical as _canon
 
 SECTIONS = ("Global", "Arch", "Loss", "Optimizer", "DataLoader", "Infer", "Metric")
-OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")
 IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 TEXTLINE = {0.25: "PP-LCNet_x0_25_textline_ori", 1.0: "PP-LCNet_x1_0_textline_ori"}
 OPS = ("DecodeImage", "ResizeImage", "TimmAutoAugment", "NormalizeImage", "RandomErasing", "ToCHWImage")
@@ -53,9 +52,7 @@ class ClasTranslator(PaddleOCRTranslator):
         for split in ("Train", "Eval"):
             self.data(split)
         self.infer()
-        for sec in OUR_SECTIONS:
-            for k, v in (self.src.get(sec) or {}).items():
-                self.ext(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
+        self.our_sections()
         return self.ours, self.report
 
     def glob(self) -> None:

@@ -145,11 +145,14 @@ class PaddleOCRTranslator(Translator):
         for split in ("Train", "Eval"):
             self.split(split)
         self.consistency()
-        for sec in OUR_SECTIONS:
-            if sec in self.src:
-                for k, v in (self.src[sec] or {}).items():
-                    self.ext(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
+        self.our_sections()
         return self.ours, self.report
+
+    def our_sections(self) -> None:
+        """Our own sections (AMP, EMA, ...) in the foreign file: passed through as written, listed as extensions."""
+        for sec in OUR_SECTIONS:
+            for k, v in (self.src.get(sec) or {}).items():
+                self.ext(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
 
     def no_distillation(self, a: dict, alone: str) -> None:
         """A PaddleOCR DistillationModel (Architecture.Models: Teacher/Student, ...) is one ConfigError naming its
