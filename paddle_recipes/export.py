@@ -84,7 +84,7 @@ def export_model(model: nn.Layer, input_spec: Sequence, out_prefix: str | os.Pat
     model.eval()
     try:
         if legacy_ir:
-            with paddle.pir_utils.DygraphOldIrGuard(), _old_ir_unary_ops():
+            with paddle.pir_utils.DygraphOldIrGuard(), _old_ir_ops():
                 paddle.jit.save(model, out_prefix, input_spec=list(input_spec))
         else:
             paddle.jit.save(model, out_prefix, input_spec=list(input_spec))
@@ -109,34 +109,77 @@ def append_old_ir_op(op_type: str, inputs: dict, outputs: dict, attrs: dict | No
     return outs
 
 
-@contextlib.contextmanager
-def _old_ir_unary_ops():
-    """paddle 3.3 binds F.sigmoid / paddle.exp / paddle.tanh / paddle.sum to the PIR ``_C_ops``, which reject the legacy
-    program's Variables ("must be Value, but got Variable"); while a legacy program is traced they append the
-    legacy ops instead (same kernels). Restored on exit."""
-    import paddle.nn.functional as F
-    from paddle.base.framework import Variable
+# paddle 3.3 binds these straight to the PIR ``_C_ops`` (no legacy branch), so they reject a legacy program's
+# Variables ("must be Value, but got Variable"); _old_ir_ops appends the legacy op of the same kernel instead.
+_OLD_IR_UNARY = ("sigmoid", "exp", "tanh", "sqrt", "rsqrt", "abs", "log", "floor", "ceil", "cos", "sin")
+_OLD_IR_BINARY = {"multiply": "elementwise_mul", "maximum": "elementwise_max", "minimum": "elementwise_min"}
 
-    patched = [(F, "sigmoid"), (paddle, "sigmoid"), (paddle, "exp"), (paddle, "tanh"), (paddle, "sum"), (Variable, "sum")]
-    saved = [(mod, name, getattr(mod, name)) for mod, name in patched]
 
-    def shim(op_type, orig):
-        def op(x, **kwargs):
-            if not in_old_ir_static():
-                return orig(x, **kwargs)
+def _old_ir_replacements() -> dict:
+    """{function name: legacy-program version} of the PIR-only functions; each falls back to paddle's own
+    function outside a legacy trace (or for arguments it does not handle)."""
+    def make_unary(op_type):
+        def op(x, name=None):
             return append_old_ir_op(op_type, {"X": x}, {"Out": x.dtype})["Out"]
         return op
 
+    def make_binary(op_type):
+        def op(x, y, name=None):
+            if not isinstance(y, paddle.base.framework.Variable):  # python scalars: paddle's own path
+                return NotImplemented
+            return append_old_ir_op(op_type, {"X": x, "Y": y}, {"Out": x.dtype}, {"axis": -1})["Out"]
+        return op
+
+    def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
+        return append_old_ir_op("matmul_v2", {"X": x, "Y": y}, {"Out": x.dtype},
+                                {"trans_x": transpose_x, "trans_y": transpose_y})["Out"]
+
     def reduce_sum(x, axis=None, dtype=None, keepdim=False, name=None):
-        if dtype is not None or not in_old_ir_static():
-            return saved[4][2](x, axis=axis, dtype=dtype, keepdim=keepdim)
+        if dtype is not None:
+            return NotImplemented
         dims = [] if axis is None else [axis] if isinstance(axis, int) else list(axis)
         return append_old_ir_op("reduce_sum", {"X": x}, {"Out": x.dtype},
                                 {"dim": dims, "keep_dim": keepdim, "reduce_all": not dims})["Out"]
 
+    def gelu(x, approximate=False, name=None):
+        return append_old_ir_op("gelu", {"X": x}, {"Out": x.dtype}, {"approximate": bool(approximate)})["Out"]
+
+    def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
+        out_dtype = paddle.base.framework.convert_np_dtype_to_dtype_(dtype)
+        return append_old_ir_op("arg_max", {"X": x}, {"Out": out_dtype},
+                                {"axis": -1 if axis is None else axis, "keepdims": keepdim,
+                                 "flatten": axis is None, "dtype": out_dtype})["Out"]
+
+    ops = {n: make_unary(n) for n in _OLD_IR_UNARY}
+    ops.update({n: make_binary(t) for n, t in _OLD_IR_BINARY.items()})
+    ops.update(matmul=matmul, sum=reduce_sum, argmax=argmax)
+    return ops, {"gelu": gelu, "sigmoid": ops["sigmoid"], "tanh": ops["tanh"]}
+
+
+@contextlib.contextmanager
+def _old_ir_ops():
+    """While a legacy program is traced, paddle.<op>, Tensor.<op> (``x.matmul(y)``) and F.<op> of the PIR-only
+    functions above append the legacy ops instead (same kernels, same math). Restored on exit."""
+    import paddle.nn.functional as F
+    from paddle.base.framework import Variable
+
+    tensor_ops, functional_ops = _old_ir_replacements()
+    targets = [(mod, name, fn) for mod in (paddle, Variable) for name, fn in tensor_ops.items() if hasattr(mod, name)]
+    targets += [(F, name, fn) for name, fn in functional_ops.items()]
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in targets]
+
+    def guarded(orig, fn):
+        def op(*args, **kwargs):
+            if in_old_ir_static():
+                out = fn(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
+            return orig(*args, **kwargs)
+        return op
+
     try:
-        for mod, name, orig in saved:
-            setattr(mod, name, reduce_sum if name == "sum" else shim(name, orig))
+        for (mod, name, fn), (_, _, orig) in zip(targets, saved):
+            setattr(mod, name, guarded(orig, fn))
         yield
     finally:
         for mod, name, orig in saved:
