@@ -115,9 +115,9 @@ _OLD_IR_UNARY = ("sigmoid", "exp", "tanh", "sqrt", "rsqrt", "abs", "log", "floor
 _OLD_IR_BINARY = {"multiply": "elementwise_mul", "maximum": "elementwise_max", "minimum": "elementwise_min"}
 
 
-def _old_ir_replacements() -> dict:
-    """{function name: legacy-program version} of the PIR-only functions; each falls back to paddle's own
-    function outside a legacy trace (or for arguments it does not handle)."""
+def _old_ir_replacements() -> tuple[dict, dict]:
+    """({name: legacy version} for paddle.<name> / Tensor.<name>, the same for F.<name>) of the PIR-only functions;
+    a version returns NotImplemented for arguments it does not handle (paddle's own function then runs)."""
     def make_unary(op_type):
         def op(x, name=None):
             return append_old_ir_op(op_type, {"X": x}, {"Out": x.dtype})["Out"]
