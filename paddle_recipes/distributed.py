@@ -328,6 +328,19 @@ def ranks_disagreeing(value: str) -> list[int]:
     return [r for r, d in enumerate(seen) if d != seen[0]]
 
 
+class _StdoutHandler(logging.StreamHandler):
+    """A StreamHandler that writes to whatever sys.stdout is when a record is emitted, so a recipe run again in one
+    process (a notebook, a test under capture) never writes to a stream an earlier run's caller has closed."""
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler.__init__ assigns it; the current sys.stdout is always used
+        pass
+
+
 def setup_logging(info: DistInfo | None = None, log_file: str | None = None, level=logging.INFO) -> logging.Logger:
     """Root logging: INFO on rank 0, WARNING on other ranks; optional file (rank 0 only)."""
     info = info or DistInfo()
@@ -339,7 +352,7 @@ def setup_logging(info: DistInfo | None = None, log_file: str | None = None, lev
         if not getattr(h, "_paddle_recipes", False) and type(h) is logging.StreamHandler:
             root.removeHandler(h)
     if not any(getattr(h, "_paddle_recipes", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stdout)
+        handler = _StdoutHandler()
         handler._paddle_recipes = True
         handler.setFormatter(fmt)
         root.addHandler(handler)
