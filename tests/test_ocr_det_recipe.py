@@ -52,7 +52,10 @@ def test_predict_writes_paddleocr_det_results(smoke):
 def test_export_parity_with_paddle_inference(smoke):
     proc = run_python([RECIPE, "-c", SMOKE, "-o", *smoke["opts"], "--mode", "export"])
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["repeat_upsample_layers"] == 1 and report["max_abs_diff"] < 5e-3  # probabilities, oneDNN fp32
+    # probabilities of the fused (re-parameterized) network, oneDNN fp32 vs dygraph. Each of the 28 fused blocks equals
+    # its training form to 6e-7 of scale, but this 60-step smoke model amplifies rounding: fused vs un-fused dygraph
+    # alone differ by 6.2e-3 here (a wrong graph differs by 1e-1 and more); the boxes must be the same
+    assert report["repeat_upsample_layers"] == 1 and report["rep_blocks_fused"] == 28 and report["max_abs_diff"] < 2e-2
     assert report["same_boxes"] and report["model_name"] == "PP-OCRv5_mobile_det"
     for f in ("inference.json", "inference.pdiparams", "inference.yml"):  # PaddleOCR's det inference folder
         assert (smoke["out"] / "inference" / f).is_file()
