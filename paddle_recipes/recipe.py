@@ -43,6 +43,7 @@ from .cli import exit_on_user_error, run_recipe
 from .config import ConfigError
 from .data import DataError, build_loader
 from .formats.ppocr_logs import PPOCREvalLog
+from .nn.reparam import fuse_in_place
 from .serialization import save_safetensors
 from .training import Run, build_training, count_params
 from .weights import check_finite_weights, load_weights
@@ -232,9 +233,12 @@ class Recipe:
                               f"and {root} holds no checkpoint (neither best nor {LATEST}); train first or name the "
                               "weights, e.g. -o Global.weights=path/to/model.pdparams")
 
-    def load_for_inference(self) -> tuple[paddle.nn.Layer, str]:
+    def load_for_inference(self, fuse: bool | None = None) -> tuple[paddle.nn.Layer, str]:
         """The model with the weights of weights_source(), in eval mode, and the file loaded (logged in one line).
-        Weights that do not fit, or hold inf/nan, are a CheckpointError naming the file."""
+        Weights that do not fit, or hold inf/nan, are a CheckpointError naming the file. ``fuse`` (None =
+        Global.fuse_for_inference, default on): re-parameterize the rep blocks into their deploy convs
+        (nn.reparam.fuse_in_place: the same eval-mode outputs up to float32 rounding, several times faster);
+        export passes False (its weights file holds the training form; deploy_model fuses a copy)."""
         model = self.build_model()
         source, origin = self.weights_source()
         try:
@@ -244,6 +248,11 @@ class Recipe:
         check_finite_weights(dist_utils.unwrap(model).state_dict(), src)  # whichever loader read the file
         self.log.info("weights: %s (from %s)", src, origin)
         model.eval()
+        if getattr(self.cfg.Global, "fuse_for_inference", True) if fuse is None else fuse:
+            blocks = fuse_in_place(dist_utils.unwrap(model))
+            if blocks:
+                self.log.info("fused %d rep blocks for inference (Global.fuse_for_inference=false keeps the "
+                              "training form)", len(blocks))
         return model, src
 
     def load_inference_weights(self, model, source: str) -> str:
@@ -357,7 +366,7 @@ class Recipe:
         and compare Paddle Inference with dygraph on parity_inputs(); writes <export folder>/export_report.json."""
         from .export import create_predictor, predict as run_predictor
 
-        model, src = self.load_for_inference()
+        model, src = self.load_for_inference(fuse=False)
         prefix = self.cfg.Export.out_prefix or str(Path(self.cfg.Global.output_dir) / "inference" / "model")
         weights_file = self.export_weights(model, Path(prefix).parent)  # before deploy_model may fuse layers
         inputs = self.parity_inputs(model)

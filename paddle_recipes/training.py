@@ -68,6 +68,8 @@ class GlobalConfig:
     inf/nan gradients (0 = never stop). Every number is checked when the config is built.
     to_static (PaddleOCR's key): train the model's forward as a static graph (paddle.jit.to_static, one program
     per training batch shape; same math: docs/cards/to_static.md).
+    fuse_for_inference: eval / predict (and the OCR system) run re-parameterizable blocks fused into their deploy
+    convs (the same outputs up to float32 rounding; false = the training form).
     PaddleOCR's cadence keys: eval_batch_step [start, every]: also evaluate after optimizer step s when
     s > start and (s - start) % every == 0 ([] = off; an integer n means [0, n]; optimizer steps = PaddleOCR's
     iterations without accumulation). keep_every_epochs: every N epochs the checkpoint is the permanent
@@ -96,6 +98,7 @@ class GlobalConfig:
     save_every_steps: int = 0
     max_nonfinite_steps: int = 20
     to_static: bool = False
+    fuse_for_inference: bool = True
 
     def __post_init__(self):
         check_number("Global.epochs", self.epochs, low=1)

@@ -100,15 +100,22 @@ def set_passthrough(bn, beta) -> None:
     setattr(bn, PASSTHROUGH_FLAG, True)
 
 
-def fused_copy(model: nn.Layer) -> Tuple[nn.Layer, List[str]]:
-    """A deep copy of `model` in eval mode with every rep block (a layer with ``fused_conv_name`` and ``fuse()``)
-    fused; returns (copy, names of the rep blocks). `model` itself is not changed."""
-    fused = copy.deepcopy(model)
-    fused.eval()
-    blocks = [(n, m) for n, m in fused.named_sublayers() if hasattr(m, "fused_conv_name")]
+def fuse_in_place(model: nn.Layer) -> List[str]:
+    """Put `model` in eval mode and fuse every rep block in it (a layer with ``fused_conv_name`` and ``fuse()``)
+    into its deploy conv: the same eval-mode function up to float32 rounding, one conv instead of the branches.
+    Returns the names of the rep blocks (already-fused blocks are left as they are)."""
+    model.eval()
+    blocks = [(n, m) for n, m in model.named_sublayers() if hasattr(m, "fused_conv_name")]
     for _, m in blocks:
         m.fuse()
-    return fused, [n for n, _ in blocks]
+    return [n for n, _ in blocks]
+
+
+def fused_copy(model: nn.Layer) -> Tuple[nn.Layer, List[str]]:
+    """A deep copy of `model` in eval mode with every rep block fused (fuse_in_place); returns (copy, names of
+    the rep blocks). `model` itself is not changed."""
+    fused = copy.deepcopy(model)
+    return fused, fuse_in_place(fused)
 
 
 def unfuse_into(branches: Sequence[Tuple[Optional[nn.Conv2D], Optional[nn.Layer]]], weight, bias) -> None:

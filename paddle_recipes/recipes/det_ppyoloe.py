@@ -130,7 +130,7 @@ class DetPPYOLOE(Recipe):
         e = self.cfg.Export
         if e.layout == "native":
             return super().export()
-        model, src = self.load_for_inference()
+        model, src = self.load_for_inference(fuse=False)
         images = self.parity_inputs(model)["image"]
         out_dir = Path(e.out_prefix).parent if e.out_prefix else Path(self.cfg.Global.output_dir) / "inference"
         report = self.export_weights(model, out_dir)  # before export_ppdet_checked fuses the model
