@@ -106,7 +106,7 @@ def test_paddleocr2_rec_resize_one_width_per_batch():
     assert resize_norm_infer(b, (3, 48, 320)).shape[2] == int(48 * 250 / 31) < wb
 
 
-@pytest.mark.slow  # 26 s at load 5: importing the three released models alone is 20 s (formats/ppocr_import.py)
+# 9 s at load 4 (18 s before the importer's plain trace and fused inference; formats/ppocr_import.py)
 @needs_official
 @needs_venv2
 def test_system_with_released_files_reads_photo_pages_as_paddleocr2(tmp_path):
