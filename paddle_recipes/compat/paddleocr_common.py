@@ -77,7 +77,8 @@ PADDLEOCR_SECTIONS = ("Global", "Optimizer", "Architecture", "Loss", "PostProces
 OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed through as written
 # Top-level keys PaddleOCR's YAMLs carry that its training never reads from the file: key -> why.
 IGNORED_SECTIONS = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
-OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir")
+OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir",
+                   "fuse_for_inference")
 
 # Global keys that mark a file as PaddleOCR's even beside our own keys (an -o override of ours on their file)...
 _PADDLEOCR_ONLY_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "save_epoch_step", "use_gpu")
