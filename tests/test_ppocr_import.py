@@ -392,3 +392,32 @@ def test_train_from_official_inference_dir_through_the_cli(tmp_path, caplog):
 
     saved = load_weights_file(tmp_path / "out" / "checkpoints" / "best" / "model.pdparams", return_numpy=True)
     assert saved["head.ctc_head.fc.weight"].shape == (120, 18) and all(np.isfinite(v).all() for v in saved.values())
+
+
+class _DataDependent(paddle.nn.Layer):
+    """len() of a tensor of dynamic batch: plain Python cannot trace it (len -1), dy2static converts it (a shape op)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = paddle.nn.Conv2D(3, 4, 3), paddle.nn.Conv2D(4, 2, 1)
+
+    def forward(self, x):
+        return self.b(self.a(x) / len(x))
+
+
+def test_plain_trace_failure_falls_back_to_dy2static(tmp_path, caplog):
+    """Our program is traced as plain Python first; a network that needs dy2static's conversion is still matched
+    (by the converted program), and the forward functions are left unmarked."""
+    from paddle.jit.dy2static.utils import TransformOptions
+
+    paddle.seed(0)
+    spec = [InputSpec([None, 3, 8, 8], "float32", "x")]
+    src = _DataDependent()
+    export_model(src, spec, tmp_path / "dd" / "inference")
+    dst = _DataDependent()
+    with caplog.at_level(logging.DEBUG, logger="paddle_recipes.pretrained"):
+        rep = import_inference_model(dst, tmp_path / "dd", lambda m: (m, spec))
+    assert "plain trace of our program did not match" in caplog.text
+    assert len(rep.loaded) == 4 and all(np.array_equal(v.numpy(), src.state_dict()[k].numpy())
+                                        for k, v in dst.state_dict().items())
+    assert not hasattr(_DataDependent.forward, TransformOptions.TRANSFORM_OPTIONS_ATTR_NAME)

@@ -122,18 +122,19 @@ def _wrapper_prefix(net: paddle.nn.Layer, fused: paddle.nn.Layer) -> str:
 @contextlib.contextmanager
 def _plain_trace(net: paddle.nn.Layer):
     """While active, to_static traces the forward of every layer of ``net`` as plain Python (no AST conversion:
-    ~10x faster; the parameter-using ops, all the matcher reads, are the same). Restores the functions' marks."""
+    several times faster; the parameter-using ops, all the matcher reads, are the same). Restores the functions' marks."""
     from paddle.jit.dy2static.utils import TransformOptions
 
     attr, mark = TransformOptions.TRANSFORM_OPTIONS_ATTR_NAME, TransformOptions().with_skip_transform_mode(
         TransformOptions.ToStaticMode.AST)
     saved = {}
-    for layer in net.sublayers(include_self=True):
-        fn = type(layer).forward
-        if fn not in saved:
-            saved[fn] = getattr(fn, attr, None)
-            setattr(fn, attr, mark)
     try:
+        for layer in net.sublayers(include_self=True):
+            fn = type(layer).forward
+            if fn not in saved:
+                old = getattr(fn, attr, None)
+                setattr(fn, attr, mark)
+                saved[fn] = old
         yield
     finally:
         for fn, old in saved.items():
