@@ -1,15 +1,8 @@
 """YAML configs mapped onto typed dataclasses, with PaddleOCR-style `-o key=value` overrides.
 
-A recipe declares its schema as nested dataclasses with defaults::
-
-    @dataclass
-    class Global:
-        epochs: int = 10
-    @dataclass
-    class RecipeConfig:
-        Global: Global = field(default_factory=Global)
-
-    cfg = load_config("recipes/configs/x.yml", ["Global.epochs=3"], RecipeConfig)
+A recipe declares its schema as nested dataclasses with defaults (``class RecipeConfig: Global: Global =
+field(default_factory=Global)``, ``class Global: epochs: int = 10``), then
+``cfg = load_config("recipes/configs/x.yml", ["Global.epochs=3"], RecipeConfig)``.
 
 Unknown keys are rejected with the nearest valid key suggested; values are type-checked.
 """
