@@ -303,6 +303,24 @@ class Recipe:
         if path:
             self.load_pretrained(model, path)
 
+    def calibrate_imported_bn(self, model, train_set) -> dict | None:
+        """Train mode: an imported inference model's un-fused BNs are calibrated on Global.calibrate_bn_batches
+        batches per process of `train_set` (bn_calibration; summed over ranks, data order unchanged)."""
+        from .bn_calibration import calibrate_at_start
+        from .nn.reparam import passthrough_bns
+
+        if not passthrough_bns(model):  # not an imported inference model
+            return None
+
+        def reduce(vec):
+            return dist_utils.all_reduce_sum(paddle.to_tensor(vec, dtype="float64")).numpy()
+
+        g = self.cfg.Global
+        return calibrate_at_start(model, train_set, num_batches=g.calibrate_bn_batches,
+                                  batch_size=self.cfg.Train.loader.batch_size_per_card, collate=self.collate("train"),
+                                  seed=g.seed, rank=self.info.rank, world_size=self.info.world_size,
+                                  reduce=reduce if self.info.world_size > 1 else None, log=self.log)
+
     def export_weights(self, model, out_dir: Path) -> dict:
         """Export.safetensors: `model`'s weights as out_dir/model.safetensors (rank 0); the report entry."""
         if not getattr(self.cfg.Export, "safetensors", False):
@@ -333,6 +351,7 @@ class Recipe:
         eval_loader = self.eval_loader(self.build_dataset("eval"))
         model = self.build_model()
         self.init_weights(model)
+        self.calibrate_imported_bn(model, train_set)
         run = build_training(self.cfg, model, train_set, step=self.train_step, info=self.info,
                              loader=self.train_loader(train_set),
                              eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),

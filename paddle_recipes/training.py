@@ -62,6 +62,9 @@ class GlobalConfig:
     pretrained_model (setting both is an error there). The weights of eval/predict/export: the first set of
     weights, checkpoints, pretrained_model, else output_dir/checkpoints `best`, else `latest` (docs/weights.md).
     null = "" for all three. use_ema_weights: prefer the EMA weights of a checkpoint.
+    calibrate_bn_batches: when the init weights are a PaddleOCR inference model (un-fused BNs), batches per
+    process (of Train.loader.batch_size_per_card images) on which those BNs' statistics are calibrated before
+    the first step (bn_calibration; data order unchanged); 0 = off. Default 8.
     use_visualdl: write scalars (JSONL, plus VisualDL when installed) to vdl_dir ("" = output_dir/vdl).
     save_every_steps: also checkpoint every this many optimizer steps (0 = only at epoch ends).
     max_nonfinite_steps: stop with NonFiniteError after this many optimizer steps in a row skipped for
@@ -93,6 +96,7 @@ class GlobalConfig:
     pretrained_model: Optional[str] = ""
     weights: Optional[str] = ""
     use_ema_weights: bool = True
+    calibrate_bn_batches: int = 8
     use_visualdl: bool = False
     vdl_dir: str = ""
     save_every_steps: int = 0
@@ -103,7 +107,7 @@ class GlobalConfig:
     def __post_init__(self):
         check_number("Global.epochs", self.epochs, low=1)
         for key in ("max_steps", "eval_every_epochs", "save_every_epochs", "save_every_steps", "keep_last",
-                    "max_nonfinite_steps"):
+                    "max_nonfinite_steps", "calibrate_bn_batches"):
             check_number(f"Global.{key}", getattr(self, key), low=0)
         check_number("Global.log_every", self.log_every, low=1)
         if not str(self.output_dir).strip():
