@@ -144,9 +144,13 @@ def test_official_rec_without_info_by_structure(tmp_path, official_rec):
     model = build_ppocr_rec_model(PPOCR_MOBILE_REC_ARCH, 6625)
     rep = import_inference_model(model, without_info(REC_DIR, tmp_path / "rec"), rec_deploy)
     assert rep.how.startswith("by program structure") and len(rep.loaded) == 178
-    ref_sd = official_rec[0].state_dict()
-    assert all(np.array_equal(v.numpy(), ref_sd[k].numpy()) for k, v in model.state_dict().items()
-               if k not in rep.fresh)
+    # the un-fused side branches keep their own random conv init under a BN of gamma 0 (they output exactly 0), so
+    # the two imports are compared in the fused form, which holds only what the files determine
+    ref_sd = fused_copy(official_rec[0])[0].state_dict()
+    mine = fused_copy(model)[0].state_dict()
+    assert mine.keys() == ref_sd.keys()
+    assert all(np.array_equal(v.numpy(), ref_sd[k].numpy()) for k, v in mine.items()
+               if not any(k.startswith(f) for f in rep.fresh))
 
 
 def paddle_inference(folder: Path, x: np.ndarray, ir_optim: bool = True, mkldnn: bool = True) -> np.ndarray:
