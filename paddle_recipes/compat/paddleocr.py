@@ -143,8 +143,7 @@ class RecTranslator(PaddleOCRTranslator):
         self.global_rest()
 
     def architecture(self) -> None:
-        a = self.check_keys(self.src.get("Architecture"),
-                            ("model_type", "algorithm", "Transform", "Backbone", "Neck", "Head"), "Architecture")
+        a = self.architecture_section(map_as_written=())
         if a.get("model_type", "rec") != "rec":
             raise self.error("Architecture.model_type", f"{a['model_type']!r}: only 'rec' is translated")
         if "model_type" in a:

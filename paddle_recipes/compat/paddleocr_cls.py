@@ -59,11 +59,7 @@ class ClsTranslator(PaddleOCRTranslator):
     def architecture(self) -> None:
         from paddle_recipes.tasks.ocr_cls.models import ClsArchitecture, build_cls_model
 
-        a = self.check_keys(self.src["Architecture"], ("model_type", "algorithm", "Transform", "Backbone", "Neck",
-                                                       "Head"), "Architecture")
-        for k in ("model_type", "algorithm"):
-            if k in a:
-                self.map(f"Architecture.{k}", a[k], f"Architecture.{k}")
+        a = self.architecture_section()
         for k in ("Transform", "Neck"):
             if a.get(k) is not None:
                 raise self.error(f"Architecture.{k}", "a cls network has none here (null)")

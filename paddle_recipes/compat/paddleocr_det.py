@@ -154,11 +154,7 @@ class DetTranslator(PaddleOCRTranslator):
                           "det export writes model.json/model.pdiparams")
 
     def architecture(self) -> None:
-        a = self.check_keys(self.src["Architecture"], ("model_type", "algorithm", "Transform", "Backbone", "Neck",
-                                                       "Head"), "Architecture")
-        for k in ("model_type", "algorithm"):
-            if k in a:
-                self.map(f"Architecture.{k}", a[k], f"Architecture.{k}")
+        a = self.architecture_section()
         if "Transform" in a:
             if a["Transform"] is not None:
                 raise self.error("Architecture.Transform", "a Transform stage is not supported for DB detection")
