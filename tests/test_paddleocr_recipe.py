@@ -111,7 +111,8 @@ CASES = [pytest.param(V2, False, [], marks=SLOW),  # the default suite keeps v5 
          # the file's empty dict path is PaddleOCR's built-in dict (an error here, see EXPECTED): give one; it reads LMDBs
          pytest.param(R34, False, [], marks=SLOW),
          pytest.param(V4, True, [], marks=SLOW),
-         (V5M, True, []),
+         pytest.param(V5M, True, [], marks=SLOW),  # 48 s: the default suite's PaddleOCR-YAML train/eval/export is
+         # test_ppocr_v6's tiny case (with pretrained weights); test_real_yaml_trains_as_written keeps a v5 file
          pytest.param(V5S, True, [], marks=SLOW)]  # ~25-40 s each on 2 shared cores (small dict, width 96)
 
 
@@ -352,6 +353,7 @@ def test_nrtr_labels_that_do_not_fit_are_counted_skips_and_decoding_follows_the_
     assert outputs_logits(ppocr) is False and outputs_logits(ours) is True
 
 
+@SLOW  # 36 s; the default suite checks the rec weights keys in tests/test_weights_recipes.py
 def test_eval_weights_the_paddleocr_way(tmp_path, capsys):
     """tools/eval.py's `-o Global.checkpoints=DIR/best_accuracy` (and Global.pretrained_model, our Global.weights)
     evaluate exactly that prefix or .pdparams file, not output_dir's checkpoints. Two weight files made from a trained

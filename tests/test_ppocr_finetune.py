@@ -46,6 +46,7 @@ def tiny_batch(num_classes, rng):
     return image, label, lengths, nrtr_labels(label, lengths, 25)
 
 
+@pytest.mark.slow  # 50 s; the default suite starts PaddleOCR networks from weights in test_ppocr_v6 and test_ppocr_import
 def test_paddleocr_file_loads_finetunes_exports(tmp_path, caplog):
     """PaddleOCR layout/names -> load via prefix -> 3 MultiLoss steps -> export -> inference == dygraph."""
     n = 30
