@@ -158,6 +158,7 @@ def _crop_images() -> list:
     return [image()] + [cv2.imread(str(f)) for f in files]
 
 
+@pytest.mark.slow  # 29 s (two side venvs); the pipeline-level parity tests in test_paddleocr_det_inference stay default
 def test_crops_equal_paddleocr_2_and_3_byte_for_byte(paddleocr_python, tmp_path):
     """Our two crop modes on 240 random boxes per image equal PaddleOCR's own functions byte for byte (shape,
     dtype, every pixel): ``rotate`` = 2.x's get_rotate_crop_image for 4-point boxes and get_minarea_rect_crop for

@@ -219,7 +219,7 @@ def test_model_names_and_resize_type_are_paddlex_facts(paddleocr_python):
         n: "max" if n in facts["max"] else "min" for n in facts["models"]}
 
 
-@pytest.mark.parametrize("which", ["det", "det_v6"])
+@pytest.mark.parametrize("which", ["det", pytest.param("det_v6", marks=pytest.mark.slow)])  # v6: 23 s
 def test_paddleocr3_text_detection_gives_our_boxes(paddleocr_python, which, request):
     """TextDetection(model_name=<report>, model_dir=<our export>) with no other argument: the same number of
     boxes as our --mode predict on every page, each within 2 px (corners). det: the smoke architecture
@@ -328,6 +328,7 @@ def test_paddleocr3_pipeline_texts_equal_our_system_with_minarea_crop(paddleocr_
     assert rotate[0] < n
 
 
+@pytest.mark.slow  # 20 s; test_official_system's one-page check runs 2.10's pipeline in the default suite
 def test_paddleocr2_predict_system_texts_equal_our_system_with_rotate_crop(det):
     """paddleocr 2.x TextSystem (predict_system, drop_score 0, rec_batch_num 1) on our legacy det + rec exports and
     our system with ``crop: rotate`` and rec_batch_num 1 (2.x resizes a batch to one shared width, PaddleX and we
