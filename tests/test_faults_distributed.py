@@ -59,8 +59,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_ocr_fully_corrupt_set_two_ranks_fails_cleanly(tmp_path):
-    """Every image unreadable, 2 GLOO ranks: both ranks run the same (zero-loss) steps, then the run
-    stops with one DataError line and a non-zero exit; no gloo desync, no 'trained 0 steps, exit 0'."""
+    """Every image unreadable, 2 GLOO ranks: the set is refused when it is built (the image reader finds no loadable
+    sample), one DataError line on each rank and a non-zero exit; no gloo desync, no 'trained 0 steps, exit 0'."""
     d = tmp_path / "bad"
     d.mkdir()
     lines = []
@@ -76,7 +76,10 @@ def test_ocr_fully_corrupt_set_two_ranks_fails_cleanly(tmp_path):
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=_clean_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     logs = "".join((tmp_path / "log" / f"workerlog.{r}").read_text(errors="replace") for r in (0, 1))
-    assert "ocr_rec: error: epoch 1: every one of 2 batches was unreadable (0 samples trained)" in logs
+    for r in (0, 1):
+        log = (tmp_path / "log" / f"workerlog.{r}").read_text(errors="replace")
+        assert (f"ocr_rec: error: Train.dataset: no usable samples in {d / 'train.txt'} (Train.dataset: skipped 32 "
+                "samples: corrupt_image=32)") in log, log[-2000:]
     for bad in ("EnforceNotMet", "Blocking queue", "Traceback"):
         assert bad not in logs, bad
     assert not (tmp_path / "out" / "summary.json").exists()
