@@ -98,12 +98,7 @@ class ClsTranslator(PaddleOCRTranslator):
                                                      "indicator", self.source), "Metric.main_indicator")
 
     def split(self, split: str) -> None:
-        node = self.check_keys(self.src.get(split), ("dataset", "loader"), split)
-        if not node:
-            raise self.error(split, "is required")
-        p = f"{split}.dataset"
-        ds = self.check_keys(node.get("dataset"), ("name", "data_dir", "label_file_list", "ratio_list", "transforms",
-                                                    "delimiter"), p)
+        node, p, ds = self.split_sections(split)
         name = _canon(ds.get("name"), tuple(DATASETS), f"{p}.name", "dataset", self.source)
         self.map(f"{p}.name", DATASETS[name], f"{p}.format")
         if "data_dir" in ds:

@@ -167,6 +167,16 @@ class PaddleOCRTranslator(Translator):
                 self.map(f"Architecture.{k}", a[k], f"Architecture.{k}")
         return a
 
+    def split_sections(self, split: str) -> Tuple[dict, str, dict]:
+        """(the split's mapping, "<split>.dataset", its dataset mapping) with PaddleOCR's label-file dataset keys
+        checked; a missing split is one error line."""
+        node = self.check_keys(self.src.get(split), ("dataset", "loader"), split)
+        if not node:
+            raise self.error(split, "is required")
+        p = f"{split}.dataset"
+        return node, p, self.check_keys(node.get("dataset"), ("name", "data_dir", "label_file_list", "ratio_list",
+                                                              "transforms", "delimiter"), p)
+
     def no_distillation(self, a: dict, alone: str) -> None:
         """A PaddleOCR DistillationModel (Architecture.Models: Teacher/Student, ...) is one ConfigError naming its
         models' backbones; `alone` says how to train one of them instead."""

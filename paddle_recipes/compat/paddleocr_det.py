@@ -211,12 +211,7 @@ class DetTranslator(PaddleOCRTranslator):
 
     # ------------------------------------------------------------------ data
     def split(self, split: str) -> None:
-        node = self.check_keys(self.src.get(split), ("dataset", "loader"), split)
-        if not node:
-            raise self.error(split, "is required")
-        p = f"{split}.dataset"
-        ds = self.check_keys(node.get("dataset"), ("name", "data_dir", "label_file_list", "ratio_list", "transforms",
-                                                    "delimiter"), p)
+        node, p, ds = self.split_sections(split)
         _canon(ds.get("name"), DATASETS, f"{p}.name", "dataset", self.source)
         self.fixed(f"{p}.name", "PaddleOCR det label files (path<TAB>json polygons)")
         if "data_dir" in ds:
