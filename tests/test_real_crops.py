@@ -48,6 +48,25 @@ def test_label_file_is_well_formed():
     assert sum(f.stat().st_size for f in REAL_CROPS.rglob("*") if f.is_file()) <= 1.5e6
 
 
+@pytest.mark.parametrize("case", ["no_folder", "bad_image"])
+def test_make_real_crops_bad_input_is_one_line_exit_2(tmp_path, capsys, case):
+    """datasets/make_real_crops.py: a missing --photos folder or an undecodable photo -> one line naming it, exit 2,
+    before any model runs."""
+    sys.path.insert(0, str(REPO_ROOT / "datasets"))
+    from make_real_crops import main
+
+    photos = tmp_path / "photos"
+    if case == "bad_image":
+        photos.mkdir()
+        (photos / "a.jpg").write_bytes(b"not a jpeg")
+    with pytest.raises(SystemExit) as code:
+        main(["--photos", str(photos), "--out", str(tmp_path / "out")])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code.value.code == 2
+    assert line == (f"make_real_crops.py: error: --photos: not a folder: {photos}" if case == "no_folder" else
+                    f"make_real_crops.py: error: --photos: not a readable image: {photos / 'a.jpg'}")
+
+
 @pytest.fixture(scope="module")
 def official_reader():
     """read(images) -> texts with the official PP-OCRv4 mobile rec imported from its inference files (fused)."""
