@@ -457,7 +457,8 @@ def test_fast_keys_extra_replace_and_drop():
     assert H.fast_keys(base, {"EMA.decay": "0.99", "Global.finetune_released": "true"}, ["EMA.enable"]) == {
         "EMA.decay": "0.99", "Global.finetune_released": "true"}
     assert base == {"EMA.enable": "true", "EMA.decay": "0.999"}  # not changed in place
-    with pytest.raises(ValueError, match=r"^--fast-drop EMA.x: not a fast-row key \(they are: EMA.enable, EMA.decay\)$"):
+    said = r"^--fast-drop EMA.x: not a fast-row key \(they are: EMA.enable, EMA.decay\)$"
+    with pytest.raises(ValueError, match=said):
         H.fast_keys(base, {}, ["EMA.x"])
 
 
@@ -480,21 +481,22 @@ def test_paddleocr_init_load_warnings_are_found():
            "/p/layers.py:2706: UserWarning: Skip loading for head.gtc_head.w. head.gtc_head.w is not found in the "
            "provided dict.\n"
            "[2026/12/05 22:34:31] ppocr INFO: load pretrain successful from /tmp/official\n")
-    got = OI.init_log("ppocr", log)
+    got = OI.init_log("ppocr", log + log)  # a log file and the console: each line once
     assert got["loaded"] and got["load_warnings"] == [
         "The pretrained params head.x.weight not in model",
         "The shape of model params head.ctc_head.fc.weight [120, 6625] not matched with loaded params "
         "head.ctc_head.fc.weight [120, 100] !", "Skip loading for head.gtc_head.w."]
     clean = OI.init_log("ppocr", log.splitlines()[-1])
     assert clean == {"loaded": True, "load_warnings": []}
-    ours = OI.init_log("ours", "x\n[t] [INFO] pretrained /w.pdparams: loaded 968/968 tensors, re-initialised 0\n")
+    ours = OI.init_log("ours", "x\n[t] [INFO] pretrained /w.pdparams: loaded 968/968 tensors, re-initialised 0\n" * 2)
     assert ours == {"lines": ["[t] [INFO] pretrained /w.pdparams: loaded 968/968 tensors, re-initialised 0"]}
 
 
 def test_init_official_refuses_what_it_cannot_run(tmp_path):
     src, _ = fake_ppocr_checkout(tmp_path, H.YAMLS["v4_mobile"], "Global: {}\n", "", "")
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    for extra, said in ((["--yamls", "r34"], "--yamls r34: --init official needs ['v4_mobile'] (the released network)"),
+    for extra, said in ((["--yamls", "r34"],
+                         "--yamls r34: --init official needs ['v4_mobile'] (the released network)"),
                         (["--yamls", "v4_mobile", "--num-chars", "5"], "--num-chars: the --init official set uses "
                                                                        "the released dict (ppocr_keys_v1)"),
                         (["--yamls", "v4_mobile", "--font-size", "10,8"], "--font-size '10,8': want MIN,MAX with 8 "

@@ -85,9 +85,11 @@ def load_warnings(log_text: str) -> list[str]:
 
 def init_log(side: str, text: str) -> dict:
     """What a run's log says about its init weights. PaddleOCR ("ppocr"): loaded (its "load pretrain successful"
-    line is there) and load_warnings (see load_warnings). Ours: its pretrained / BN calibration lines."""
+    line is there) and load_warnings (see load_warnings). Ours: its pretrained / BN calibration lines. A line met
+    twice (a log file and the console holding the same lines) is kept once."""
     lines = text.splitlines()
     if side == "ppocr":
-        return {"loaded": any("load pretrain successful" in ln for ln in lines), "load_warnings": load_warnings(text)}
-    return {"lines": [ln.strip() for ln in lines if ("pretrained " in ln and " tensors" in ln)
-                      or "un-fused BNs of the imported" in ln]}
+        return {"loaded": any("load pretrain successful" in ln for ln in lines),
+                "load_warnings": list(dict.fromkeys(load_warnings(text)))}
+    return {"lines": list(dict.fromkeys(ln.strip() for ln in lines if ("pretrained " in ln and " tensors" in ln)
+                                        or "un-fused BNs of the imported" in ln))}
