@@ -259,14 +259,39 @@ class Recipe:
         """Strictly load the weights of eval/predict/export: a .pdparams / .safetensors file, a prefix without extension
         (PaddleOCR's ``.../best_accuracy``), one of our checkpoint folders/roots (EMA weights when
         Global.use_ema_weights) or a PaddleOCR inference model (folder or prefix, pretrained.import_inference);
-        returns the source loaded. Override to accept a foreign checkpoint format."""
+        returns the source loaded. Weights in the released form (a Global.finetune_released run: fused rep blocks,
+        no GTC branch) get the model built in that form first. Override to accept a foreign checkpoint format."""
         from .pretrained import import_inference, resolve_weights_file
 
         if import_inference(model, source, self.inference_deploy, for_training=False, dictionary=self.label_set(),
                             logger=self.log) is not None:
             return source
         prefer_ema = self.cfg.Global.use_ema_weights
-        return load_weights(model, resolve_weights_file(source, prefer_ema, what="weights"), prefer_ema=prefer_ema)
+        file = resolve_weights_file(source, prefer_ema, what="weights")
+        self.match_weights_form(model, file, prefer_ema)
+        return load_weights(model, file, prefer_ema=prefer_ema)
+
+    def weights_form(self, model, path, prefer_ema: bool = True):
+        """The form the weights at `path` hold for `model` (finetune_released.form_of_keys: fused rep blocks, absent
+        training branches), or None when the file cannot be read (its loader then says why)."""
+        from .finetune_released import form_of_keys
+        from .pretrained import resolve_weights_file
+        from .serialization import load_weights_file
+
+        try:
+            weights = load_weights_file(resolve_weights_file(path, prefer_ema))
+        except Exception:  # noqa: BLE001 - the loader that follows reports the file's fault in one line
+            return None
+        return form_of_keys(dist_utils.unwrap(model), weights) if isinstance(weights, dict) else None
+
+    def match_weights_form(self, model, path, prefer_ema: bool = True) -> None:
+        """Build `model` in the form the weights at `path` hold (weights_form; logged when not the training form)."""
+        from .finetune_released import to_form
+
+        form = self.weights_form(model, path, prefer_ema)
+        if form is not None and form.released:
+            to_form(dist_utils.unwrap(model), form)
+            self.log.info("%s holds the released form (%s): the model is built in that form", path, form.describe())
 
     def label_set(self) -> str:
         """What the model's output classes are (e.g. its dict file), for weight-loading log lines; "" = not said."""
@@ -298,10 +323,28 @@ class Recipe:
         return g.pretrained_model or g.weights
 
     def init_weights(self, model) -> None:
-        """Train mode: the init_weights_source(), when set, initialises `model`."""
+        """Train mode: Global.finetune_released (finetune_released.decide, from what the init weights and a checkpoint
+        to resume hold) may first turn `model` into the released form (rep blocks fused, training-only branches
+        removed: an inference model is then imported as it is, nothing un-fused); then the init_weights_source(),
+        when set, initialises it. Both before the optimizer is built."""
+        from .finetune_released import Form, decide, log_line, to_released_form
+        from .formats.inference_files import is_inference_model
+        from .resume import resume_source
+
+        g = self.cfg.Global
         path = self.init_weights_source()
+        setting = getattr(g, "finetune_released", False)  # a recipe whose Global lacks the key: off
+        inference = bool(path) and is_inference_model(path)
+        init_form = None if not path or inference else self.weights_form(model, path, g.use_ema_weights)
+        resume = getattr(g, "checkpoints", "") or resume_source(g.resume, g.output_dir, log=False) or ""
+        resume_form = self.weights_form(model, resume, prefer_ema=False) if resume else None
+        on, why, switchable = decide(setting, init=path, init_is_inference=inference, init_form=init_form,
+                                     resume=resume, resume_form=resume_form)
+        done = to_released_form(dist_utils.unwrap(model)) if on else Form()
         if path:
             self.load_pretrained(model, path)
+        if on:
+            self.log.info(log_line(done, setting, why, switchable))
 
     def calibrate_imported_bn(self, model, train_set) -> dict | None:
         """Train mode: an imported inference model's un-fused BNs are calibrated on Global.calibrate_bn_batches

@@ -11,18 +11,20 @@ from .checkpoint import LATEST, CheckpointError, latest_tag, resolve_checkpoint
 logger = logging.getLogger("paddle_recipes.checkpoint")  # one logger for the checkpoint area
 
 
-def resume_source(resume: str, output_dir: str | os.PathLike) -> str | None:
+def resume_source(resume: str, output_dir: str | os.PathLike, log: bool = True) -> str | None:
     """A recipe's `Global.resume` -> what to pass to Trainer.fit(resume_from=...).
 
     "" -> None (fresh run); "auto" -> output_dir/checkpoints if it holds a `latest`, else None;
-    anything else is returned as given (a checkpoint folder or root, checked when loaded).
+    anything else is returned as given (a checkpoint folder or root, checked when loaded). `log`: say which.
     """
     if resume == "auto":
         root = Path(output_dir) / "checkpoints"
         if (root / LATEST).exists():
-            logger.info("Global.resume=auto: resuming from %s (latest: %s)", root, latest_tag(root))
+            if log:
+                logger.info("Global.resume=auto: resuming from %s (latest: %s)", root, latest_tag(root))
             return str(root)
-        logger.info("Global.resume=auto: no checkpoint in %s, starting fresh", root)
+        if log:
+            logger.info("Global.resume=auto: no checkpoint in %s, starting fresh", root)
         return None
     return resume or None
 

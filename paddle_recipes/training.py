@@ -26,7 +26,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, List, Literal, Optional, Union
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from .resume import resume_from
 from .config import ConfigError, check_image_shape, check_number, to_dict
 from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
+from .freeze_bn import freeze_bn_stats
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
 from .static_train import apply_to_static
@@ -73,6 +74,14 @@ class GlobalConfig:
     per training batch shape; same math: docs/cards/to_static.md).
     fuse_for_inference: eval / predict (and the OCR system) run re-parameterizable blocks fused into their deploy
     convs (the same outputs up to float32 rounding; false = the training form).
+    finetune_released: auto | true | false (default auto = true exactly when the init weights are a PaddleOCR /
+    PaddleX inference model, or a checkpoint of such a run): train the released form: rep blocks fused (one conv
+    each, learning-rate multipliers kept; nothing for calibrate_bn_batches to do), training-only branches the
+    files lack not run nor trained (PP-OCRv4/v5 rec: CTC loss only, the CTC neck's use_guide off). Checkpoints
+    keep that form; eval / predict / export / pretrained_model build it from their keys
+    (docs/cards/finetune_released.md).
+    freeze_bn_stats: BatchNorm layers run in eval mode in training: their running statistics are used and kept,
+    their scale / shift still learn (default false; docs/cards/freeze_bn_stats.md).
     PaddleOCR's cadence keys: eval_batch_step [start, every]: also evaluate after optimizer step s when
     s > start and (s - start) % every == 0 ([] = off; an integer n means [0, n]; optimizer steps = PaddleOCR's
     iterations without accumulation). keep_every_epochs: every N epochs the checkpoint is the permanent
@@ -103,6 +112,8 @@ class GlobalConfig:
     max_nonfinite_steps: int = 20
     to_static: bool = False
     fuse_for_inference: bool = True
+    finetune_released: Union[bool, Literal["auto"]] = "auto"
+    freeze_bn_stats: bool = False
 
     def __post_init__(self):
         check_number("Global.epochs", self.epochs, low=1)
@@ -314,6 +325,11 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     model, optimizer = amp.prepare(model, optimizer)
     ema_cfg = getattr(cfg, "EMA", None)
     ema = build_ema(ema_cfg, model) if ema_cfg is not None else None
+    if getattr(g, "freeze_bn_stats", False):
+        frozen = freeze_bn_stats(model)
+        if info.is_main:
+            logger.info("Global.freeze_bn_stats: %d BatchNorm layers run in eval mode in training (running statistics "
+                        "used and kept; scale / shift still learn)", frozen)
     if getattr(g, "to_static", False):  # inside DDP, as PaddleOCR applies it (EMA keeps weights only)
         model = apply_to_static(model)
     model = dist_utils.wrap_model(model, info)

@@ -31,7 +31,7 @@ from paddle.regularizer import L2Decay
 from .layers import ConvBN, SELayer
 
 from .rec_pool import rec_sequence_pool
-from .reparam import bn_affine, fuse_branches, identity_kernel, set_passthrough, unfuse_into
+from .reparam import bn_affine, fuse_branches, fused_param_attrs, identity_kernel, set_passthrough, unfuse_into
 
 # One block: (kernel, in_channels, out_channels, stride, use_se).
 Block = Tuple[int, int, int, object, bool]
@@ -151,8 +151,9 @@ class RepDWConv(nn.Layer):
         k = self.conv.conv
         w, b = fuse_branches([(k, self.conv.bn), (self.conv1, None), (None, None)], k.weight.shape, k._groups)
         a, c = bn_affine(self.bn)
+        w_attr, b_attr = fused_param_attrs(k, self.conv.bn)
         self.reparam_conv = nn.Conv2D(k._in_channels, k._out_channels, k._kernel_size, padding=k._padding,
-                                      groups=k._groups)
+                                      groups=k._groups, weight_attr=w_attr, bias_attr=b_attr)
         self.reparam_conv.weight.set_value((w * a[:, None, None, None]).astype("float32"))
         self.reparam_conv.bias.set_value((b * a + c).astype("float32"))
         self.conv, self.conv1, self.bn = None, None, None

@@ -21,7 +21,7 @@ from paddle.regularizer import L2Decay
 
 from .layers import LearnableAffineBlock, SELayer, make_divisible
 from .rec_pool import rec_sequence_pool
-from .reparam import fuse_branches, unfuse_into
+from .reparam import fuse_branches, fused_param_attrs, unfuse_into
 
 # ------------------------------------------------------------------ PPLCNetV3
 # Rec layout per stage: (kernel, in_c, out_c, stride, use_se) before scaling.
@@ -112,8 +112,9 @@ class LearnableRepLayer(nn.Layer):
             return
         k = self.conv_kxk[0].conv
         weight, bias = fuse_branches(self.branches(), k.weight.shape, k._groups)
+        w_attr, b_attr = fused_param_attrs(k, self.conv_kxk[0].bn)  # lr_mult_list carries over
         self.reparam_conv = nn.Conv2D(k._in_channels, k._out_channels, k._kernel_size, stride=k._stride,
-                                      padding=k._padding, groups=k._groups)
+                                      padding=k._padding, groups=k._groups, weight_attr=w_attr, bias_attr=b_attr)
         self.reparam_conv.weight.set_value(weight)
         self.reparam_conv.bias.set_value(bias)
         self.identity, self.conv_1x1, self.conv_kxk = None, None, nn.LayerList()

@@ -102,12 +102,35 @@ def set_passthrough(bn, beta) -> None:
     setattr(bn, PASSTHROUGH_FLAG, True)
 
 
+def fused_param_attrs(conv: nn.Conv2D, bn: Optional[nn.Layer] = None) -> Tuple[paddle.ParamAttr, paddle.ParamAttr]:
+    """(weight_attr, bias_attr) of the one conv that replaces a rep block whose first branch is `conv` (+ `bn`):
+    the branch's learning-rate multiplier (e.g. PPLCNetV3's ``lr_mult_list``) and trainable flag carry over, so
+    that training the fused form updates it as the branches were; the weight keeps `conv`'s regularizer, the bias
+    takes `bn`'s bias regulariser (PaddleOCR's BN parameters: no weight decay; None = the optimizer's)."""
+    w = conv.weight
+    lr, trainable = w.optimize_attr.get("learning_rate", 1.0), w.trainable
+    bias_reg = bn.bias.regularizer if bn is not None and getattr(bn, "bias", None) is not None else None
+    return (paddle.ParamAttr(learning_rate=lr, regularizer=w.regularizer, trainable=trainable),
+            paddle.ParamAttr(learning_rate=lr, regularizer=bias_reg, trainable=trainable))
+
+
+def rep_blocks(model: nn.Layer) -> List[Tuple[str, nn.Layer]]:
+    """(name, layer) of the re-parameterizable blocks (a ``fused_conv_name`` and a ``fuse()``), in model order."""
+    return [(n, m) for n, m in model.named_sublayers() if hasattr(m, "fused_conv_name")]
+
+
+def is_fused(block: nn.Layer) -> bool:
+    """True when a rep block is in its deploy form: its fused conv exists and has a bias (no training form has)."""
+    conv = getattr(block, block.fused_conv_name, None)
+    return conv is not None and getattr(conv, "bias", None) is not None
+
+
 def fuse_in_place(model: nn.Layer) -> List[str]:
     """Put `model` in eval mode and fuse every rep block in it (a layer with ``fused_conv_name`` and ``fuse()``)
     into its deploy conv: the same eval-mode function up to float32 rounding, one conv instead of the branches.
-    Returns the names of the rep blocks (already-fused blocks are left as they are)."""
+    Returns the names of the blocks it fused: already-fused blocks are left as they are (a fused net: [])."""
     model.eval()
-    blocks = [(n, m) for n, m in model.named_sublayers() if hasattr(m, "fused_conv_name")]
+    blocks = [(n, m) for n, m in rep_blocks(model) if not is_fused(m)]
     for _, m in blocks:
         m.fuse()
     return [n for n, _ in blocks]

@@ -443,7 +443,7 @@ class MultiHead(nn.Layer):
     {"NRTRHead": {"nrtr_dim": 384, "max_text_length": 25}}]``.
     ``out_channels_list``: {"CTCLabelDecode": n_ctc, "NRTRLabelDecode": n_ctc + 3}.
     Train: forward(feat, targets=[label_ctc, label_gtc, length, ...]) -> {"ctc": logits, "ctc_neck": seq,
-    "gtc": nrtr logits}. Eval: CTC probabilities [B, T, n_ctc] only (logits if ``return_logits``)."""
+    "gtc": nrtr logits} ("gtc" absent after ``drop_training_branches``). Eval: CTC probabilities [B, T, n_ctc] only (logits if ``return_logits``)."""
 
     def __init__(self, in_channels: int, out_channels_list: Dict[str, int], head_list: List[Dict[str, Any]],
                  use_pool: bool = False, use_pos: bool = False):
@@ -476,11 +476,30 @@ class MultiHead(nn.Layer):
                                             max_len=args.get("max_text_length", 25), dim_feedforward=dim * 4,
                                             out_channels=out_channels_list["NRTRLabelDecode"])
 
+    GTC_BRANCH = ("before_gtc", "gtc_head")  # the NRTR branch: training-only guidance, not in inference files
+
+    def training_branches(self) -> list:
+        """Names of the sub-layers only training runs (the GTC branch) that this head still has."""
+        return [n for n in self.GTC_BRANCH if getattr(self, n, None) is not None]
+
+    def drop_training_branches(self) -> list:
+        """Remove the GTC branch (training then runs the CTC branch only: {"ctc", "ctc_neck"}) and turn the CTC
+        neck's ``use_guide`` off, so that the CTC loss trains the backbone. Returns the names removed."""
+        dropped = self.training_branches()
+        for name in dropped:
+            delattr(self, name)
+        encoder = getattr(self.ctc_encoder, "encoder", None)
+        if getattr(encoder, "use_guide", False):
+            encoder.use_guide = False
+        return dropped
+
     def forward(self, x, targets=None):
         seq = self.ctc_encoder(x)
         ctc = self.ctc_head(seq)
         if not self.training:
             return ctc
+        if getattr(self, "gtc_head", None) is None:  # drop_training_branches: CTC only
+            return {"ctc": ctc, "ctc_neck": seq}
         if targets is None:
             raise ValueError("MultiHead in training mode needs targets [label_ctc, label_gtc, length, ...]")
         return {"ctc": ctc, "ctc_neck": seq, "gtc": self.gtc_head(self.before_gtc(x), targets[1:])}

@@ -69,7 +69,8 @@ class NRTRLoss(nn.Layer):
 class MultiLoss(nn.Layer):
     """CTC loss on ``predicts["ctc"]`` (weight_1) + NRTR loss on ``predicts["gtc"]`` (weight_2).
     forward(predicts, label_ctc [B, L], length [B], label_gtc [B, max_text_length]) ->
-    {"loss", "CTCLoss", "NRTRLoss"} (scalars). ``zero_infinity`` as our CTCLoss (PaddleOCR: off)."""
+    {"loss", "CTCLoss", "NRTRLoss"} (scalars); predicts without "gtc" (no GTC branch): {"loss", "CTCLoss"}.
+    ``zero_infinity`` as our CTCLoss (PaddleOCR: off)."""
 
     def __init__(self, weight_1: float = 1.0, weight_2: float = 1.0, smoothing: bool = True,
                  zero_infinity: bool = True):
@@ -80,5 +81,7 @@ class MultiLoss(nn.Layer):
 
     def forward(self, predicts: Dict[str, paddle.Tensor], label_ctc, length, label_gtc):
         ctc = self.ctc(predicts["ctc"], label_ctc, length) * self.weight_1
+        if "gtc" not in predicts:  # a MultiHead without its GTC branch (finetune_released): CTC only
+            return {"loss": ctc, "CTCLoss": ctc}
         nrtr = self.nrtr(predicts["gtc"], label_gtc, length) * self.weight_2
         return {"loss": ctc + nrtr, "CTCLoss": ctc, "NRTRLoss": nrtr}

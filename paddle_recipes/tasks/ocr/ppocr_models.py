@@ -68,9 +68,18 @@ class PPOCRRecModel(nn.Layer):
         re-initialised when fine-tuning on another dict)."""
         ctc = "head.ctc_head." if isinstance(self.head, MultiHead) else "head."
         prefixes = [f"{ctc}{self.ctc_head.class_layer}."]
-        if isinstance(self.head, MultiHead):
+        if isinstance(self.head, MultiHead) and "gtc_head" in self.head.training_branches():
             prefixes += ["head.gtc_head.embedding.", "head.gtc_head.tgt_word_prj."]
         return prefixes
+
+    def training_branches(self) -> List[str]:
+        """Sub-layer names of the branches only training runs (MultiHead's GTC branch): what an inference model
+        lacks (finetune_released)."""
+        return [f"head.{n}" for n in self.head.training_branches()] if isinstance(self.head, MultiHead) else []
+
+    def drop_training_branches(self) -> List[str]:
+        """Remove training_branches() (MultiHead: CTC loss only, the CTC neck's use_guide off); returns their names."""
+        return [f"head.{n}" for n in self.head.drop_training_branches()] if isinstance(self.head, MultiHead) else []
 
     def forward(self, x, targets=None):
         x = self.backbone(x)

@@ -73,7 +73,7 @@ class CtcTrainStep:
 class MultiLossTrainStep(CtcTrainStep):
     """PP-OCRv4/v5 MultiHead training (PaddleOCR's MultiLoss = CTC + NRTR): the model gets the targets
     [label_ctc, label_gtc, length] (NRTR teacher forcing), the loss is CTC on "ctc" + NRTR on "gtc";
-    acc decodes the CTC branch. The batch needs ``label_gtc`` (dataset.collate_gtc)."""
+    acc decodes the CTC branch (a model without GTC branch: CTC loss only). The batch needs ``label_gtc`` (dataset.collate_gtc)."""
 
     def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1,
                  image_shape=(3, 48, 320)):
@@ -90,7 +90,7 @@ class MultiLossTrainStep(CtcTrainStep):
         targets = [batch["label"], batch["label_gtc"], batch["length"]]
         out = model(batch["image"], targets)
         losses = self.multi(out, batch["label"], batch["length"], batch["label_gtc"])
-        res = {"loss": losses["loss"], "CTCLoss": float(losses["CTCLoss"]), "NRTRLoss": float(losses["NRTRLoss"])}
+        res = {"loss": losses["loss"], **{k: float(losses[k]) for k in ("CTCLoss", "NRTRLoss") if k in losses}}
         if self._metric_due():
             res["acc"] = batch_accuracy(out["ctc"], batch["text"], self.charset)
         return res

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import paddle.nn as nn
 
-from ...nn.reparam import fuse_branches, unfuse_into
+from ...nn.reparam import fuse_branches, fused_param_attrs, unfuse_into
 from .necks import SEModule, RSELayer, _IntraCL, _conv
 
 # kernel size -> the (kernel, dilation) of its parallel branches (UniRepLKNet's table, as PaddleOCR)
@@ -54,8 +54,9 @@ class DilatedReparamBlock(nn.Layer):
             return
         k = self.lk_origin
         w, b = fuse_branches(self.pairs(), k.weight.shape, k._groups)
+        w_attr, b_attr = fused_param_attrs(k, self.origin_bn)
         self.lk_origin = nn.Conv2D(k._in_channels, k._out_channels, k._kernel_size, padding=k._padding,
-                                   groups=k._groups)
+                                   groups=k._groups, weight_attr=w_attr, bias_attr=b_attr)
         self.lk_origin.weight.set_value(w)
         self.lk_origin.bias.set_value(b)
         self.origin_bn = None
