@@ -262,3 +262,48 @@ def test_det_released_form_imports_the_deploy_weights_and_trains_the_thresh_bran
     params = [(n, p) for n, p in again.named_parameters() if n in thresh and not p.stop_gradient]  # not BN stats
     assert len(params) == 9 and all(p.grad is not None and float(p.grad.abs().sum()) > 0 for _, p in params), \
         [n for n, p in params if p.grad is None or not float(p.grad.abs().sum())]
+
+
+# ------------------------------------------------------------------ replay: pseudo-labels mixed in by ratio_list
+AWK = "$2 != \"\" && $3 >= t {print $1 \"\\t\" $2}"  # recipes/README_ocr_rec.md's filter line, threshold as -v t=
+
+
+def test_pseudo_labels_from_predict_mix_in_by_ratio_list(released, tmp_path):
+    """--mode predict's result file (path \\t text \\t score) filtered by score with the README's awk line is a label
+    file; Train.dataset.label_file_list [real, pseudo] + ratio_list [1.0, 0.5] (PaddleOCR's keys) give every epoch
+    all real lines and a fresh random half of the pseudo ones, as PaddleOCR's SimpleDataSet (re-drawn per epoch)."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from paddle_recipes.config import load_config
+    from paddle_recipes.tasks.ocr.config import RecConfig
+
+    data, _, ft, _ = released
+    res = tmp_path / "predicts.txt"
+    rows = run(["--mode", "predict", *argv(data, ft), f"Global.infer_img={data / 'img'}", f"Global.save_res_path={res}"])
+    lines = res.read_text(encoding="utf-8").splitlines()
+    assert [ln.split("\t") for ln in lines] == [[f, t, str(np.float32(s))] for f, t, s in rows]
+    cut = float(np.median([s for _, t, s in rows if t]))
+    pseudo = tmp_path / "pseudo.txt"
+    with open(pseudo, "w", encoding="utf-8") as fh:
+        subprocess.run(["awk", "-F", "\t", "-v", f"t={cut}", AWK, str(res)], stdout=fh, check=True)
+    kept = [(f, t) for f, t, s in rows if t and float(np.float32(s)) >= cut]
+    assert [ln.split("\t") for ln in pseudo.read_text(encoding="utf-8").splitlines()] == [list(k) for k in kept]
+    assert 2 <= len(kept) < len(rows)
+
+    overrides = [o for o in argv(data, tmp_path / "mix")[3:] if not o.startswith("Train.dataset.label_file_list")]
+    overrides += [f"Train.dataset.label_file_list=[{data / 'train.txt'},{pseudo}]", "Train.dataset.ratio_list=[1.0,0.5]"]
+    cfg = load_config(FIXTURES / V4, overrides, RecConfig, translators=OcrRec.config_translators)
+    recipe = OcrRec(cfg, SimpleNamespace(is_main=True, rank=0, world_size=1))
+    recipe.check()
+    ds = recipe.build_dataset("train")
+    (a0, a1, ra), (b0, b1, rb) = ds.ratio_spans
+    assert (a1 - a0, b1 - b0, ra, rb) == (16, len(kept), 1.0, 0.5)
+    sampler = recipe.train_sampling[0].batch_sampler
+    halves = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        drawn = {key[1] for batch in sampler for key in batch}
+        assert set(range(a0, a1)) <= drawn and len(drawn & set(range(b0, b1))) == round(len(kept) * 0.5)
+        halves.append(frozenset(drawn & set(range(b0, b1))))
+    assert len(set(halves)) > 1  # a fresh draw per epoch
