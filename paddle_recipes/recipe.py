@@ -325,8 +325,9 @@ class Recipe:
     def init_weights(self, model) -> None:
         """Train mode: Global.finetune_released (finetune_released.decide, from what the init weights and a checkpoint
         to resume hold) may first turn `model` into the released form (rep blocks fused, training-only branches
-        removed: an inference model is then imported as it is, nothing un-fused); then the init_weights_source(),
-        when set, initialises it. Both before the optimizer is built."""
+        removed) and the init_weights_source(), when set, initialises it: weights in the released form (an inference
+        model, imported as it is: nothing un-fused) after the conversion, weights in the training form before it.
+        Both before the optimizer is built."""
         from .finetune_released import Form, decide, log_line, to_released_form
         from .formats.inference_files import is_inference_model
         from .resume import resume_source
@@ -340,9 +341,14 @@ class Recipe:
         resume_form = self.weights_form(model, resume, prefer_ema=False) if resume else None
         on, why, switchable = decide(setting, init=path, init_is_inference=inference, init_form=init_form,
                                      resume=resume, resume_form=resume_form)
-        done = to_released_form(dist_utils.unwrap(model)) if on else Form()
+        # weights of the released form (an inference model: imported as it is) load after the conversion, weights of
+        # the training form (e.g. PaddleOCR's best_accuracy) before it
+        first = not path or inference or (init_form is not None and init_form.released)
+        done = to_released_form(dist_utils.unwrap(model)) if on and first else Form()
         if path:
             self.load_pretrained(model, path)
+        if on and not first:
+            done = to_released_form(dist_utils.unwrap(model))
         if on:
             self.log.info(log_line(done, setting, why, switchable))
 

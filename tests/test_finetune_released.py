@@ -79,6 +79,19 @@ def test_finetune_released_false_keeps_the_training_form(released, tmp_path):
     assert not [k for k in saved if ".reparam_conv." in k] and [k for k in saved if k.startswith(GTC)]
 
 
+def test_finetune_released_true_fuses_a_training_form_checkpoint_after_loading_it(released, tmp_path):
+    """Global.finetune_released=true with init weights of the training form (a PaddleOCR-style checkpoint): loaded
+    into the training form, then fused and stripped of the GTC branch (CTC loss only)."""
+    data, _, _, _ = released
+    init = data.parent / "train" / "checkpoints"
+    out = tmp_path / "true"
+    summary = run(argv(data, out, f"Global.pretrained_model={init}", "Global.finetune_released=true"))
+    line = log_lines(out, "Global.finetune_released=true (as set)")
+    assert len(line) == 1 and "28 rep blocks fused" in line[0] and "NRTRLoss" not in summary["history"][-1]
+    saved = weights(out / "checkpoints")
+    assert sum(k.endswith(".reparam_conv.bias") for k in saved) == 28 and not [k for k in saved if k.startswith(GTC)]
+
+
 def test_finetune_released_run_resumes_exactly(released, tmp_path):
     """3 steps, then Global.checkpoints -> the epoch's 5 steps (mid-epoch resume) == 5 steps straight (the fixture's
     run), bit for bit."""
