@@ -69,6 +69,7 @@ def test_released_model_trains_fused_and_ctc_only(released):
     assert not [k for k in saved if k.startswith(GTC) or ".conv_kxk." in k or ".identity." in k]
 
 
+@pytest.mark.slow  # 5-7 s; the training form from an inference model stays covered by test_ppocr_import (slow)
 def test_finetune_released_false_keeps_the_training_form(released, tmp_path):
     data, infer, _, _ = released
     out = tmp_path / "off"
@@ -106,9 +107,9 @@ def test_finetune_released_run_resumes_exactly(released, tmp_path):
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_released_checkpoint_evaluates_predicts_and_exports_for_paddleocr3(released, tmp_path, caplog):
-    """eval of the fine-tuned checkpoint = the run's final eval; the export equals it (parity, decoded texts) and
-    paddleocr 3.7 reads it with the texts and scores of --mode predict."""
+def test_released_checkpoint_evaluates_and_exports(released, tmp_path, caplog):
+    """eval of the fine-tuned (fused, CTC-only) checkpoint = the run's final eval, also named as
+    Global.pretrained_model; its export equals it (Paddle Inference vs dygraph parity, same decoded texts)."""
     data, _, ft, summary = released
     base = argv(data, ft)
     with caplog.at_level(logging.INFO):
@@ -117,27 +118,31 @@ def test_released_checkpoint_evaluates_predicts_and_exports_for_paddleocr3(relea
         "that form" in caplog.text and "rep blocks for inference" not in caplog.text  # nothing left to fuse
     assert {k: metrics[k] for k in ("acc", "norm_edit_dis")} == \
         {k: summary["final_eval"][k] for k in ("acc", "norm_edit_dis")}
+    named = run(["--mode", "eval", *argv(data, tmp_path / "elsewhere"),
+                 f"Global.pretrained_model={ft / 'checkpoints' / 'best' / 'model.pdparams'}"])
+    assert named["acc"] == metrics["acc"] and named["norm_edit_dis"] == metrics["norm_edit_dis"]
     report = run(["--mode", "export", *base])
     assert report["same_decoded_text"] is True and report["max_abs_diff"] < 1e-5 and report["rep_blocks_fused"] == 0
-    rows = run(["--mode", "predict", *base, f"Global.infer_img={data / 'img'}"])
-    theirs = paddleocr3_results(Path(report["prefix"]).parent, report["model_name"], [f for f, _, _ in rows], tmp_path)
-    assert [t for t, _ in theirs] == [t for _, t, _ in rows]
-    assert max(abs(s - c) for (_, s), (_, _, c) in zip(theirs, rows)) < SCORE_TOL
 
 
-@pytest.mark.slow  # ~15 s: paddleocr 2.10 in its venv
-def test_released_checkpoint_legacy_export_reads_in_paddleocr2(released, tmp_path):
-    """The legacy (inference.pdmodel) export of the fine-tuned checkpoint: paddleocr 2.10's predict_rec gives the
-    texts and scores of --mode predict."""
-    if not VENV2_PY.is_file():
-        pytest.skip(f"no paddleocr 2.x venv at {VENV2_PY.parent.parent} (optional)")
+@pytest.mark.slow  # ~25 s: paddleocr 3.7 and 2.10 in their venvs
+def test_released_checkpoint_export_reads_in_paddleocr3_and_paddleocr2(released, tmp_path):
+    """The export of the fine-tuned checkpoint: paddleocr 3.7's TextRecognition and (legacy inference.pdmodel export)
+    paddleocr 2.10's predict_rec give the texts and scores of --mode predict."""
     data, _, ft, _ = released
     base = argv(data, ft)
     rows = run(["--mode", "predict", *base, f"Global.infer_img={data / 'img'}"])
+    files = [f for f, _, _ in rows]
+    report = run(["--mode", "export", *base, f"Global.save_inference_dir={tmp_path / 'v3'}"])
+    theirs = paddleocr3_results(Path(report["prefix"]).parent, report["model_name"], files, tmp_path)
+    assert [t for t, _ in theirs] == [t for _, t, _ in rows]
+    assert max(abs(s - c) for (_, s), (_, _, c) in zip(theirs, rows)) < SCORE_TOL
+    if not VENV2_PY.is_file():
+        pytest.skip(f"no paddleocr 2.x venv at {VENV2_PY.parent.parent} (optional)")
     legacy = run(["--mode", "export", *base, "Export.legacy=true", f"Global.save_inference_dir={tmp_path / 'v2'}"])
     assert legacy["same_decoded_text"] is True and Path(legacy["prefix"]).with_suffix(".pdmodel").is_file()
     old = _run_json(VENV2_PY, "paddleocr2_rec_predict.py",
-                    [Path(legacy["prefix"]).parent, data / "dict.txt", "3,48,96", 1, *[f for f, _, _ in rows]], tmp_path)
+                    [Path(legacy["prefix"]).parent, data / "dict.txt", "3,48,96", 1, *files], tmp_path)
     assert [t for t, _ in old] == [t for _, t, _ in rows]
     assert max(abs(s - c) for (_, s), (_, _, c) in zip(old, rows)) < 1e-4
 
@@ -352,3 +357,35 @@ def test_official_rec_released_form_is_the_files_as_they_are():
     model.train()
     out = model(paddle.to_tensor(np.repeat(x, 2, axis=0)))
     assert set(out) == {"ctc", "ctc_neck"} and list(out["ctc"].shape) == [2, 40, 6625]
+
+
+@pytest.mark.slow  # 11-12 s; the default suite keeps the det import into the released form (functional test above)
+def test_det_recipe_fine_tunes_a_released_det_model_fused(tmp_path, caplog):
+    """recipes/ocr_det.py on the smoke preset (PPLCNetV3 det + RSEFPN + DBHead, scale 0.25): a 1-step model exported
+    by --mode export is the released model; fine-tuning it logs the fused rep blocks and nothing dropped, the DB
+    thresh branch (fresh) trains (its loss term and weights move), the checkpoint is fused and evaluates."""
+    from paddle_recipes.recipes.ocr_det import OcrDet
+
+    smoke = str(Path(__file__).resolve().parents[1] / "recipes" / "configs" / "ocr_det_smoke.yml")
+    common = [f"Synthetic.root={tmp_path / 'synth'}", "Global.epochs=1", "EMA.enable=false"]
+    fresh_logging()
+    OcrDet.main(["-c", smoke, "-o", *common, f"Global.output_dir={tmp_path / 'rel'}", "Global.max_steps=1"])
+    fresh_logging()
+    report = OcrDet.main(["-c", smoke, "-o", *common, f"Global.output_dir={tmp_path / 'rel'}", "--mode", "export"])
+    infer = Path(report["prefix"]).parent
+    fresh_logging()
+    with caplog.at_level(logging.INFO):
+        summary = OcrDet.main(["-c", smoke, "-o", *common, f"Global.output_dir={tmp_path / 'ft'}",
+                               f"Global.pretrained_model={infer}", "Global.save_every_steps=1", "Global.keep_last=5"])
+    messages = [r.getMessage() for r in caplog.records]
+    line = [m for m in messages if m.startswith("Global.finetune_released=auto")]
+    assert len(line) == 1 and "28 rep blocks fused" in line[0] and "not run nor trained" not in line[0], line
+    assert any("head.thresh (13)" in m for m in messages if "inference model" in m)  # fresh, as before
+    assert summary["global_step"] == 3 and all(np.isfinite(h["loss_threshold_maps"]) for h in summary["history"])
+    first, saved = (weights(tmp_path / "ft" / "checkpoints" / f"step_0000000{s}") for s in (1, 3))
+    assert sum(k.endswith(".reparam_conv.bias") for k in saved) == 28 and not [k for k in saved if ".conv_kxk." in k]
+    thresh = [k for k in saved if k.startswith("head.thresh.") and k.endswith("weight")]
+    assert thresh and all(not np.array_equal(first[k], saved[k]) for k in thresh)  # the thresh branch trains
+    fresh_logging()
+    metrics = OcrDet.main(["-c", smoke, "-o", *common, f"Global.output_dir={tmp_path / 'ft'}", "--mode", "eval"])
+    assert 0.0 <= metrics["hmean"] <= 1.0
