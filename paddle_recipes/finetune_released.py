@@ -1,8 +1,8 @@
 """Fine-tune a released model in its released form (``Global.finetune_released: auto | true | false``).
 
 A PaddleOCR / PaddleX inference model holds the deploy network only: each rep block fused into one conv, and no
-training-only branch (PP-OCRv4/v5 rec's NRTR "GTC" branch). The importer trains the full training form by default
-(rep blocks un-fused, BNs calibrated, a fresh GTC branch). With the switch on, training keeps the released form:
+training-only branch (PP-OCRv4/v5 rec's NRTR "GTC" branch). With the switch off, the importer trains the full training
+form (rep blocks un-fused, BNs calibrated, a fresh GTC branch); on, training keeps the released form:
 
 - every rep block is fused (``fuse_for_training``; each fused conv keeps its branches' learning-rate multiplier,
   nn.reparam.fused_param_attrs): no pass-through BN to calibrate, and a step costs about a third (measured on the
@@ -13,11 +13,11 @@ training-only branch (PP-OCRv4/v5 rec's NRTR "GTC" branch). The importer trains 
 ``auto`` = on exactly when the init weights (Global.pretrained_model / Global.weights) are an inference model, or a
 checkpoint of such a run. Checkpoints of such a run hold that form (``<block>.<fused conv>.bias`` keys, no GTC keys):
 ``form_of_keys`` + ``to_form`` build it from a weights file's keys, for eval / predict / export, init weights and
-resume. Every function works on a plain ``paddle.nn.Layer``; Recipe.init_weights wires them (docs/cards/finetune_released.md).
+resume. Every function works on a plain ``paddle.nn.Layer``; Recipe.init_weights wires them
+(docs/cards/finetune_released.md).
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Tuple
 
@@ -26,7 +26,6 @@ import paddle
 from .config import ConfigError
 from .nn.reparam import is_fused, rep_blocks
 
-logger = logging.getLogger(__name__)
 AUTO = "auto"
 
 
@@ -99,7 +98,8 @@ def check_setting(value) -> None:
 
 def decide(setting, *, init: str = "", init_is_inference: bool = False, init_form: Optional[Form] = None,
            resume: str = "", resume_form: Optional[Form] = None) -> Tuple[bool, str, bool]:
-    """(train the released form?, why, whether Global.finetune_released=false could turn it off) from Global.finetune_released and what the init / resume weights hold.
+    """(train the released form?, why, whether Global.finetune_released=false could turn it off) from
+    Global.finetune_released and what the init / resume weights hold.
 
     Resuming: the checkpoint's form decides (a setting of true / false that contradicts it is a ConfigError).
     Init weights in the released form (a checkpoint of such a run) cannot be trained un-fused: on (false is an

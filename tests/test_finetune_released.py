@@ -22,7 +22,8 @@ from test_paddleocr_recipe import (DICT_A, FIXTURES, SCORE_TOL, V4, fresh_loggin
                                    run, write_label_set)
 
 TINY = ["Architecture.Backbone.scale=0.25", "Architecture.Head.head_list.0.CTCHead.Neck.dims=32",
-        "Architecture.Head.head_list.0.CTCHead.Neck.hidden_dims=32", "Architecture.Head.head_list.1.NRTRHead.nrtr_dim=64"]
+        "Architecture.Head.head_list.0.CTCHead.Neck.hidden_dims=32",
+        "Architecture.Head.head_list.1.NRTRHead.nrtr_dim=64"]
 GTC = ("head.before_gtc.", "head.gtc_head.")
 
 
@@ -298,7 +299,8 @@ def test_pseudo_labels_from_predict_mix_in_by_ratio_list(released, tmp_path):
 
     data, _, ft, _ = released
     res = tmp_path / "predicts.txt"
-    rows = run(["--mode", "predict", *argv(data, ft), f"Global.infer_img={data / 'img'}", f"Global.save_res_path={res}"])
+    rows = run(["--mode", "predict", *argv(data, ft), f"Global.infer_img={data / 'img'}",
+                f"Global.save_res_path={res}"])
     lines = res.read_text(encoding="utf-8").splitlines()
     assert [ln.split("\t") for ln in lines] == [[f, t, str(np.float32(s))] for f, t, s in rows]
     cut = float(np.median([s for _, t, s in rows if t]))

@@ -443,7 +443,8 @@ class MultiHead(nn.Layer):
     {"NRTRHead": {"nrtr_dim": 384, "max_text_length": 25}}]``.
     ``out_channels_list``: {"CTCLabelDecode": n_ctc, "NRTRLabelDecode": n_ctc + 3}.
     Train: forward(feat, targets=[label_ctc, label_gtc, length, ...]) -> {"ctc": logits, "ctc_neck": seq,
-    "gtc": nrtr logits} ("gtc" absent after ``drop_training_branches``). Eval: CTC probabilities [B, T, n_ctc] only (logits if ``return_logits``)."""
+    "gtc": nrtr logits} ("gtc" absent after ``drop_training_branches``). Eval: CTC probabilities [B, T, n_ctc] only
+    (logits if ``return_logits``)."""
 
     def __init__(self, in_channels: int, out_channels_list: Dict[str, int], head_list: List[Dict[str, Any]],
                  use_pool: bool = False, use_pos: bool = False):

@@ -73,7 +73,8 @@ class CtcTrainStep:
 class MultiLossTrainStep(CtcTrainStep):
     """PP-OCRv4/v5 MultiHead training (PaddleOCR's MultiLoss = CTC + NRTR): the model gets the targets
     [label_ctc, label_gtc, length] (NRTR teacher forcing), the loss is CTC on "ctc" + NRTR on "gtc";
-    acc decodes the CTC branch (a model without GTC branch: CTC loss only). The batch needs ``label_gtc`` (dataset.collate_gtc)."""
+    acc decodes the CTC branch (a model without GTC branch: CTC loss only). The batch needs ``label_gtc``
+    (dataset.collate_gtc)."""
 
     def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1,
                  image_shape=(3, 48, 320)):
