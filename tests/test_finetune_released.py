@@ -312,7 +312,8 @@ def test_pseudo_labels_from_predict_mix_in_by_ratio_list(released, tmp_path):
     assert 2 <= len(kept) < len(rows)
 
     overrides = [o for o in argv(data, tmp_path / "mix")[3:] if not o.startswith("Train.dataset.label_file_list")]
-    overrides += [f"Train.dataset.label_file_list=[{data / 'train.txt'},{pseudo}]", "Train.dataset.ratio_list=[1.0,0.5]"]
+    overrides += [f"Train.dataset.label_file_list=[{data / 'train.txt'},{pseudo}]",
+                  "Train.dataset.ratio_list=[1.0,0.5]"]
     cfg = load_config(FIXTURES / V4, overrides, RecConfig, translators=OcrRec.config_translators)
     recipe = OcrRec(cfg, SimpleNamespace(is_main=True, rank=0, world_size=1))
     recipe.check()
