@@ -62,6 +62,12 @@ def weights_file_in(folder: str | os.PathLike, prefer_ema: bool = True) -> Path:
     return ema if prefer_ema and ema.exists() else Path(folder) / TENSOR_FILES["model"]
 
 
+def is_latest_pointer(path: str | os.PathLike) -> bool:
+    """True for the `latest` text file of a checkpoint root (it names a checkpoint; it holds no weights)."""
+    path = Path(path)
+    return path.name == LATEST and path.is_file() and path.stat().st_size < 256
+
+
 def latest_tag(root: str | os.PathLike) -> str | None:
     """The tag root/latest names, or None when there is none."""
     try:
@@ -239,8 +245,10 @@ def clean_stale(root: str | os.PathLike) -> list[str]:
 
 
 def resolve_checkpoint(path: str | os.PathLike) -> Path:
-    """A checkpoint folder, or a root holding `latest`, -> the checkpoint folder."""
+    """A checkpoint folder, a root holding `latest`, or that `latest` file itself -> the checkpoint folder."""
     path = Path(path)
+    if is_latest_pointer(path):  # root/latest, as a PaddleOCR user writes output/x/latest
+        path = path.parent
     weights = path if path.suffix == ".pdparams" else Path(f"{path}.pdparams")
     if weights.is_file():  # PaddleOCR's best_accuracy(.pdparams): weights only
         raise CheckpointError(f"{path} is a weights file ({weights.name}), not a checkpoint folder: it holds no "

@@ -30,7 +30,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from .checkpoint import CheckpointError, resolve_checkpoint, weights_file_in
+from .checkpoint import CheckpointError, is_latest_pointer, resolve_checkpoint, weights_file_in
 from .serialization import UnsafeWeightsError, load_weights_file, match_dtypes
 
 _LOG = logging.getLogger("paddle_recipes.pretrained")
@@ -61,6 +61,8 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what:
     """``x.pdparams`` / ``x.safetensors`` | prefix ``x`` (-> ``x.pdparams``, else ``x.safetensors``) | checkpoint
     folder/root -> the weights file. `what` names the weights in the not-found error."""
     p = Path(path)
+    if is_latest_pointer(p):  # root/latest: the checkpoint it names
+        return weights_file_in(resolve_checkpoint(p), prefer_ema)
     if p.is_file():
         return p
     with_suffix = Path(str(p) + ".pdparams")

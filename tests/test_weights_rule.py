@@ -68,7 +68,8 @@ def test_every_key_takes_every_form(files, key):
              str(m / "three"): (3, m / "three.safetensors"),
              str(r / "step_00000074"): (4, r / "step_00000074" / "model.pdparams"),
              str(r / "step_00000080"): (6, r / "step_00000080" / "ema.pdparams"),  # EMA weights preferred
-             str(r): (6, r / "step_00000080" / "ema.pdparams")}  # a root: its latest
+             str(r): (6, r / "step_00000080" / "ema.pdparams"),  # a root: its latest
+             str(r / "latest"): (6, r / "step_00000080" / "ema.pdparams")}  # its `latest` file, as PaddleOCR's prefix
     for value, (want, file) in cases.items():
         assert loaded(files.out, **{key: value}) == (want, str(file)), value
     assert loaded(files.out, **{key: str(r / "step_00000080"), "use_ema_weights": False})[0] == 5
