@@ -4,8 +4,8 @@ A PaddleOCR / PaddleX inference model holds the deploy network only: each rep bl
 training-only branch (PP-OCRv4/v5 rec's NRTR "GTC" branch). With the switch off, the importer trains the full training
 form (rep blocks un-fused, BNs calibrated, a fresh GTC branch); on, training keeps the released form:
 
-- every rep block is fused (``fuse_for_training``; each fused conv keeps its branches' learning-rate multiplier,
-  nn.reparam.fused_param_attrs): no pass-through BN to calibrate, and a step costs about a third (measured on the
+- every rep block is fused (``nn.reparam.fuse_blocks``, in train mode; each fused conv keeps its branches'
+  learning-rate multiplier, nn.reparam.fused_param_attrs): no pass-through BN to calibrate, and a step costs about a third (measured on the
   PP-OCRv4 mobile rec: 11.7 s un-fused -> 3.9 s fused, batch 16, 48x320, 1 core);
 - the branches the files do not hold are removed (``model.drop_training_branches()``; the rec MultiHead: CTC loss
   only, and the CTC neck's ``use_guide`` off so that the CTC loss trains the backbone rather than a random decoder).
@@ -24,7 +24,7 @@ from typing import Iterable, List, Optional, Tuple
 import paddle
 
 from .config import ConfigError
-from .nn.reparam import is_fused, rep_blocks
+from .nn.reparam import fuse_blocks, is_fused, rep_blocks
 
 AUTO = "auto"
 
@@ -61,18 +61,6 @@ def form_of_keys(model: paddle.nn.Layer, keys: Iterable[str]) -> Form:
     return Form(fused, dropped)
 
 
-def fuse_for_training(model: paddle.nn.Layer, names: Optional[Iterable[str]] = None) -> List[str]:
-    """Fuse the rep blocks `names` (None = every un-fused one) in place, leaving `model` in the mode it was in
-    (nn.reparam.fuse_in_place instead puts it in eval mode); returns the names fused."""
-    wanted = None if names is None else set(names)
-    done = []
-    for name, block in rep_blocks(model):
-        if not is_fused(block) and (wanted is None or name in wanted):
-            block.fuse()
-            done.append(name)
-    return done
-
-
 def drop_training_branches(model: paddle.nn.Layer) -> List[str]:
     """Remove the model's training-only branches (model.drop_training_branches(), when it has any); returns their
     names."""
@@ -81,13 +69,13 @@ def drop_training_branches(model: paddle.nn.Layer) -> List[str]:
 
 def to_form(model: paddle.nn.Layer, form: Form) -> Form:
     """Bring `model` (training form) to `form` (e.g. form_of_keys of a checkpoint); returns what it changed."""
-    return Form(fuse_for_training(model, form.fused) if form.fused else [],
+    return Form(fuse_blocks(model, form.fused) if form.fused else [],
                 drop_training_branches(model) if form.dropped else [])
 
 
 def to_released_form(model: paddle.nn.Layer) -> Form:
     """Every rep block fused, every training-only branch removed (the form an inference model holds)."""
-    return Form(fuse_for_training(model), drop_training_branches(model))
+    return Form(fuse_blocks(model), drop_training_branches(model))
 
 
 def check_setting(value) -> None:

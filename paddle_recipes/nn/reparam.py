@@ -125,15 +125,25 @@ def is_fused(block: nn.Layer) -> bool:
     return conv is not None and getattr(conv, "bias", None) is not None
 
 
+def fuse_blocks(model: nn.Layer, names: Optional[Iterable[str]] = None) -> List[str]:
+    """Fuse the rep blocks of `model` named in `names` (None = every one) into their deploy convs, in place and
+    in whatever mode `model` is. Returns the names of the blocks it fused: already-fused blocks are left as they
+    are (a fused net: [])."""
+    wanted = None if names is None else set(names)
+    done = []
+    for name, block in rep_blocks(model):
+        if not is_fused(block) and (wanted is None or name in wanted):
+            block.fuse()
+            done.append(name)
+    return done
+
+
 def fuse_in_place(model: nn.Layer) -> List[str]:
     """Put `model` in eval mode and fuse every rep block in it (a layer with ``fused_conv_name`` and ``fuse()``)
     into its deploy conv: the same eval-mode function up to float32 rounding, one conv instead of the branches.
-    Returns the names of the blocks it fused: already-fused blocks are left as they are (a fused net: [])."""
+    Returns the names of the blocks it fused (fuse_blocks)."""
     model.eval()
-    blocks = [(n, m) for n, m in rep_blocks(model) if not is_fused(m)]
-    for _, m in blocks:
-        m.fuse()
-    return [n for n, _ in blocks]
+    return fuse_blocks(model)
 
 
 def fused_copy(model: nn.Layer) -> Tuple[nn.Layer, List[str]]:
