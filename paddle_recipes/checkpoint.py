@@ -68,6 +68,15 @@ def is_latest_pointer(path: str | os.PathLike) -> bool:
     return path.name == LATEST and path.is_file() and path.stat().st_size < 256
 
 
+def weights_file_at(path: str | os.PathLike, prefer_ema: bool = True) -> Path:
+    """A weights file as it is; a checkpoint folder, a root or its `latest` file -> that checkpoint's weights file
+    (weights_file_in). A missing path is a CheckpointError (resolve_checkpoint)."""
+    path = Path(path)
+    if path.is_file() and not is_latest_pointer(path):
+        return path
+    return weights_file_in(resolve_checkpoint(path), prefer_ema)
+
+
 def latest_tag(root: str | os.PathLike) -> str | None:
     """The tag root/latest names, or None when there is none."""
     try:

@@ -30,7 +30,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from .checkpoint import CheckpointError, is_latest_pointer, resolve_checkpoint, weights_file_in
+from .checkpoint import CheckpointError, weights_file_at
 from .serialization import UnsafeWeightsError, load_weights_file, match_dtypes
 
 _LOG = logging.getLogger("paddle_recipes.pretrained")
@@ -61,16 +61,14 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what:
     """``x.pdparams`` / ``x.safetensors`` | prefix ``x`` (-> ``x.pdparams``, else ``x.safetensors``) | checkpoint
     folder/root -> the weights file. `what` names the weights in the not-found error."""
     p = Path(path)
-    if is_latest_pointer(p):  # root/latest: the checkpoint it names
-        return weights_file_in(resolve_checkpoint(p), prefer_ema)
-    if p.is_file():
-        return p
+    if p.is_file():  # a weights file, or a checkpoint root's `latest` file
+        return weights_file_at(p, prefer_ema)
     with_suffix = Path(str(p) + ".pdparams")
     for candidate in (with_suffix, Path(str(p) + ".safetensors")):
         if candidate.is_file():
             return candidate
     if p.is_dir():
-        return weights_file_in(resolve_checkpoint(p), prefer_ema)
+        return weights_file_at(p, prefer_ema)
     raise CheckpointError(f"{what} not found: {p} (tried {p} and {with_suffix})")
 
 

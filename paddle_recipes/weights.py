@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from .checkpoint import CheckpointError, is_latest_pointer, resolve_checkpoint, weights_file_in
+from .checkpoint import CheckpointError, weights_file_at
 from .finite import first_nonfinite
 from .serialization import load_weights_file, match_dtypes
 
@@ -28,7 +28,7 @@ def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bo
     (Recipe.load_for_inference also refuses inf/nan: check_finite_weights).
     Returns the file loaded."""
     path = Path(path)
-    file = path if path.is_file() and not is_latest_pointer(path) else weights_file_in(resolve_checkpoint(path), prefer_ema)
+    file = weights_file_at(path, prefer_ema)
     weights, source = load_weights_file(file), str(file)
     if not isinstance(weights, dict):
         raise CheckpointError(f"{source} holds a {type(weights).__name__}, not a state_dict")
