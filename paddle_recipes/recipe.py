@@ -273,16 +273,21 @@ class Recipe:
 
     def weights_form(self, model, path, prefer_ema: bool = True):
         """The form the weights at `path` hold for `model` (finetune_released.form_of_keys: fused rep blocks, absent
-        training branches), or None when the file cannot be read (its loader then says why)."""
-        from .finetune_released import form_of_keys
+        training branches), or None when the file cannot be read (its loader then says why). A model with neither
+        rep blocks nor training branches has only the training form: Form(), without reading the file."""
+        from .finetune_released import Form, form_of_keys, training_branches
+        from .nn.reparam import rep_blocks
         from .pretrained import resolve_weights_file
         from .serialization import load_weights_file
 
+        net = dist_utils.unwrap(model)
+        if not rep_blocks(net) and not training_branches(net):  # no form but the training form: skip the file read
+            return Form()
         try:
             weights = load_weights_file(resolve_weights_file(path, prefer_ema))
         except Exception:  # noqa: BLE001 - the loader that follows reports the file's fault in one line
             return None
-        return form_of_keys(dist_utils.unwrap(model), weights) if isinstance(weights, dict) else None
+        return form_of_keys(net, weights) if isinstance(weights, dict) else None
 
     def match_weights_form(self, model, path, prefer_ema: bool = True) -> None:
         """Build `model` in the form the weights at `path` hold (weights_form; logged when not the training form)."""
