@@ -23,7 +23,7 @@ from paddle_recipes.tasks.ocr.metrics import PerTagRecMetric, format_per_tag, pe
 from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode  # noqa: E402
 from paddle_recipes.tasks.ocr.synth import (LineRenderer, SynthConfig, build_dataset,  # noqa: E402
                                             dataset_fingerprint, generate_samples, read_font_tags)
-from paddle_recipes.tasks.ocr.textgen import TextSampler, load_char_freq  # noqa: E402
+from paddle_recipes.tasks.ocr.textgen import UNITS, TextSampler, load_char_freq  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DICTS = {name: REPO / "datasets" / "ocr_rec" / name
@@ -172,6 +172,30 @@ def test_text_sampler_follows_frequencies_and_mixes_content():
     only = TextSampler(list("天地人"), freq, mixed_prob=1.0)
     assert set("".join(only.sample(rng, 8) for _ in range(20))) <= set("天地人")
 
+
+
+def test_a_dict_with_the_space_gets_spaces_where_real_lines_have_them():
+    """use_space_char dicts: spaces between words / numbers and their neighbours, never leading, trailing or
+    doubled, lengths exact; a dict without " " draws the very same lines whatever space_prob says."""
+    chars = CharDict.from_file(DICTS["ch_common_3000.txt"]).chars
+    spaced = TextSampler(chars + [" "], {}, mixed_prob=1.0, space_prob=0.5)
+    rng = np.random.default_rng(3)
+    lines = [spaced.sample(rng, int(rng.integers(2, 16))) for _ in range(400)]
+    with_space = [t for t in lines if " " in t]
+    assert len(with_space) > 40
+    assert not any(t.startswith(" ") or t.endswith(" ") or "  " in t for t in lines)
+    word_or_number = lambda c: (c.isascii() and c.isalnum()) or c in UNITS  # noqa: E731 (a number may end in 年)
+    for t in with_space:
+        for i in (i for i, c in enumerate(t) if c == " "):
+            assert word_or_number(t[i - 1]) or word_or_number(t[i + 1]), t
+    rng = np.random.default_rng(4)
+    assert all(len(spaced.sample(rng, n)) == n for n in range(1, 26))
+    draws = [[TextSampler(chars, {}, mixed_prob=1.0, space_prob=p).sample(np.random.default_rng(5), 12)
+              for _ in range(1)] for p in (0.0, 0.9)]
+    assert draws[0] == draws[1] and " " not in draws[0][0]
+    assert TextSampler(chars + [" "], {}, mixed_prob=1.0).space_prob == 0.0  # off unless asked
+    with pytest.raises(ValueError, match="space_prob"):
+        SynthConfig(space_prob=1.5)
 
 # ----------------------------------------------------------------------------- per-font metrics
 def test_per_font_metrics_and_rank_merge():

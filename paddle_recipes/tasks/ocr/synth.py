@@ -62,6 +62,8 @@ class SynthConfig:
         another ``char<TAB>count`` file, or "uniform".
     freq_mix: share of the real-usage distribution in the hanzi draw (rest uniform over the dict).
     mixed_prob: probability that a line mixes digits / Latin / punctuation in (when the dict has them).
+    space_prob: with a dict that has the space character (use_space_char), probability of a space at each boundary
+        of a mixed line next to a Latin word or a number (textgen.TextSampler; default 0.3; no effect otherwise).
     """
 
     min_len: int = 2
@@ -75,6 +77,7 @@ class SynthConfig:
     char_freq: str = ""
     freq_mix: float = 0.5
     mixed_prob: float = 0.4
+    space_prob: float = 0.3
 
     def __post_init__(self):
         if not 1 <= self.min_len <= self.max_len:
@@ -89,6 +92,8 @@ class SynthConfig:
             raise ValueError(f"unknown font(s) {unknown}; registered: {sorted(known)}")
         if not 0.0 <= self.freq_mix <= 1.0:
             raise ValueError(f"freq_mix must be in [0, 1], got {self.freq_mix}")
+        if not 0.0 <= self.space_prob <= 1.0:
+            raise ValueError(f"space_prob must be in [0, 1], got {self.space_prob}")
 
 
 _WARNED_MISSING: set = set()  # font warnings given once per process
@@ -193,7 +198,8 @@ class LineRenderer:
         self.samplers = []
         for cov in self.cov:
             own = [c for c in self.chars if c != " " and all(ord(u) in cov for u in c)]
-            self.samplers.append(TextSampler(own or self.chars, freq, cfg.freq_mix, cfg.mixed_prob))
+            own += [" "] * (" " in self.chars and bool(own))
+            self.samplers.append(TextSampler(own or self.chars, freq, cfg.freq_mix, cfg.mixed_prob, cfg.space_prob))
         self._pil: Dict[Tuple[int, int], ImageFont.FreeTypeFont] = {}
 
     def _font(self, k: int, size: int) -> ImageFont.FreeTypeFont:

@@ -1,5 +1,7 @@
 """Text content of synthetic lines: hanzi drawn by real-usage frequency, with digits, Latin letters and
-punctuation mixed in the way real lines have them (numbers, dates, codes, words, trailing punctuation).
+punctuation mixed in the way real lines have them (numbers, dates, codes, words, trailing punctuation), and, when
+the dict has the space character (PaddleOCR's use_space_char), spaces where real lines have them: between Latin
+words and around numbers and words ("MU 2379", "航班 FLIGHT", "Hong Leong Bank").
 
 Only characters of the allowed set (the dict, restricted to what the split's fonts can draw) are
 ever produced; a dict without digits or punctuation gets lines of hanzi only.
@@ -55,10 +57,13 @@ class TextSampler:
         freq_mix: weight of the real-usage distribution in the hanzi draw; the rest is uniform over
             the dict so rare characters still get examples (0 = uniform, 1 = real usage only).
         mixed_prob: probability that a line mixes in digits / Latin / punctuation (when the dict has them).
+        space_prob: probability of a space at each boundary of a mixed line next to a Latin word or a number
+            (only when ``chars`` has " "; a dict with a space whose training lines never hold one teaches the
+            model to drop the spaces it reads). Without " " in ``chars`` no random draw is made for it.
     """
 
     def __init__(self, chars: Sequence[str], freq: Dict[str, float] | None = None, freq_mix: float = 0.5,
-                 mixed_prob: float = 0.5):
+                 mixed_prob: float = 0.5, space_prob: float = 0.0):
         if not 0.0 <= freq_mix <= 1.0:
             raise ValueError(f"freq_mix must be in [0, 1], got {freq_mix}")
         allowed = list(dict.fromkeys(chars))
@@ -83,6 +88,9 @@ class TextSampler:
             p = uniform
         self.cdf = np.cumsum(p / p.sum())
         self.mixed_prob = float(mixed_prob)
+        if not 0.0 <= space_prob <= 1.0:
+            raise ValueError(f"space_prob must be in [0, 1], got {space_prob}")
+        self.space_prob = float(space_prob) if " " in aset else 0.0
         self.has_mixed = bool(self.digits or self.latin or self.trail)
 
     def _main(self, rng: np.random.Generator, n: int) -> List[str]:
@@ -117,23 +125,30 @@ class TextSampler:
                     self._number(rng, k) if self.digits else self._main(rng, k))
             return "".join(pool[:length])
         out: List[str] = []
+        last = ""  # kind of the previous segment: main | number | latin | other
         while len(out) < length:
             left = length - len(out)
             r = rng.random()
             if r < 0.55 or left == 1 and not self.trail:
-                out += self._main(rng, int(rng.integers(1, min(left, 6) + 1)))
+                kind, seg = "main", self._main(rng, int(rng.integers(1, min(left, 6) + 1)))
             elif r < 0.75 and self.digits:
-                run = self._number(rng, int(rng.integers(1, min(left, 5) + 1)))
-                if self.units and len(run) < left and rng.random() < 0.5:
-                    run.append(self.units[int(rng.integers(len(self.units)))])
-                out += run
+                kind, seg = "number", self._number(rng, int(rng.integers(1, min(left, 5) + 1)))
+                if self.units and len(seg) < left and rng.random() < 0.5:
+                    seg.append(self.units[int(rng.integers(len(self.units)))])
             elif r < 0.87 and self.latin:
-                out += self._word(rng, int(rng.integers(1, min(left, 6) + 1)))
+                kind, seg = "latin", self._word(rng, int(rng.integers(1, min(left, 6) + 1)))
             elif r < 0.93 and self.pairs and left >= 3:
                 a, b = self.pairs[int(rng.integers(len(self.pairs)))]
-                out += [a] + self._main(rng, int(rng.integers(1, min(left - 2, 5) + 1))) + [b]
+                kind, seg = "other", [a] + self._main(rng, int(rng.integers(1, min(left - 2, 5) + 1))) + [b]
             elif self.trail and out:
-                out.append(self.trail[int(rng.integers(len(self.trail)))])
+                kind, seg = "other", [self.trail[int(rng.integers(len(self.trail)))]]
             else:
-                out += self._main(rng, 1)
+                kind, seg = "main", self._main(rng, 1)
+            if (self.space_prob and out and left >= 2 and kind != "other" and {kind, last} & {"number", "latin"}
+                    and rng.random() < self.space_prob):
+                out.append(" ")
+            out += seg
+            last = kind
+        if out[length - 1] == " ":  # a space cut at the end of the line: no trailing space
+            out[length - 1] = self._main(rng, 1)[0]
         return "".join(out[:length])
