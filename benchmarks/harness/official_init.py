@@ -35,16 +35,32 @@ def official_paths() -> dict | None:
 
 
 def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_val: int,
-                  font_size: tuple[int, int], text_len: tuple[int, int], seed: int = 11) -> Path:
-    """Synthetic lines of the dictionary's characters rendered at `font_size` (min, max) px and resized to 48 px
-    height (the released model reads about a third of 8-10 px lines), as PaddleOCR label files
-    root/{train,val}/label.txt; cached by the generator's fingerprint."""
+                  font_size: tuple[int, int], text_len: tuple[int, int], seed: int = 11,
+                  domain: str = "small") -> Path:
+    """A weak domain of the released model, as PaddleOCR label files root/{train,val}/label.txt: synthetic lines of
+    the dictionary's characters, either (`domain` "small") rendered at `font_size` (min, max) px and resized to 48 px
+    height (the released model reads about 0.6 of 8-10 px lines), or ("dot_matrix") clean lines re-printed by a
+    dot-matrix head (harness/dot_matrix.py; it reads about 0.45). Cached by the generator's fingerprint."""
     from paddle_recipes.tasks.ocr.charset import CharDict
     from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
 
     chars = CharDict.from_file(str(keys_file), use_space_char=True).chars
-    cfg = SynthConfig(min_len=text_len[0], max_len=text_len[1], font_size=tuple(font_size), seed=seed)
-    return build_dataset(root, chars, {"train": num_train, "val": num_val}, cfg, fmt="label_file")
+    splits = {"train": num_train, "val": num_val}
+    if domain == "small":
+        cfg = SynthConfig(min_len=text_len[0], max_len=text_len[1], font_size=tuple(font_size), seed=seed)
+        return build_dataset(root, chars, splits, cfg, fmt="label_file")
+    if domain != "dot_matrix":
+        raise ValueError(f"unknown weak domain {domain!r}: small | dot_matrix")
+    from benchmarks.harness.dot_matrix import make_split
+
+    root = Path(root)
+    cfg = SynthConfig(min_len=text_len[0], max_len=text_len[1], aug=False, seed=seed)
+    clean = build_dataset(root / "clean", chars, splits, cfg, fmt="label_file")
+    for i, split in enumerate(splits):
+        src, dst = clean / split, root / split
+        if not (dst / "label.txt").exists() or (dst / "label.txt").read_bytes() != (src / "label.txt").read_bytes():
+            make_split(src, dst, seed * 10 + i)
+    return root
 
 
 def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Path, out: Path) -> dict:
