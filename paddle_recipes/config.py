@@ -295,6 +295,10 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
                 return _convert(value, arg, where)
             except ConfigError as exc:
                 errors.append(str(exc))
+        kinds = [a for a in args if a is not type(None)]
+        if bool in kinds and all(a is bool or typing.get_origin(a) is typing.Literal for a in kinds):  # auto|true|false
+            words = ["true", "false"] + [str(v) for a in kinds if a is not bool for v in typing.get_args(a)]
+            raise ConfigError(f"{where}: expected {', '.join(words[:-1])} or {words[-1]}, got {value!r}")
         raise ConfigError(errors[0] if errors else f"{where}: bad value {value!r}")
     if _is_dataclass_type(tp):
         if isinstance(value, tp):

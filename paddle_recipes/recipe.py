@@ -356,6 +356,11 @@ class Recipe:
             done = to_released_form(dist_utils.unwrap(model))
         if on:
             self.log.info(log_line(done, setting, why, switchable))
+        if getattr(g, "freeze_bn_stats", False) == "auto":  # on with the released form (docs/cards/freeze_bn_stats.md)
+            g.freeze_bn_stats = bool(on)
+            if on:
+                self.log.info("Global.freeze_bn_stats auto: on, the released model's BatchNorm statistics are kept "
+                              "(-o Global.freeze_bn_stats=false to re-estimate them)")
 
     def calibrate_imported_bn(self, model, train_set) -> dict | None:
         """Train mode: an imported inference model's un-fused BNs are calibrated on Global.calibrate_bn_batches

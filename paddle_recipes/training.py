@@ -80,8 +80,9 @@ class GlobalConfig:
     files lack not run nor trained (PP-OCRv4/v5 rec: CTC loss only, the CTC neck's use_guide off). Checkpoints
     keep that form; eval / predict / export / pretrained_model build it from their keys
     (docs/cards/finetune_released.md).
-    freeze_bn_stats: BatchNorm layers run in eval mode in training: their running statistics are used and kept,
-    their scale / shift still learn (default false; docs/cards/freeze_bn_stats.md).
+    freeze_bn_stats: auto | true | false: BatchNorm layers run in eval mode in training: their running statistics
+    are used and kept, their scale / shift still learn (docs/cards/freeze_bn_stats.md). Default auto = on exactly
+    when a recipe trains the released form (finetune_released on); build_training alone reads auto as false.
     PaddleOCR's cadence keys: eval_batch_step [start, every]: also evaluate after optimizer step s when
     s > start and (s - start) % every == 0 ([] = off; an integer n means [0, n]; optimizer steps = PaddleOCR's
     iterations without accumulation). keep_every_epochs: every N epochs the checkpoint is the permanent
@@ -113,7 +114,7 @@ class GlobalConfig:
     to_static: bool = False
     fuse_for_inference: bool = True
     finetune_released: Union[bool, Literal["auto"]] = "auto"
-    freeze_bn_stats: bool = False
+    freeze_bn_stats: Union[bool, Literal["auto"]] = "auto"
 
     def __post_init__(self):
         check_number("Global.epochs", self.epochs, low=1)
@@ -134,6 +135,8 @@ class GlobalConfig:
         check_number("Global.keep_every_epochs", self.keep_every_epochs, low=0)
         self.pretrained_model, self.weights = self.pretrained_model or "", self.weights or ""  # null = unset
         self.checkpoints = self.checkpoints or ""
+        if self.freeze_bn_stats not in (True, False, "auto"):
+            raise ConfigError(f"Global.freeze_bn_stats: {self.freeze_bn_stats!r} is not one of auto, true, false")
 
 
 def parse_eval_batch_step(value) -> list[int]:
@@ -325,7 +328,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     model, optimizer = amp.prepare(model, optimizer)
     ema_cfg = getattr(cfg, "EMA", None)
     ema = build_ema(ema_cfg, model) if ema_cfg is not None else None
-    if getattr(g, "freeze_bn_stats", False):
+    if getattr(g, "freeze_bn_stats", False) is True:  # "auto" is resolved by the recipe (Recipe.init_weights)
         frozen = freeze_bn_stats(model)
         if info.is_main:
             logger.info("Global.freeze_bn_stats: %d BatchNorm layers run in eval mode in training (running statistics "

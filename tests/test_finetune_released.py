@@ -50,7 +50,10 @@ def released(tmp_path_factory):
     report = run(["--mode", "export", *argv(data, tmp / "train")])
     infer = Path(report["prefix"]).parent
     ft = tmp / "ft"
-    summary = run(argv(data, ft, f"Global.pretrained_model={infer}", "Global.max_steps=0", "Global.eval_batch_step=[]"))
+    # the 1-step "released" model's BN statistics mean nothing: re-estimated here (freeze_bn_stats auto would keep
+    # them) so that the readings of the fine-tuned model vary (test_pseudo_labels_...)
+    summary = run(argv(data, ft, f"Global.pretrained_model={infer}", "Global.max_steps=0", "Global.eval_batch_step=[]",
+                       "Global.freeze_bn_stats=false"))
     return data, infer, ft, summary
 
 
@@ -95,15 +98,17 @@ def test_finetune_released_true_fuses_a_training_form_checkpoint_after_loading_i
 
 
 def test_finetune_released_run_resumes_exactly(released, tmp_path):
-    """3 steps, then Global.checkpoints -> the epoch's 5 steps (mid-epoch resume) == 5 steps straight (the fixture's
-    run), bit for bit."""
-    data, infer, ft, straight = released
-    out = tmp_path / "b"
+    """3 steps, then Global.checkpoints -> the epoch's 5 steps (mid-epoch resume) == 5 steps straight, bit for bit
+    (defaults: finetune_released and freeze_bn_stats auto, both on again when resuming)."""
+    data, infer, _, _ = released
+    out, ft = tmp_path / "b", tmp_path / "straight"
     common = [f"Global.pretrained_model={infer}", "Global.eval_batch_step=[]"]
+    straight = run(argv(data, ft, *common, "Global.max_steps=0"))
     run(argv(data, out, *common, "Global.max_steps=3"))
     resumed = run(argv(data, out, *common, "Global.max_steps=0", f"Global.checkpoints={out / 'checkpoints'}"))
     assert resumed["resumed_from"] and resumed["global_step"] == straight["global_step"] == 5
     assert "the checkpoint resumed" in log_lines(out, "Global.finetune_released=auto")[-1]
+    assert len(log_lines(out, "Global.freeze_bn_stats auto: on")) == 2
     a, b = weights(ft / "checkpoints"), weights(out / "checkpoints")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
@@ -184,6 +189,23 @@ def test_freeze_bn_stats_keeps_running_statistics_and_learns_the_rest(released, 
     run(argv(data, tmp_path / "free", f"Global.pretrained_model={init}"))
     moved = weights(tmp_path / "free" / "checkpoints")
     assert any(not np.array_equal(before[k], moved[k]) for k in stats)  # without the switch they do move
+
+
+def test_freeze_bn_stats_auto_is_on_exactly_for_the_released_form(released, tmp_path):
+    """Default auto: fine-tuning an inference model (released form) keeps its BN statistics, says so in one line;
+    the training-form init above (test_freeze_bn_stats_...: 'free') re-estimates them."""
+    data, infer, _, _ = released
+    out = tmp_path / "auto"
+    run(argv(data, out, f"Global.pretrained_model={infer}", "Global.max_steps=2", "Global.eval_batch_step=[]"))
+    assert len(log_lines(out, "Global.freeze_bn_stats auto: on")) == 1
+    assert len(log_lines(out, "Global.freeze_bn_stats:")) == 1
+    after, exported = weights(out / "checkpoints"), weights(data.parent / "train" / "checkpoints")
+    stats = [k for k in after if k.endswith(("._mean", "._variance"))]  # the BNs outside the fused rep blocks
+    assert len(stats) > 10 and all(np.array_equal(after[k], exported[k]) for k in stats)  # the released model's
+    ft_free = weights(data.parent / "ft" / "checkpoints")  # the fixture's run: same init, freeze off: they moved
+    assert any(not np.array_equal(after[k], ft_free[k]) for k in stats)
+    with pytest.raises(Exception, match="freeze_bn_stats: expected true, false or auto, got 'sometimes'"):
+        run(argv(data, tmp_path / "bad", "Global.freeze_bn_stats=sometimes"))
 
 
 # ------------------------------------------------------------------ units
