@@ -102,6 +102,9 @@ def test_set_key_indexes_lists_and_names_missing_keys():
     out = H.derive_yaml(bare, H.parse_set(["Train.dataset.transforms.1.RecAug.tia_prob=0"]))
     assert out["Train"]["dataset"]["transforms"][1] == {"RecAug": {"tia_prob": 0}} and bare["Train"]["dataset"][
         "transforms"][1] == {"RecAug": None}
+    # YAML 1.1 reads 3e-5 (no dot) as a string, which PaddleOCR's lr refuses (TypeError): --set gives a float
+    assert H.parse_set(["Optimizer.lr.learning_rate=3e-5", "Global.x=abc", "Global.y=nan"]) == \
+        [("Optimizer.lr.learning_rate", 3e-5), ("Global.x", "abc"), ("Global.y", "nan")]
 
 
 def test_commands_share_yaml_and_keys_and_differ_only_in_speedups(tmp_path):

@@ -229,7 +229,8 @@ def derive_yaml(original: dict, edits: list[tuple[str, object]], drops: list[str
 
 
 def parse_set(items: list[str]) -> list[tuple[str, object]]:
-    """``KEY=YAML value`` strings -> [(key, parsed value)] (yaml.safe_load of the value)."""
+    """``KEY=YAML value`` strings -> [(key, parsed value)] (yaml.safe_load of the value; a number YAML 1.1 reads as
+    a string, e.g. ``3e-5`` without a dot, becomes a float: PaddleOCR's lr would refuse the string)."""
     import yaml
 
     out = []
@@ -237,7 +238,13 @@ def parse_set(items: list[str]) -> list[tuple[str, object]]:
         k, sep, v = it.partition("=")
         if not sep or not k:
             raise SystemExit(f"--set {it!r}: expected KEY=VALUE")
-        out.append((k.strip(), yaml.safe_load(v)))
+        value = yaml.safe_load(v)
+        if isinstance(value, str):
+            try:
+                value = float(value) if value.strip().lower() not in ("nan", "inf", "-inf", "infinity") else value
+            except ValueError:
+                pass
+        out.append((k.strip(), value))
     return out
 
 
