@@ -51,6 +51,11 @@ class LoadReport:
     def total(self) -> int:
         return len(self.loaded) + len(self.reinitialized) + len(self.skipped) + len(self.missing)
 
+    @property
+    def kept_init(self) -> List[str]:
+        """The model's tensors that kept their initial values (re-initialised, skipped, missing)."""
+        return [*self.reinitialized, *self.skipped, *self.missing]
+
     def summary(self) -> str:
         return (f"pretrained {self.source}: loaded {len(self.loaded)}/{self.total} tensors, "
                 f"re-initialised {len(self.reinitialized)}, skipped {len(self.skipped)} (shape mismatch), "

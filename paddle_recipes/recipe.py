@@ -307,17 +307,18 @@ class Recipe:
         as weights is matched to our network (formats.ppocr_import)."""
         return self.deploy_model(model)[0], self.input_spec()
 
-    def load_pretrained(self, model, path: str) -> None:
+    def load_pretrained(self, model, path: str):
         """Init weights (PaddleOCR's Global.pretrained_model): a .pdparams file, a path prefix without
         extension, or a checkpoint folder/root (pretrained.load_pretrained). Strict, except the tensors
         under the model's class_dependent_params() (output layers sized by the label set), which are
-        re-initialised when their shape differs; the log lists what was loaded, re-initialised, skipped."""
+        re-initialised when their shape differs; the log lists what was loaded, re-initialised, skipped. Returns the
+        report (LoadReport / ImportReport: its kept_init names the tensors left at their initial values)."""
         from .pretrained import load_pretrained
 
         if path.startswith(("http://", "https://")):
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
-        load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log,
-                        deploy=self.inference_deploy, dictionary=self.label_set())
+        return load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log,
+                               deploy=self.inference_deploy, dictionary=self.label_set())
 
     def init_weights_source(self) -> str:
         """Train mode's init weights: Global.pretrained_model or Global.weights ("" = none; both: an error)."""
@@ -334,6 +335,7 @@ class Recipe:
         model, imported as it is: nothing un-fused) after the conversion, weights in the training form before it.
         Both before the optimizer is built."""
         from .finetune_released import Form, decide, log_line, to_released_form
+        from .freeze_bn import mark_fresh_bns
         from .formats.inference_files import is_inference_model
         from .resume import resume_source
 
@@ -350,8 +352,8 @@ class Recipe:
         # the training form (e.g. PaddleOCR's best_accuracy) before it
         first = not path or inference or (init_form is not None and init_form.released)
         done = to_released_form(dist_utils.unwrap(model)) if on and first else Form()
-        if path:
-            self.load_pretrained(model, path)
+        if path:  # BNs whose statistics the weights lack are never frozen (freeze_bn.mark_fresh_bns)
+            mark_fresh_bns(dist_utils.unwrap(model), self.load_pretrained(model, path).kept_init)
         if on and not first:
             done = to_released_form(dist_utils.unwrap(model))
         if on:

@@ -37,7 +37,7 @@ from .resume import resume_from
 from .config import ConfigError, check_image_shape, check_number, to_dict
 from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
-from .freeze_bn import freeze_bn_stats
+from .freeze_bn import freeze_bn_stats, fresh_bns
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
 from .static_train import apply_to_static
@@ -330,9 +330,12 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     ema = build_ema(ema_cfg, model) if ema_cfg is not None else None
     if getattr(g, "freeze_bn_stats", False) is True:  # "auto" is resolved by the recipe (Recipe.init_weights)
         frozen = freeze_bn_stats(model)
+        fresh = fresh_bns(model)
         if info.is_main:
             logger.info("Global.freeze_bn_stats: %d BatchNorm layers run in eval mode in training (running statistics "
-                        "used and kept; scale / shift still learn)", frozen)
+                        "used and kept; scale / shift still learn)%s", frozen,
+                        f"; {len(fresh)} not in the init weights estimate theirs ({', '.join(fresh[:3])}"
+                        f"{' ...' if len(fresh) > 3 else ''})" if fresh else "")
     if getattr(g, "to_static", False):  # inside DDP, as PaddleOCR applies it (EMA keeps weights only)
         model = apply_to_static(model)
     model = dist_utils.wrap_model(model, info)

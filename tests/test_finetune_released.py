@@ -209,6 +209,21 @@ def test_freeze_bn_stats_auto_is_on_exactly_for_the_released_form(released, tmp_
 
 
 # ------------------------------------------------------------------ units
+def test_freeze_keeps_imported_bn_statistics_and_lets_fresh_ones_estimate():
+    """A BN whose statistics the init weights lacked (flagged by mark_fresh_bns from a report's kept_init) keeps
+    training its statistics under freeze_bn_stats; the imported one keeps its own bit for bit."""
+    from paddle_recipes.freeze_bn import freeze_bn_stats, fresh_bns, mark_fresh_bns
+
+    net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 1), paddle.nn.BatchNorm2D(4), paddle.nn.BatchNorm2D(4))
+    assert mark_fresh_bns(net, ["2._mean", "2._variance", "2.weight"]) == ["2"] == fresh_bns(net)
+    assert freeze_bn_stats(net) == 1
+    net.train()
+    net(paddle.randn([2, 3, 5, 5]) * 3 + 2)
+    assert np.array_equal(net[1]._mean.numpy(), np.zeros(4, "float32"))
+    assert not np.array_equal(net[2]._mean.numpy(), np.zeros(4, "float32"))
+    assert mark_fresh_bns(net, []) == [] and freeze_bn_stats(net) == 2  # re-marked: both frozen
+
+
 def test_decide_follows_the_weights_form():
     released = Form(["b"], ["head.gtc_head"])
     assert decide("auto", init="x", init_is_inference=True)[0] is True
@@ -411,6 +426,11 @@ def test_det_recipe_fine_tunes_a_released_det_model_fused(tmp_path, caplog):
     assert sum(k.endswith(".reparam_conv.bias") for k in saved) == 28 and not [k for k in saved if ".conv_kxk." in k]
     thresh = [k for k in saved if k.startswith("head.thresh.") and k.endswith("weight")]
     assert thresh and all(not np.array_equal(first[k], saved[k]) for k in thresh)  # the thresh branch trains
+    thresh_stats = [k for k in saved if k.startswith("head.thresh.") and k.endswith("._mean")]
+    assert thresh_stats and all(not np.array_equal(first[k], saved[k]) for k in thresh_stats)  # fresh: estimated
+    kept = weights(tmp_path / "rel" / "checkpoints" / "best")
+    assert all(np.array_equal(kept[k], saved[k]) for k in saved if k.startswith("head.binarize.") and "._" in k)
+    assert any("2 not in the init weights estimate theirs (head.thresh.conv_bn1" in m for m in messages)
     fresh_logging()
     metrics = OcrDet.main(["-c", smoke, "-o", *common, f"Global.output_dir={tmp_path / 'ft'}", "--mode", "eval"])
     assert 0.0 <= metrics["hmean"] <= 1.0

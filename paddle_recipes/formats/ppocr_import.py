@@ -71,6 +71,11 @@ class ImportReport:
     def total(self) -> int:
         return len(self.loaded) + len(self.unfused) + len(self.reinitialized) + len(self.fresh)
 
+    @property
+    def kept_init(self) -> List[str]:
+        """The model's tensors that kept their initial values (fresh, re-initialised)."""
+        return [*self.fresh, *self.reinitialized]
+
     def summary(self) -> str:
         cls = (f"; classes {self.classes[0]} in the file, {self.classes[1]} in the model"
                + (f" ({self.dictionary})" if self.dictionary else "")

@@ -68,11 +68,11 @@ class DetPPYOLOE(Recipe):
     def build_model(self):
         return build_model(self.cfg.Architecture, self.cfg.Loss, self.eval_index.num_classes)
 
-    def load_pretrained(self, model, path: str) -> None:
+    def load_pretrained(self, model, path: str):
         """PaddleDetection PP-YOLOE(+) checkpoints by their names (class head re-initialised if needed)."""
         if not is_ppdet_checkpoint(path):
             return super().load_pretrained(model, path)
-        load_ppdet_weights(model, path, logger=self.log)
+        return load_ppdet_weights(model, path, logger=self.log)
 
     def load_inference_weights(self, model, source: str) -> str:
         """Global.weights may also be a ppdet checkpoint (eval/predict/export); its class count must match."""

@@ -219,6 +219,11 @@ class PpdetLoadReport:
     checkpoint_classes: int = 0
     model_classes: int = 0
 
+    @property
+    def kept_init(self) -> list:
+        """The model's tensors that kept their initial values (the re-initialised class head)."""
+        return list(self.reinitialised)
+
     def line(self) -> str:
         return (f"ppdet weights {self.source}: {self.loaded} tensors loaded, {self.folded_alpha} RepVgg alpha folded, "
                 f"{len(self.dropped)} dropped ({', '.join(self.dropped) or '-'})")
