@@ -20,7 +20,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Every process this test session starts inherits this mark (through os.environ and _clean_env), so the
 # session can find what it left behind: see pytest_sessionfinish.
 SESSION_MARK = "PADDLE_RECIPES_TEST_SESSION"
-os.environ.setdefault(SESSION_MARK, f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
+# Under pytest-xdist each worker marks its own children (its own environ still holds the controller's mark), so a
+# worker that finishes first never takes a sibling worker for a left-over process.
+if os.environ.get("PYTEST_XDIST_WORKER") or SESSION_MARK not in os.environ:
+    os.environ[SESSION_MARK] = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
 _HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")  # live as long as pytest itself
 
 
