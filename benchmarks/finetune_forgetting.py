@@ -12,7 +12,7 @@ PaddleOCR's ch_PP-OCRv4_rec_infer, ppocr_keys_v1):
 - **weak domain** (`--domain`): `dot_matrix` (default): our generator's clean lines re-printed by a 9-pin-like
   dot-matrix head (benchmarks/harness/dot_matrix.py; the released model reads 0.45 of them), or `small`: 8-10 px
   lines resized to 48 high (`--font-size`); `--freq-mix` of real-usage character frequencies, default 1.0;
-  train `--num-train` lines, val 200 (other seed);
+  train `--num-train` lines, val `--num-val` (default 200; other seed);
 - **real photos**: tests/fixtures/real_crops (305 hand-checked line crops of 13 PaddleOCR doc photos; NOTICE.md);
 - **replay** (optional): other real line crops (`--replay-pool`, e.g. made by datasets/make_replay_pool.py), read by
   the released model with `--mode predict`, kept at score >= `--replay-score` (the awk line of README_ocr_rec.md),
@@ -91,11 +91,11 @@ def prep(a, root: Path):
     if a.domain == "small":
         cfg = dict(font_size=tuple(a.font_size), freq_mix=a.freq_mix)
         build_dataset(root / "weak", chars, {"train": a.num_train}, SynthConfig(seed=21, **cfg), fmt="label_file")
-        build_dataset(root / "weak", chars, {"val": 200}, SynthConfig(seed=11, **cfg), fmt="label_file")
+        build_dataset(root / "weak", chars, {"val": a.num_val}, SynthConfig(seed=11, **cfg), fmt="label_file")
     else:  # clean lines (default sizes, no aug) re-printed by a dot-matrix head
         cfg = dict(aug=False, freq_mix=a.freq_mix)
         build_dataset(root / "clean", chars, {"train": a.num_train}, SynthConfig(seed=21, **cfg), fmt="label_file")
-        build_dataset(root / "clean", chars, {"val": 200}, SynthConfig(seed=11, **cfg), fmt="label_file")
+        build_dataset(root / "clean", chars, {"val": a.num_val}, SynthConfig(seed=11, **cfg), fmt="label_file")
         for split, seed in (("train", 21), ("val", 11)):
             make_split(root / "clean" / split, root / "weak" / split, seed)
     (root / "domain.txt").write_text(a.domain, encoding="utf-8")
@@ -116,10 +116,16 @@ def prep(a, root: Path):
 
 
 def score(root: Path, weak: dict, real: dict, released: dict) -> dict:
-    """Exact-string accuracy on the weak val set and the real crops, and agreement with the released readings."""
+    """Exact-string accuracy on the weak val set and the real crops, and agreement with the released readings;
+    weak_acc_ppocr: the weak val accuracy as PaddleOCR's RecMetric counts it (spaces ignored)."""
     weak_truth = label_map(root / "weak/val")
     real_truth = label_map(REAL_CROPS)
+    def no_space(text):
+        return (text or "").replace(" ", "")
+
     return {"weak_acc": round(sum(weak.get(k) == t for k, t in weak_truth.items()) / len(weak_truth), 4),
+            "weak_acc_ppocr": round(sum(no_space(weak.get(k)) == no_space(t) for k, t in weak_truth.items())
+                                    / len(weak_truth), 4),
             "real_acc": round(sum(real.get(k) == t for k, t in real_truth.items()) / len(real_truth), 4),
             "real_agree": round(sum(real.get(k) == released["real"][k] for k in real_truth) / len(real_truth), 4)}
 
@@ -179,6 +185,7 @@ def main(argv=None):
     p.add_argument("--font-size", type=int, nargs=2, default=[8, 10])
     p.add_argument("--freq-mix", type=float, default=1.0)
     p.add_argument("--num-train", type=int, default=4000)
+    p.add_argument("--num-val", type=int, default=200, help="weak-domain val lines (prep)")
     p.add_argument("--replay-pool", default="", help="folder with images/ of real line crops (prep)")
     p.add_argument("--replay-score", type=float, default=0.9)
     p.add_argument("--replay-ratio", type=float, default=0.0, help="ratio_list entry of the replay file (run)")
