@@ -33,8 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.harness.dot_matrix import make_split  # noqa: E402
-from benchmarks.harness.official_init import official_paths  # noqa: E402
+from benchmarks.harness.official_init import make_weak_splits, official_paths  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
 from benchmarks.harness.runner import run_proc  # noqa: E402
 
@@ -84,20 +83,12 @@ def label_map(folder: Path) -> dict:
 
 def prep(a, root: Path):
     from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
 
     model, keys = released_files()
     chars = CharDict.from_file(str(keys), use_space_char=True).chars
-    if a.domain == "small":
-        cfg = dict(font_size=tuple(a.font_size), freq_mix=a.freq_mix)
-        build_dataset(root / "weak", chars, {"train": a.num_train}, SynthConfig(seed=21, **cfg), fmt="label_file")
-        build_dataset(root / "weak", chars, {"val": a.num_val}, SynthConfig(seed=11, **cfg), fmt="label_file")
-    else:  # clean lines (default sizes, no aug) re-printed by a dot-matrix head
-        cfg = dict(aug=False, freq_mix=a.freq_mix)
-        build_dataset(root / "clean", chars, {"train": a.num_train}, SynthConfig(seed=21, **cfg), fmt="label_file")
-        build_dataset(root / "clean", chars, {"val": a.num_val}, SynthConfig(seed=11, **cfg), fmt="label_file")
-        for split, seed in (("train", 21), ("val", 11)):
-            make_split(root / "clean" / split, root / "weak" / split, seed)
+    synth = {"freq_mix": a.freq_mix} | ({"font_size": tuple(a.font_size)} if a.domain == "small" else {})
+    for split, num, seed in (("train", a.num_train, 21), ("val", a.num_val, 11)):  # seeds as in every earlier run
+        make_weak_splits(root / "weak", chars, {split: num}, a.domain, seed, {split: seed}, **synth)
     (root / "domain.txt").write_text(a.domain, encoding="utf-8")
     key = f"Global.pretrained_model={model}"
     reads = {"weak_val": predict(key, root / "weak/val/images", root / "released/weak_val", keys),

@@ -34,33 +34,41 @@ def official_paths() -> dict | None:
     return paths if all(p.exists() for p in paths.values()) else None
 
 
-def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_val: int,
-                  font_size: tuple[int, int], text_len: tuple[int, int], seed: int = 11,
-                  domain: str = "small") -> Path:
-    """A weak domain of the released model, as PaddleOCR label files root/{train,val}/label.txt: synthetic lines of
-    the dictionary's characters, either (`domain` "small") rendered at `font_size` (min, max) px and resized to 48 px
-    height (the released model reads about 0.6 of 8-10 px lines), or ("dot_matrix") clean lines re-printed by a
-    dot-matrix head (harness/dot_matrix.py; it reads about 0.45). Cached by the generator's fingerprint."""
-    from paddle_recipes.tasks.ocr.charset import CharDict
+def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: int, print_seeds: dict | None = None,
+                     **synth) -> Path:
+    """Splits {name: lines} of a weak domain of the released model as PaddleOCR label files root/<name>/label.txt,
+    from one generator seed: `domain` "small": lines rendered by SynthConfig(seed, **synth) (e.g. font_size 8-10 px,
+    resized to 48 high); "dot_matrix": clean lines (SynthConfig(aug=False, seed, **synth), kept in root/clean) re-printed
+    by a dot-matrix head (harness/dot_matrix.py) with print_seeds[name]. Cached by the generator's fingerprint and the
+    clean label file."""
     from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
 
-    chars = CharDict.from_file(str(keys_file), use_space_char=True).chars
-    splits = {"train": num_train, "val": num_val}
     if domain == "small":
-        cfg = SynthConfig(min_len=text_len[0], max_len=text_len[1], font_size=tuple(font_size), seed=seed)
-        return build_dataset(root, chars, splits, cfg, fmt="label_file")
+        return build_dataset(root, chars, splits, SynthConfig(seed=seed, **synth), fmt="label_file")
     if domain != "dot_matrix":
         raise ValueError(f"unknown weak domain {domain!r}: small | dot_matrix")
     from benchmarks.harness.dot_matrix import make_split
 
     root = Path(root)
-    cfg = SynthConfig(min_len=text_len[0], max_len=text_len[1], aug=False, seed=seed)
-    clean = build_dataset(root / "clean", chars, splits, cfg, fmt="label_file")
-    for i, split in enumerate(splits):
+    clean = build_dataset(root / "clean", chars, splits, SynthConfig(aug=False, seed=seed, **synth), fmt="label_file")
+    for split in splits:
         src, dst = clean / split, root / split
         if not (dst / "label.txt").exists() or (dst / "label.txt").read_bytes() != (src / "label.txt").read_bytes():
-            make_split(src, dst, seed * 10 + i)
+            make_split(src, dst, print_seeds[split])
     return root
+
+
+def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_val: int,
+                  font_size: tuple[int, int], text_len: tuple[int, int], seed: int = 11,
+                  domain: str = "small") -> Path:
+    """make_weak_splits for vs_paddleocr.py: train and val from one seed, lines of `text_len` (min, max) chars; the
+    released model reads about 0.6 of 8-10 px lines ("small", `font_size`) and about 0.45 of "dot_matrix" prints."""
+    from paddle_recipes.tasks.ocr.charset import CharDict
+
+    chars = CharDict.from_file(str(keys_file), use_space_char=True).chars
+    synth = dict(min_len=text_len[0], max_len=text_len[1]) | ({"font_size": tuple(font_size)} if domain == "small" else {})
+    return make_weak_splits(root, chars, {"train": num_train, "val": num_val}, domain, seed,
+                            {"train": seed * 10, "val": seed * 10 + 1}, **synth)
 
 
 def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Path, out: Path) -> dict:
