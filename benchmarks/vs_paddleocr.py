@@ -133,6 +133,9 @@ def parse_args(argv=None):
     p.add_argument("--side-by-side", action="store_true",
                    help="run the 1-process rows of a repeat at the same time, each pinned to its own core(s), so they "
                         "share the machine's load alike (2-process rows still run alone)")
+    p.add_argument("--add-to", default="", metavar="REPORT_DIR",
+                   help="continue an earlier report (its report.json, same command otherwise): its runs count in every "
+                        "figure and --repeats more follow with the next seeds (42 + repeats done)")
     cli.add_run_options(p, repeats=3, timeout=4 * 3600.0, timeout_help="seconds per process before it is killed",
                         threads_help="math threads per process",
                         quick_help="tiny data (12 steps at 1 process, 6 at 2), reduced widths: pipeline only")
@@ -239,6 +242,18 @@ def official_start(args, yn: str, ypath: Path, data: Path, dict_path: Path, work
     return {**keys, "Global.pretrained_model": str(weights)}
 
 
+def earlier_runs(report_dir: Path) -> dict:
+    """{yaml name: {row name: [run records]}} of an earlier report.json (--add-to)."""
+    rep = json.loads((report_dir / "report.json").read_text())
+    return {y["name"]: y["runs"] for y in rep["yamls"]}
+
+
+def earlier_commands(report_dir: Path) -> list:
+    """The commands of an earlier report and of the ones it continued."""
+    rep = json.loads((report_dir / "report.json").read_text())
+    return (rep.get("continues") or []) + [rep["command"]]
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not args.ppocr_src:
@@ -320,6 +335,8 @@ def main(argv=None) -> int:
     peak = matmul_peak()
     report_yamls = []
     all_ok = True
+    earlier = earlier_runs(Path(args.add_to)) if args.add_to else {}
+    done_before = max((len(v) for y in earlier.values() for v in y.values()), default=0)  # seeds 42.. already run
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     versions_seen = versions(args.ppocr_python)
 
@@ -331,12 +348,13 @@ def main(argv=None) -> int:
                "runs_done": sum(len(v) for y in yamls for v in y["runs"].values()),
                "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
                "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
-               "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": repeats, "epochs": epochs,
+               "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": done_before + repeats, "epochs": epochs,
                "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
                "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
                "not_switched_on": H.NOT_SWITCHED_ON,
                "data": f"{data_what}, {n_train} train / {n_val} val, PaddleOCR label files under {data}",
-               "init": init_info or None, "yamls": yamls, "work_dir": str(work)}
+               "init": init_info or None, "yamls": yamls, "work_dir": str(work),
+               "continues": earlier_commands(Path(args.add_to)) if args.add_to else None}
         for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
                            ("report.md", H.to_markdown(rep))):
             tmp = out_dir / f".{name}.tmp"
@@ -355,7 +373,7 @@ def main(argv=None) -> int:
         ypath.write_text(yaml.safe_dump(derived, allow_unicode=True, sort_keys=False))
         has_sampler = bool((derived.get("Train") or {}).get("sampler"))
         steps_per_epoch = n_train // batch  # drop_last on both sides; per process when 1 process
-        runs: dict = {r.name: [] for r in rows}
+        runs: dict = {r.name: list(earlier.get(yn, {}).get(r.name, [])) for r in rows}
         try:
             fast_keys = H.fast_keys(H.speedup_keys(derived), fast_extra, args.fast_drop)
         except ValueError as exc:
@@ -413,7 +431,7 @@ def main(argv=None) -> int:
             return y
 
         slots = H.side_by_side_groups(rows, n_cores // args.threads if args.side_by_side else 1)
-        for rep in range(repeats):
+        for rep in range(done_before, done_before + repeats):
             for group in slots:  # one group runs at a time; its runs at the same time, each on its own cores
                 with ThreadPoolExecutor(max_workers=len(group)) as pool:
                     # cores rotate with the repeat: each row runs on each core in turn (no core bias)

@@ -380,6 +380,24 @@ def test_a_stopped_run_leaves_a_partial_report(tmp_path):
 
 
 
+def test_add_to_continues_a_report_with_the_next_seed(tmp_path):
+    """--add-to: a second invocation runs seed 43 after the first's seed 42, and its report holds both runs of every
+    row (figures over both) and the first command."""
+    cmd, env, work, out = _small_fake_run(tmp_path, "0", 1)
+    first = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    out2, work2 = tmp_path / "out2", tmp_path / "work2"
+    cmd2 = [c if c not in (str(out), str(work)) else str(out2 if c == str(out) else work2) for c in cmd]
+    second = subprocess.run(cmd2 + ["--add-to", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert [ln.split()[:2] for ln in (work2 / "order.txt").read_text().split("\n") if ln.endswith("0/1")] == \
+        [["r34_ppocr_p1_r1", "43"], ["r34_fast_p1_r1", "43"]]
+    rep = json.loads((out2 / "report.json").read_text())
+    assert rep["runs_done"] == 4 and rep["repeats"] == 2 and rep["continues"] == [" ".join(["python"] + cmd[1:])]
+    assert {r["name"]: r["repeats"] for r in rep["yamls"][0]["rows"]} == {"ppocr_p1": 2, "fast_p1": 2}
+
+
 def test_a_trainer_that_writes_no_train_log_is_read_from_its_console(tmp_path):
     """PaddleOCR checkouts of mid-2025 log to the console only (no train.log): the harness reads the captured
     stdout instead, says which file it read, and the figures are the same as from a train.log."""
