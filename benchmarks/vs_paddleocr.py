@@ -335,7 +335,8 @@ def main(argv=None) -> int:
     peak = matmul_peak()
     report_yamls = []
     all_ok = True
-    earlier = earlier_runs(Path(args.add_to)) if args.add_to else {}
+    earlier = earlier_runs(Path(args.add_to)) if args.add_to else {}  # read once: --out may be the same folder
+    continued = earlier_commands(Path(args.add_to)) if args.add_to else None
     done_before = max((len(v) for y in earlier.values() for v in y.values()), default=0)  # seeds 42.. already run
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     versions_seen = versions(args.ppocr_python)
@@ -354,7 +355,7 @@ def main(argv=None) -> int:
                "not_switched_on": H.NOT_SWITCHED_ON,
                "data": f"{data_what}, {n_train} train / {n_val} val, PaddleOCR label files under {data}",
                "init": init_info or None, "yamls": yamls, "work_dir": str(work),
-               "continues": earlier_commands(Path(args.add_to)) if args.add_to else None}
+               "continues": continued}
         for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
                            ("report.md", H.to_markdown(rep))):
             tmp = out_dir / f".{name}.tmp"

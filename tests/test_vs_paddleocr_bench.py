@@ -388,12 +388,12 @@ def test_add_to_continues_a_report_with_the_next_seed(tmp_path):
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     out2, work2 = tmp_path / "out2", tmp_path / "work2"
     cmd2 = [c if c not in (str(out), str(work)) else str(out2 if c == str(out) else work2) for c in cmd]
-    second = subprocess.run(cmd2 + ["--add-to", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                            timeout=300)
+    second = subprocess.run(cmd2 + ["--add-to", str(out), "--out", str(out)], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)  # the same folder, as one would
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert [ln.split()[:2] for ln in (work2 / "order.txt").read_text().split("\n") if ln.endswith("0/1")] == \
         [["r34_ppocr_p1_r1", "43"], ["r34_fast_p1_r1", "43"]]
-    rep = json.loads((out2 / "report.json").read_text())
+    rep = json.loads((out / "report.json").read_text())
     assert rep["runs_done"] == 4 and rep["repeats"] == 2 and rep["continues"] == [" ".join(["python"] + cmd[1:])]
     assert {r["name"]: r["repeats"] for r in rep["yamls"][0]["rows"]} == {"ppocr_p1": 2, "fast_p1": 2}
 
