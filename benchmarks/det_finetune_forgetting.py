@@ -46,14 +46,14 @@ def released_det() -> Path:
     return models["det"]
 
 
-def recipe(args, log: Path, nproc: int = 1) -> tuple[float, str]:
-    """Run recipes/ocr_det.py (under paddle.distributed.launch when nproc > 1), one thread per process; returns
-    (wall seconds, its console output)."""
+def recipe(mode: str, keys: list, log: Path, nproc: int = 1) -> tuple[float, str]:
+    """Run recipes/ocr_det.py --mode `mode` -o `keys` (under paddle.distributed.launch when nproc > 1), one thread per
+    process; returns (wall seconds, its console output)."""
     launch = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(nproc),
               "--log_dir", str(log.parent / "launch")] if nproc > 1 else [sys.executable]
     log.parent.mkdir(parents=True, exist_ok=True)
-    rec = run_proc(launch + [str(REPO / "recipes/ocr_det.py"), "-c", str(YAML), "-o", "Global.use_gpu=false"] + args,
-                   REPO, log, threads=1, timeout=6 * 3600, budget_s=0)
+    rec = run_proc(launch + [str(REPO / "recipes/ocr_det.py"), "-c", str(YAML), "--mode", mode, "-o",
+                             "Global.use_gpu=false", *keys], REPO, log, threads=1, timeout=6 * 3600, budget_s=0)
     if rec["returncode"]:
         sys.exit(f"det_finetune_forgetting.py: recipe failed (exit {rec['returncode']}), see {log}")
     return rec["wall_s"], log.read_text(encoding="utf-8", errors="replace")
@@ -65,7 +65,7 @@ def data_keys(split: str, folder: Path) -> list:
 
 def evaluate(weights_key: str, root: Path, out: Path) -> dict:
     """`--mode eval` on the val pages: the metrics JSON line it prints (precision, recall, hmean)."""
-    _, text = recipe(["--mode", "eval", weights_key, f"Global.save_model_dir={out}"] + data_keys("Eval", root / "val"),
+    _, text = recipe("eval", [weights_key, f"Global.save_model_dir={out}"] + data_keys("Eval", root / "val"),
                      out / "eval.log")
     found = [json.loads(ln) for ln in text.splitlines() if ln.startswith("{") and '"hmean"' in ln]
     if not found:
@@ -76,8 +76,8 @@ def evaluate(weights_key: str, root: Path, out: Path) -> dict:
 def detect(weights_key: str, root: Path, out: Path) -> dict:
     """{photo name: [quad, ...]} of `--mode predict` on the real photos."""
     res = out / "photos.txt"
-    recipe(["--mode", "predict", weights_key, f"Global.infer_img={root / 'photos'}", f"Global.save_res_path={res}",
-            f"Global.save_model_dir={out}"], out / "predict.log")
+    recipe("predict", [weights_key, f"Global.infer_img={root / 'photos'}", f"Global.save_res_path={res}",
+                       f"Global.save_model_dir={out}"], out / "predict.log")
     boxes = {}
     for line in res.read_text(encoding="utf-8").splitlines():
         path, found = line.split("\t", 1)
@@ -114,8 +114,9 @@ def read_photo(mirror: Path, path: str) -> bytes:
 def prep(a, root: Path):
     from make_photo_pages import make_pages
 
-    make_pages(root / "train", a.train_pages, seed=1)
-    make_pages(root / "val", a.val_pages, seed=2)
+    for split, pages, seed in (("train", a.train_pages, 1), ("val", a.val_pages, 2)):
+        if not (root / split / "label.txt").exists():  # deterministic for a seed: made once
+            make_pages(root / split, pages, seed=seed)
     photos = root / "photos"
     photos.mkdir(parents=True, exist_ok=True)
     for path in photo_paths_in_notice():
@@ -135,7 +136,7 @@ def run(a, root: Path):
              f"Train.loader.batch_size_per_card={a.batch}", "Train.loader.num_workers=0", "Eval.loader.num_workers=0",
              "Global.epoch_num=1000", f"Global.max_steps={a.steps}", "Global.eval_batch_step=[]",
              "Global.print_batch_step=5", f"Optimizer.lr.learning_rate={a.lr}", "Optimizer.lr.warmup_epoch=0"] + a.o
-    wall, _ = recipe(train, out / "train.log", a.nproc)
+    wall, _ = recipe("train", train, out / "train.log", a.nproc)
     key = f"Global.checkpoints={out / 'checkpoints' / 'latest'}"
     after = {"eval": evaluate(key, root, out), "photos": agreement(released["photos"], detect(key, root, out))}
     row = {"name": a.name, "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr, "o": a.o,
