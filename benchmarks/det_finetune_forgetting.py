@@ -19,7 +19,6 @@ Results: one JSON line per run in <root>/results.jsonl; `report` prints the mark
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -32,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "datasets"))
 
+from benchmarks.harness.cli import finetune_parser, run_label  # noqa: E402
 from benchmarks.harness.official_system import official_models  # noqa: E402
 from benchmarks.harness.runner import run_proc  # noqa: E402
 
@@ -153,25 +153,16 @@ def report(root: Path):
     print("|---|---|---|---|---|")
     for r in rows:
         b, f, p = r["before"], r["after"]["eval"], r["after"]["photos"]
-        print(f"| {r['name']} ({r['nproc']} proc, {r['steps']} steps x {r['batch_per_card']}/card, lr {r['lr']}) | "
-              f"{' '.join(r['o']) or 'defaults'} | {r['train_wall_s'] / 60:.1f} min | {b['hmean']:.3f} -> "
+        print(f"| {run_label(r)} | {' '.join(r['o']) or 'defaults'} | {r['train_wall_s'] / 60:.1f} min | {b['hmean']:.3f} -> "
               f"{f['hmean']:.3f} ({f['precision']:.3f} / {f['recall']:.3f}) | F {p['agreement_f']:.3f} "
               f"({p['matched']} matched of {p['boxes_released']} / {p['boxes_after']}) |")
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("what", choices=["prep", "run", "report"])
-    p.add_argument("name", nargs="?", default="ft", help="run name (run only)")
-    p.add_argument("--root", default="/tmp/det_ft")
+    p = finetune_parser(__doc__, "ft", "/tmp/det_ft", steps=60, batch=8)
     p.add_argument("--mirror", default="", help="PaddleOCR git mirror or checkout with doc/imgs (prep)")
     p.add_argument("--train-pages", type=int, default=160)
     p.add_argument("--val-pages", type=int, default=40)
-    p.add_argument("--nproc", type=int, default=2)
-    p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("-o", nargs="*", default=[], help="more recipe -o keys")
     a = p.parse_args(argv)
     if a.what == "prep" and not a.mirror:
         p.error("prep needs --mirror (a PaddleOCR git mirror or checkout that holds doc/imgs)")

@@ -23,7 +23,6 @@ Results: one JSON line per run in <root>/results.jsonl; `report` prints the mark
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.harness.cli import finetune_parser, run_label  # noqa: E402
 from benchmarks.harness.official_init import make_weak_splits, official_paths  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
 from benchmarks.harness.runner import run_proc  # noqa: E402
@@ -161,16 +161,12 @@ def report(root: Path):
         b, f = r["before"], r["after"]
         mix = [f"ratio_list [{r.get('weak_ratio', 1.0)}, {r['replay_ratio']}] (weak, replay)"] * bool(r["replay_ratio"])
         keys = " ".join(mix + r["o"]) or "defaults"
-        print(f"| {r['name']} ({r['nproc']} proc, {r['steps']} steps x {r['batch_per_card']}/card, lr {r['lr']}) | "
-              f"{keys} | {r['train_wall_s'] / 60:.1f} min | {b['weak_acc']:.3f} -> {f['weak_acc']:.3f} | "
+        print(f"| {run_label(r)} | {keys} | {r['train_wall_s'] / 60:.1f} min | {b['weak_acc']:.3f} -> {f['weak_acc']:.3f} | "
               f"{b['real_acc']:.3f} -> {f['real_acc']:.3f} | {b['real_agree']:.3f} -> {f['real_agree']:.3f} |")
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("what", choices=["prep", "run", "report"])
-    p.add_argument("name", nargs="?", default="plain", help="run name (run only)")
-    p.add_argument("--root", default="/tmp/ft_released")
+    p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16)
     p.add_argument("--domain", choices=["dot_matrix", "small"], default="dot_matrix",
                    help="weak domain (prep): dot-matrix prints of clean lines, or 8-10 px lines (--font-size)")
     p.add_argument("--font-size", type=int, nargs=2, default=[8, 10])
@@ -181,12 +177,7 @@ def main(argv=None):
     p.add_argument("--replay-score", type=float, default=0.9)
     p.add_argument("--replay-ratio", type=float, default=0.0, help="ratio_list entry of the replay file (run)")
     p.add_argument("--weak-ratio", type=float, default=1.0, help="ratio_list entry of the weak-domain file (run)")
-    p.add_argument("--nproc", type=int, default=2)
-    p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup-epoch", type=float, default=0)
-    p.add_argument("-o", nargs="*", default=[], help="more recipe -o keys")
     a = p.parse_args(argv)
     root = Path(a.root)
     root.mkdir(parents=True, exist_ok=True)

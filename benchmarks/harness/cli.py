@@ -17,6 +17,26 @@ def parser(doc: str) -> argparse.ArgumentParser:
                                    epilog=doc)
 
 
+def finetune_parser(doc: str, name: str, root: str, steps: int, batch: int) -> argparse.ArgumentParser:
+    """The prep / run NAME / report command line of the fine-tune-and-forget scripts: --root, and for run --nproc,
+    --steps, --batch (per process), --lr and -o (more recipe keys); each script adds its own."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("what", choices=["prep", "run", "report"])
+    p.add_argument("name", nargs="?", default=name, help="run name (run only)")
+    p.add_argument("--root", default=root)
+    p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--steps", type=int, default=steps)
+    p.add_argument("--batch", type=int, default=batch)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("-o", nargs="*", default=[], help="more recipe -o keys")
+    return p
+
+
+def run_label(row: dict) -> str:
+    """'name (2 proc, 300 steps x 16/card, lr 0.0001)' of a fine-tune results row."""
+    return f"{row['name']} ({row['nproc']} proc, {row['steps']} steps x {row['batch_per_card']}/card, lr {row['lr']})"
+
+
 def add_run_options(p: argparse.ArgumentParser, *, repeats: int, timeout: float, threads_help: str, quick_help: str,
                     repeats_help: str | None = None, timeout_help: str = "seconds per run before it is killed") -> None:
     """--repeats (runs of every row), --threads (math threads per process, default 1), --quick (tiny sizes: checks
