@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "datasets"))
 
 from benchmarks.harness.cli import finetune_parser, run_label  # noqa: E402
 from benchmarks.harness.official_system import official_models  # noqa: E402
-from benchmarks.harness.runner import run_proc  # noqa: E402
+from benchmarks.harness.runner import run_recipe  # noqa: E402
 
 YAML = REPO / "tests/fixtures/paddleocr_det_configs/PP-OCRv4/PP-OCRv4_mobile_det.yml"
 NOTICE = REPO / "tests/fixtures/real_crops/NOTICE.md"
@@ -47,16 +47,11 @@ def released_det() -> Path:
 
 
 def recipe(mode: str, keys: list, log: Path, nproc: int = 1) -> tuple[float, str]:
-    """Run recipes/ocr_det.py --mode `mode` -o `keys` (under paddle.distributed.launch when nproc > 1), one thread per
-    process; returns (wall seconds, its console output)."""
-    launch = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(nproc),
-              "--log_dir", str(log.parent / "launch")] if nproc > 1 else [sys.executable]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    rec = run_proc(launch + [str(REPO / "recipes/ocr_det.py"), "-c", str(YAML), "--mode", mode, "-o",
-                             "Global.use_gpu=false", *keys], REPO, log, threads=1, timeout=6 * 3600, budget_s=0)
-    if rec["returncode"]:
-        sys.exit(f"det_finetune_forgetting.py: recipe failed (exit {rec['returncode']}), see {log}")
-    return rec["wall_s"], log.read_text(encoding="utf-8", errors="replace")
+    """Run recipes/ocr_det.py --mode `mode` -o `keys` (harness.runner.run_recipe); returns (wall seconds, its console
+    output)."""
+    wall = run_recipe("recipes/ocr_det.py", ["-c", str(YAML), "--mode", mode, "-o", "Global.use_gpu=false", *keys],
+                      log, nproc, "det_finetune_forgetting.py")
+    return wall, log.read_text(encoding="utf-8", errors="replace")
 
 
 def data_keys(split: str, folder: Path) -> list:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.harness.cli import finetune_parser, run_label  # noqa: E402
 from benchmarks.harness.official_init import make_weak_splits, official_paths  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
-from benchmarks.harness.runner import run_proc  # noqa: E402
+from benchmarks.harness.runner import run_recipe  # noqa: E402
 
 YAML = REPO / "tests/fixtures/paddleocr_configs/PP-OCRv4/PP-OCRv4_mobile_rec.yml"
 
@@ -48,15 +48,8 @@ def released_files():
 
 
 def recipe(args, log: Path, nproc: int = 1) -> float:
-    """Run recipes/ocr_rec.py (under paddle.distributed.launch when nproc > 1), one thread per process; returns
-    wall seconds."""
-    launch = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(nproc),
-              "--log_dir", str(log.parent / "launch")] if nproc > 1 else [sys.executable]
-    rec = run_proc(launch + [str(REPO / "recipes/ocr_rec.py"), "-c", str(YAML)] + args, REPO, log, threads=1,
-                   timeout=6 * 3600, budget_s=0)
-    if rec["returncode"]:
-        sys.exit(f"finetune_forgetting.py: recipe failed (exit {rec['returncode']}), see {log}")
-    return rec["wall_s"]
+    """Run recipes/ocr_rec.py -c YAML `args` (harness.runner.run_recipe); returns wall seconds."""
+    return run_recipe("recipes/ocr_rec.py", ["-c", str(YAML)] + args, log, nproc, "finetune_forgetting.py")
 
 
 def common(keys: Path):

@@ -242,16 +242,10 @@ def official_start(args, yn: str, ypath: Path, data: Path, dict_path: Path, work
     return {**keys, "Global.pretrained_model": str(weights)}
 
 
-def earlier_runs(report_dir: Path) -> dict:
-    """{yaml name: {row name: [run records]}} of an earlier report.json (--add-to)."""
+def earlier_report(report_dir: Path) -> tuple[dict, list]:
+    """--add-to: ({yaml name: {row name: [run records]}}, the commands of that report and of the ones it continued)."""
     rep = json.loads((report_dir / "report.json").read_text())
-    return {y["name"]: y["runs"] for y in rep["yamls"]}
-
-
-def earlier_commands(report_dir: Path) -> list:
-    """The commands of an earlier report and of the ones it continued."""
-    rep = json.loads((report_dir / "report.json").read_text())
-    return (rep.get("continues") or []) + [rep["command"]]
+    return {y["name"]: y["runs"] for y in rep["yamls"]}, (rep.get("continues") or []) + [rep["command"]]
 
 
 def main(argv=None) -> int:
@@ -335,8 +329,7 @@ def main(argv=None) -> int:
     peak = matmul_peak()
     report_yamls = []
     all_ok = True
-    earlier = earlier_runs(Path(args.add_to)) if args.add_to else {}  # read once: --out may be the same folder
-    continued = earlier_commands(Path(args.add_to)) if args.add_to else None
+    earlier, continued = earlier_report(Path(args.add_to)) if args.add_to else ({}, None)  # read before --out is written
     done_before = max((len(v) for y in earlier.values() for v in y.values()), default=0)  # seeds 42.. already run
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     versions_seen = versions(args.ppocr_python)

@@ -32,10 +32,9 @@ def mark_fresh_bns(model: paddle.nn.Layer, kept_init: Iterable[str]) -> List[str
     """Flag the BNs whose running mean is among `kept_init` (state_dict keys the init weights did not provide);
     freeze_bn_stats leaves them training. Returns their names."""
     kept = set(kept_init)
-    fresh = [n for n, bn in batch_norms(model) if (f"{n}._mean" if n else "_mean") in kept]
     for n, bn in batch_norms(model):
-        setattr(bn, FRESH_FLAG, n in fresh)
-    return fresh
+        setattr(bn, FRESH_FLAG, (f"{n}._mean" if n else "_mean") in kept)
+    return fresh_bns(model)
 
 
 def fresh_bns(model: paddle.nn.Layer) -> List[str]:

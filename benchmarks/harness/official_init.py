@@ -34,7 +34,7 @@ def official_paths() -> dict | None:
     return paths if all(p.exists() for p in paths.values()) else None
 
 
-def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: int, print_seeds: dict | None = None,
+def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: int, print_seeds: dict,
                      **synth) -> Path:
     """Splits {name: lines} of a weak domain of the released model as PaddleOCR label files root/<name>/label.txt,
     from one generator seed: `domain` "small": lines rendered by SynthConfig(seed, **synth) (e.g. font_size 8-10 px,

@@ -71,11 +71,15 @@ def row_env(threads: int) -> dict:
     return env
 
 
-def _launch_prefix(settings: Settings, nproc: int, log_dir: Path) -> list[str]:
+def launch_prefix(python: str, nproc: int, log_dir: Path) -> list[str]:
+    """`python`, or `python -m paddle.distributed.launch --nproc_per_node N --log_dir DIR` when nproc > 1."""
     if nproc <= 1:
-        return [settings.python]
-    return [settings.python, "-m", "paddle.distributed.launch", "--nproc_per_node", str(nproc),
-            "--log_dir", str(log_dir)]
+        return [python]
+    return [python, "-m", "paddle.distributed.launch", "--nproc_per_node", str(nproc), "--log_dir", str(log_dir)]
+
+
+def _launch_prefix(settings: Settings, nproc: int, log_dir: Path) -> list[str]:
+    return launch_prefix(settings.python, nproc, log_dir)
 
 
 def recipe_overrides(row: Row, settings: Settings, out_dir: Path) -> list[str]:
@@ -243,6 +247,18 @@ def cores_prefix(nproc: int, threads: int, slot: int = 0) -> list[str]:
     n = nproc * threads
     mine = cores[max(0, len(cores) - (slot + 1) * n):len(cores) - slot * n] or cores[-n:]
     return ["taskset", "-c", ",".join(map(str, mine))]
+
+
+def run_recipe(script: str, args: list[str], log: Path, nproc: int, who: str) -> float:
+    """Run the recipe `script` (a path under the repo) with `args` to the end, under paddle.distributed.launch when
+    nproc > 1 (its logs in log.parent/launch), one math thread per process, console to `log`; returns wall seconds.
+    A failed run exits with one line naming `who` and the log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    rec = run_proc(launch_prefix(sys.executable, nproc, log.parent / "launch") + [str(REPO / script)] + args, REPO, log,
+                   threads=1, timeout=6 * 3600, budget_s=0)
+    if rec["returncode"]:
+        sys.exit(f"{who}: recipe failed (exit {rec['returncode']}), see {log}")
+    return rec["wall_s"]
 
 
 def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float, budget_s: float) -> dict:
