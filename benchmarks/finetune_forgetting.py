@@ -47,9 +47,28 @@ def released_files():
     return paths["model"], paths["keys"]
 
 
-def recipe(args, log: Path, nproc: int = 1) -> float:
-    """Run recipes/ocr_rec.py -c YAML `args` (harness.runner.run_recipe); returns wall seconds."""
-    return run_recipe("recipes/ocr_rec.py", ["-c", str(YAML)] + args, log, nproc, "finetune_forgetting.py")
+def recipe(args, log: Path, nproc: int = 1, yaml: Path = YAML) -> float:
+    """Run recipes/ocr_rec.py -c `yaml` `args` (harness.runner.run_recipe); returns wall seconds."""
+    return run_recipe("recipes/ocr_rec.py", ["-c", str(yaml)] + args, log, nproc, "finetune_forgetting.py")
+
+
+def train_yaml(out: Path, drop: list) -> Path:
+    """YAML, or (`drop` given) its copy out/train.yml without the Train.dataset.transforms ops named in `drop`
+    (a user's edit of the YAML, e.g. RecAug off); an op name the YAML lacks is an error."""
+    if not drop:
+        return YAML
+    import yaml
+
+    cfg = yaml.safe_load(YAML.read_text(encoding="utf-8"))
+    ops = cfg["Train"]["dataset"]["transforms"]
+    names = [next(iter(op)) for op in ops]
+    missing = sorted(set(drop) - set(names))
+    if missing:
+        sys.exit(f"finetune_forgetting.py: --drop-transform {missing}: not in {YAML.name}'s Train transforms {names}")
+    cfg["Train"]["dataset"]["transforms"] = [op for op, n in zip(ops, names) if n not in drop]
+    path = out / "train.yml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
 
 
 def common(keys: Path):
@@ -70,6 +89,15 @@ def predict(weights_key: str, images: Path, out: Path, keys: Path) -> dict:
     return reads
 
 
+def domain_name(a) -> str:
+    """'small' or 'dot_matrix' (10-14 dots, coverage 0.35: every run before 6 Dec 2026) or 'dot_matrix 10-14
+    dots, coverage 0.2' (results rows)."""
+    lo, hi = a.dots_per_line
+    if a.domain != "dot_matrix" or (lo, hi, a.dot_coverage) == (10, 14, 0.35):
+        return a.domain
+    return f"dot_matrix {lo}-{hi} dots, coverage {a.dot_coverage}"
+
+
 def label_map(folder: Path) -> dict:
     return {p.name: t for p, t in read_label_file(folder)}
 
@@ -80,9 +108,10 @@ def prep(a, root: Path):
     model, keys = released_files()
     chars = CharDict.from_file(str(keys), use_space_char=True).chars
     synth = {"freq_mix": a.freq_mix} | ({"font_size": tuple(a.font_size)} if a.domain == "small" else {})
+    prints = {"dots_per_line": tuple(a.dots_per_line), "coverage": a.dot_coverage}
     for split, num, seed in (("train", a.num_train, 21), ("val", a.num_val, 11)):  # seeds as in every earlier run
-        make_weak_splits(root / "weak", chars, {split: num}, a.domain, seed, {split: seed}, **synth)
-    (root / "domain.txt").write_text(a.domain, encoding="utf-8")
+        make_weak_splits(root / "weak", chars, {split: num}, a.domain, seed, {split: seed}, prints, **synth)
+    (root / "domain.txt").write_text(domain_name(a), encoding="utf-8")
     key = f"Global.pretrained_model={model}"
     reads = {"weak_val": predict(key, root / "weak/val/images", root / "released/weak_val", keys),
              "real": predict(key, REAL_CROPS / "images", root / "released/real", keys)}
@@ -132,13 +161,13 @@ def run(a, root: Path):
         "Train.loader.num_workers=0", "Eval.loader.num_workers=0", "Global.epoch_num=100",
         f"Global.max_steps={a.steps}", f"Global.eval_batch_step=[0,{a.steps}]", "Global.print_batch_step=10",
         f"Optimizer.lr.learning_rate={a.lr}", f"Optimizer.lr.warmup_epoch={a.warmup_epoch}"] + a.o
-    wall = recipe(train, out / "train.log", a.nproc)
+    wall = recipe(train, out / "train.log", a.nproc, train_yaml(out, a.drop_transform))
     key = f"Global.checkpoints={out / 'checkpoints' / 'latest'}"
     after = score(root, predict(key, root / "weak/val/images", out / "weak_val", keys),
                   predict(key, REAL_CROPS / "images", out / "real", keys), released)
     domain = root / "domain.txt"
     row = {"name": a.name, "domain": domain.read_text(encoding="utf-8") if domain.exists() else "small", "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr,
-           "weak_ratio": a.weak_ratio, "replay_ratio": a.replay_ratio, "o": a.o, "train_wall_s": round(wall, 1),
+           "dropped_transforms": a.drop_transform, "weak_ratio": a.weak_ratio, "replay_ratio": a.replay_ratio, "o": a.o, "train_wall_s": round(wall, 1),
            "loadavg_after": os.getloadavg()[0], "before": score(root, released["weak_val"], released["real"], released),
            "after": after, "date": time.strftime("%Y-%m-%d %H:%M")}
     with open(root / "results.jsonl", "a", encoding="utf-8") as f:
@@ -164,6 +193,9 @@ def main(argv=None):
                    help="weak domain (prep): dot-matrix prints of clean lines, or 8-10 px lines (--font-size)")
     p.add_argument("--font-size", type=int, nargs=2, default=[8, 10])
     p.add_argument("--freq-mix", type=float, default=1.0)
+    p.add_argument("--dots-per-line", type=int, nargs=2, default=[10, 14], help="dot_matrix: dots per line height")
+    p.add_argument("--dot-coverage", type=float, default=0.35,
+                   help="dot_matrix: a dot where the glyph covers more than this of its cell (0.2 keeps thin strokes)")
     p.add_argument("--num-train", type=int, default=4000)
     p.add_argument("--num-val", type=int, default=200, help="weak-domain val lines (prep)")
     p.add_argument("--replay-pool", default="", help="folder with images/ of real line crops (prep)")
@@ -171,6 +203,8 @@ def main(argv=None):
     p.add_argument("--replay-ratio", type=float, default=0.0, help="ratio_list entry of the replay file (run)")
     p.add_argument("--weak-ratio", type=float, default=1.0, help="ratio_list entry of the weak-domain file (run)")
     p.add_argument("--warmup-epoch", type=float, default=0)
+    p.add_argument("--drop-transform", action="append", default=[], metavar="OP",
+                   help="train with a copy of the YAML whose Train.dataset.transforms lacks OP (run; e.g. RecAug)")
     a = p.parse_args(argv)
     root = Path(a.root)
     root.mkdir(parents=True, exist_ok=True)

@@ -54,3 +54,33 @@ def test_make_split_keeps_labels_and_sizes(tmp_path):
     assert (tmp_path / "dot/label.txt").read_text(encoding="utf-8") == (src / "label.txt").read_text(encoding="utf-8")
     for i in range(2):
         assert Image.open(tmp_path / "dot/images" / f"{i:08d}.jpg").size == (150 + 20 * i, 48)
+
+
+def test_a_low_coverage_keeps_a_thin_stroke_the_default_drops():
+    """A 1-px stroke covers 1/5 of each 5-px cell: struck at coverage 0.1, gone at the default 0.35."""
+    img = Image.new("RGB", (140, 48), (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    draw.rectangle([4, 9, 40, 38], fill=(0, 0, 0))  # the ink rows: 30 px, 6 dots -> pitch 5
+    draw.line([100, 9, 100, 38], fill=(0, 0, 0), width=1)
+    near_stroke = (slice(None), slice(94, 107))
+    thin = dark(to_dot_matrix(img, 3, dots_per_line=(6, 6), coverage=0.1))[near_stroke]
+    default = dark(to_dot_matrix(img, 3, dots_per_line=(6, 6)))[near_stroke]
+    assert thin.sum() > 20 and not default.any()
+
+
+def test_make_weak_splits_reprints_when_the_print_options_change(tmp_path, monkeypatch):
+    import json
+
+    from benchmarks.harness import dot_matrix, official_init
+
+    calls = []
+    real = dot_matrix.make_split
+    monkeypatch.setattr(dot_matrix, "make_split", lambda *a, **k: calls.append(k) or real(*a, **k))
+    chars = list("国家发票号码一二三")
+    args = (tmp_path, chars, {"val": 3}, "dot_matrix", 5, {"val": 9})
+    official_init.make_weak_splits(*args, min_len=2, max_len=3)
+    official_init.make_weak_splits(*args, min_len=2, max_len=3)  # cached: same clean lines, same options
+    official_init.make_weak_splits(*args, {"coverage": 0.2}, min_len=2, max_len=3)
+    assert calls == [{}, {"coverage": 0.2}]
+    assert json.loads((tmp_path / "val/print.json").read_text()) == {"seed": 9, "dots_per_line": [10, 14],
+                                                                       "coverage": 0.2}

@@ -3,14 +3,22 @@ Chinese machine-printed invoices, bank slips and shipping labels.
 
 `to_dot_matrix` re-prints a clean rendered line (dark ink on a flat light background, the generator's aug=False
 output) on a grid of round dots: the pitch is the ink height divided by `dots_per_line` (a 24-pin head prints a
-hanzi with about 16-24 dots, a 9-pin head about 9-12; default 10-14 per line height), a dot is struck where the glyph covers more than `coverage` of its cell, then the
-paper tint, a ribbon colour, a slight blur and JPEG. Deterministic in `seed`.
+hanzi with about 16-24 dots, a 9-pin head about 9-12; default 10-14 per line height), a dot is struck where the
+glyph covers more than `coverage` of its cell, then the paper tint, a ribbon colour, a slight blur and JPEG.
+Deterministic in `seed`.
 
-`make_split(src, dst, seed)` converts one split written by `synth.build_dataset` (label.txt + images/) into dst.
+`coverage` decides whether thin strokes survive: at 0.35 (the default, every figure before 6 Dec 2026) a stroke
+narrower than about a third of the pitch strikes no dot, so light fonts lose strokes and some prints no longer show
+the labelled character (交 printed as 文, 白 as 门); at 0.2 every stroke keeps a dot, as a printer's own dot font
+does, and the released PP-OCRv4 rec still reads only 0.45 of the lines at 10-14 dots.
+
+`make_split(src, dst, seed, **print_options)` converts one split written by `synth.build_dataset` (label.txt +
+images/) into dst and records the options in dst/print.json.
 """
 from __future__ import annotations
 
 import io
+import json
 import random
 from pathlib import Path
 
@@ -58,12 +66,19 @@ def to_dot_matrix(img: Image.Image, seed: int, dots_per_line=(10, 14), coverage:
     return Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
 
 
-def make_split(src: Path, dst: Path, seed: int) -> int:
-    """Dot-matrix copies of every line of split folder `src` (label.txt + images/) into `dst`; returns the count."""
+def print_record(seed: int, dots_per_line=(10, 14), coverage: float = 0.35) -> dict:
+    """What dst/print.json of make_split holds: the seed and the print options."""
+    return {"seed": seed, "dots_per_line": list(dots_per_line), "coverage": coverage}
+
+
+def make_split(src: Path, dst: Path, seed: int, dots_per_line=(10, 14), coverage: float = 0.35) -> int:
+    """Dot-matrix copies of every line of split folder `src` (label.txt + images/) into `dst`, printed with
+    `dots_per_line` and `coverage` (to_dot_matrix); dst/print.json records them. Returns the count."""
     (dst / "images").mkdir(parents=True, exist_ok=True)
     lines = (src / "label.txt").read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines):
         rel = line.split("\t", 1)[0]
-        to_dot_matrix(Image.open(src / rel), seed * 1_000_003 + i).save(dst / rel, quality=95)
+        to_dot_matrix(Image.open(src / rel), seed * 1_000_003 + i, tuple(dots_per_line), coverage).save(dst / rel, quality=95)
     (dst / "label.txt").write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
+    (dst / "print.json").write_text(json.dumps(print_record(seed, dots_per_line, coverage)), encoding="utf-8")
     return len(lines)

@@ -14,6 +14,7 @@ Global.pretrained_model, as our recipe does; `load_warnings` lists what PaddleOC
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -35,26 +36,29 @@ def official_paths() -> dict | None:
 
 
 def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: int, print_seeds: dict,
-                     **synth) -> Path:
+                     print_options: dict | None = None, **synth) -> Path:
     """Splits {name: lines} of a weak domain of the released model as PaddleOCR label files root/<name>/label.txt,
     from one generator seed: `domain` "small": lines rendered by SynthConfig(seed, **synth) (e.g. font_size 8-10 px,
     resized to 48 high); "dot_matrix": clean lines (SynthConfig(aug=False, seed, **synth), kept in root/clean) re-printed
-    by a dot-matrix head (harness/dot_matrix.py) with print_seeds[name]. Cached by the generator's fingerprint and the
-    clean label file."""
+    by a dot-matrix head (harness/dot_matrix.py) with print_seeds[name] and `print_options` (dots_per_line,
+    coverage; default dot_matrix's). Cached by the generator's fingerprint, the clean label file and print.json."""
     from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
 
     if domain == "small":
         return build_dataset(root, chars, splits, SynthConfig(seed=seed, **synth), fmt="label_file")
     if domain != "dot_matrix":
         raise ValueError(f"unknown weak domain {domain!r}: small | dot_matrix")
-    from benchmarks.harness.dot_matrix import make_split
+    from benchmarks.harness.dot_matrix import make_split, print_record
 
     root = Path(root)
     clean = build_dataset(root / "clean", chars, splits, SynthConfig(aug=False, seed=seed, **synth), fmt="label_file")
     for split in splits:
         src, dst = clean / split, root / split
-        if not (dst / "label.txt").exists() or (dst / "label.txt").read_bytes() != (src / "label.txt").read_bytes():
-            make_split(src, dst, print_seeds[split])
+        record = print_record(print_seeds[split], **(print_options or {}))
+        made = dst / "print.json"
+        if (not (dst / "label.txt").exists() or (dst / "label.txt").read_bytes() != (src / "label.txt").read_bytes()
+                or not made.exists() or json.loads(made.read_text(encoding="utf-8")) != record):
+            make_split(src, dst, print_seeds[split], **(print_options or {}))
     return root
 
 
