@@ -516,3 +516,71 @@ def test_calibration_at_start_closes_the_gap_and_keeps_the_first_loss_low(offici
     for (n, a), (_, b), (_, c) in zip(passthrough_bns(ranks[0]), passthrough_bns(ranks[1]), passthrough_bns(single)):
         assert np.array_equal(a._mean.numpy(), b._mean.numpy()) and np.array_equal(a._variance.numpy(), b._variance.numpy()), n
         np.testing.assert_allclose(a._mean.numpy(), c._mean.numpy(), rtol=1e-4, atol=1e-5, err_msg=n)
+
+
+# ------------------------------------------------------------------ the dict a downloaded model folder carries
+@needs_official
+def test_dict_carried_by_a_paddlex_model_folder(tmp_path, caplog):
+    """A paddleocr 3.x / PaddleX download has no dict file: its inference.yml holds PostProcess.character_dict. With
+    the YAML's dict path missing (ppocr/utils/ppocr_keys_v1.txt outside a PaddleOCR checkout), predict uses the
+    folder's dict (one line) and reads the texts it reads with the dict file named; a named dict still wins."""
+    from test_paddleocr_recipe import run
+
+    px = tmp_path / "PP-OCRv4_mobile_rec"
+    shutil.copytree(REC_DIR, px)
+    chars = [c for c in KEYS.read_text(encoding="utf-8").split("\n") if c]
+    (px / "inference.yml").write_text(yaml.safe_dump({"Global": {"model_name": "PP-OCRv4_mobile_rec"}, "PostProcess": {
+        "name": "CTCLabelDecode", "character_dict": chars}}, allow_unicode=True), encoding="utf-8")
+    crops = HERE / "fixtures" / "real_crops" / "images"
+    imgs = tmp_path / "img"
+    imgs.mkdir()
+    for name in ("00006737_00.jpg", "00006737_07.jpg", "00015504_63.jpg"):  # 登机牌, 航班 FLIGHT, 71,243,800
+        shutil.copy(crops / name, imgs / name)
+
+    def predict(*extra):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        return run(["-c", str(REC_YAML), "--mode", "predict", "-o", f"Global.infer_img={imgs}",
+                    f"Global.save_model_dir={out}", f"Global.save_res_path={out / 'predicts.txt'}", *extra])
+
+    with caplog.at_level(logging.INFO):
+        carried = predict(f"Global.pretrained_model={px}")
+    said = [r.getMessage() for r in caplog.records if "not found: using the dict" in r.getMessage()]
+    assert said == [f"Global.character_dict_path=ppocr/utils/ppocr_keys_v1.txt not found: using the dict of the "
+                    f"weights' inference model, {px / 'inference.yml'}"]
+    named = predict(f"Global.pretrained_model={REC_DIR}", f"Global.character_dict_path={KEYS}")
+    assert [t for _, t, _ in carried] == [t for _, t, _ in named] == ["登机牌", "航班 FLIGHT", "71,243,800"]
+    wrong = tmp_path / "abc.txt"
+    wrong.write_text("a\nb\nc\n", encoding="utf-8")
+    from paddle_recipes.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match=r"head\.ctc_head\.fc\.bias has shape \[6625\], the model \[5\]"):
+        predict(f"Global.pretrained_model={px}", f"Global.character_dict_path={wrong}")  # abc + space + blank
+
+
+def test_charset_reads_an_inference_yml_and_says_what_is_wrong(tmp_path):
+    from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
+
+    good = tmp_path / "m" / "inference.yml"
+    good.parent.mkdir()
+    good.write_text("PostProcess:\n  name: CTCLabelDecode\n  character_dict:\n  - blank\n  - '0'\n  - 7\n  - 中\n",
+                    encoding="utf-8")
+    for source in (good, good.parent):
+        d = CharDict.from_file(source, use_space_char=True)
+        assert d.chars == ["0", "7", "中", " "] and d.source == str(good)
+    assert model_dict_file(good.parent / "inference.pdiparams") == good
+    (tmp_path / "ours").mkdir()  # our exports also write character_dict.txt; a yml without a dict is passed over
+    (tmp_path / "ours" / "inference.yml").write_text("Global: {model_name: PP-OCRv5_mobile_det}\n", encoding="utf-8")
+    (tmp_path / "ours" / "character_dict.txt").write_text("x\ny\n", encoding="utf-8")
+    assert CharDict.from_file(tmp_path / "ours").chars == ["x", "y"]
+    bad = {"no_dict.yml": ("Global: {model_name: x}\n", "no PostProcess.character_dict list"),
+           "bool.yml": ("PostProcess: {character_dict: ['a', yes]}\n", "entry 2 is True; expected a character"),
+           "broken.yml": ("PostProcess: [\n", "not a readable YAML file"),
+           "two.yml": ("PostProcess: {character_dict: ['ab']}\n", "entry 1 is 'ab'; expected exactly one character")}
+    for name, (text, message) in bad.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        with pytest.raises(CharDictError, match=re.escape(message)) as e:
+            CharDict.from_file(tmp_path / name)
+        assert str(tmp_path / name) in str(e.value) and "\n" not in str(e.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CharDictError, match="a folder without a dict"):
+        CharDict.from_file(tmp_path / "empty")

@@ -12,14 +12,16 @@ A PaddleOCR rec YAML works as ``-c`` with ``-o`` in its own keys (compat.paddleo
 from __future__ import annotations
 
 import logging
+import os
 from functools import cached_property, partial
 
 from paddle_recipes import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
+from paddle_recipes.formats.inference_files import is_inference_model
+from paddle_recipes.recipe import WEIGHTS_KEYS, Recipe
+from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
 from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr.evaluate import predict_images
@@ -47,8 +49,29 @@ class OcrRec(PaddleOCRExport, Recipe):
 
     @cached_property
     def charset(self) -> CharDict:
+        """Global.character_dict_path; when that file does not exist, the dict the weights' inference model folder
+        carries (its inference.yml or character_dict.txt: a paddleocr 3.x / PaddleX download), said in one line."""
         g = self.cfg.Global
-        return CharDict.from_file(resolve_path(g.character_dict_path), use_space_char=g.use_space_char)
+        path = resolve_path(g.character_dict_path)
+        if g.character_dict_path and not os.path.exists(path):
+            carried = self.carried_dict()
+            if carried is not None:
+                self.log.info("Global.character_dict_path=%s not found: using the dict of the weights' inference "
+                              "model, %s", g.character_dict_path, carried)
+                path = str(carried)
+        return CharDict.from_file(path, use_space_char=g.use_space_char)
+
+    def carried_dict(self):
+        """The dict file of the first weights key (Global.weights, checkpoints, pretrained_model) that names an
+        inference model folder carrying one (charset.model_dict_file), else None."""
+        g = self.cfg.Global
+        for key in WEIGHTS_KEYS:
+            value = getattr(g, key, "") or ""
+            if value and value != "auto" and is_inference_model(value):
+                found = model_dict_file(value)
+                if found is not None:
+                    return found
+        return None
 
     def label_set(self) -> str:
         return f"dict {self.charset.source}"

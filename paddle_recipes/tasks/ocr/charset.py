@@ -76,10 +76,20 @@ class CharDict:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, use_space_char: bool = False) -> "CharDict":
-        """Load a one-char-per-line dict. Empty lines are skipped; "\\r\\n" is tolerated."""
+        """Load a one-char-per-line dict. Empty lines are skipped; "\\r\\n" is tolerated. A ``.yml`` / ``.yaml``
+        is a PaddleX ``inference.yml`` (its ``PostProcess.character_dict``); a folder is an inference model folder
+        (model_dict_file: its inference.yml, else its character_dict.txt)."""
         path = os.fspath(path)
+        if os.path.isdir(path):
+            found = model_dict_file(path)
+            if found is None:
+                raise CharDictError(f"{path}: a folder without a dict (no inference.yml with PostProcess."
+                                    "character_dict, no character_dict.txt)")
+            path = str(found)
         if not os.path.isfile(path):
             raise CharDictError(f"character dict file not found: {path!r}")
+        if path.endswith((".yml", ".yaml")):
+            return cls(_inference_yml_chars(path), use_space_char=use_space_char, source=path)
         chars = []
         with open(path, "r", encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
@@ -151,6 +161,47 @@ class CharDict:
         with open(path, "w", encoding="utf-8") as f:
             for c in self.chars:
                 f.write(c + "\n")
+
+
+def _inference_yml_chars(path: str) -> List[str]:
+    """PostProcess.character_dict of a PaddleX inference.yml (safe YAML; a leading "blank" entry is dropped)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            cfg = yaml.safe_load(f)
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise CharDictError(f"{path}: not a readable YAML file ({str(e).splitlines()[0]})") from None
+    post = cfg.get("PostProcess") if isinstance(cfg, dict) else None
+    chars = post.get("character_dict") if isinstance(post, dict) else None
+    if not isinstance(chars, list):
+        raise CharDictError(f"{path}: no PostProcess.character_dict list (not a text-recognition inference.yml)")
+    out = []
+    for i, c in enumerate(chars):
+        if isinstance(c, bool) or not isinstance(c, (str, int)):  # unquoted YAML `yes` / `1.5` / null
+            raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {c!r}; expected a character")
+        out.append(str(c))
+    return out[1:] if out[:1] == ["blank"] else out
+
+
+def model_dict_file(folder: str | os.PathLike) -> "Path | None":
+    """The dict an inference model folder carries, or None: ``inference.yml`` when it has
+    PostProcess.character_dict (PaddleX / paddleocr 3.x downloads, our exports), else ``character_dict.txt``
+    (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        folder = folder.parent
+    yml = folder / "inference.yml"
+    if yml.is_file():
+        try:
+            _inference_yml_chars(str(yml))
+            return yml
+        except CharDictError:
+            pass
+    txt = folder / "character_dict.txt"
+    return txt if txt.is_file() else None
 
 
 def gb2312_level1_hanzi() -> List[str]:
