@@ -351,13 +351,17 @@ def _bad_dirs(tmp_path) -> dict:
     info[a], info[b] = info[b], info[a]
     with open(lying / "inference.pdiparams.info", "wb") as f:
         dump_plain(info, f)
+    det = tmp_path / "PP-OCRv4_mobile_det"  # as paddleocr 3.x caches it: inference.yml names the model
+    shutil.copytree(DET_DIR, det)
+    (det / "inference.yml").write_text("Global:\n  model_name: PP-OCRv4_mobile_det\n", encoding="utf-8")
     return {"missing file": (missing, r"weights .*inference\.pdiparams are missing"),
             "truncated params": (truncated,
                                  r"inference\.pdiparams: truncated or corrupt at tensor '.+' \(\d+ of 234\)"),
             "lying info": (lying, r"inference\.pdiparams\.info: names conv2d_17[57]\.w_0 .* but the program uses it as "
                                   r"our backbone\.blocks"),
-            "det files for rec": (DET_DIR,
-                                  r"inference\.pdmodel: .* has no counterpart in the network the config builds")}
+            "det files for rec": (det, r"inference\.pdmodel: .* has no counterpart in the network the config builds "
+                                       r".*; the folder's inference\.yml names PP-OCRv4_mobile_det: give that "
+                                       r"model's YAML with -c$")}
 
 
 @needs_official

@@ -221,6 +221,18 @@ def _match(theirs: Program, ours: Program, our_names: Dict[str, str], said_names
     return by_structure, "by .info names, checked against the program structure"
 
 
+def folder_model_name(folder: Path) -> str:
+    """Global.model_name of ``folder/inference.yml`` (PaddleX / paddleocr 3.x downloads, our exports), else ""."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((Path(folder) / "inference.yml").read_text(encoding="utf-8"))
+        name = cfg.get("Global", {}).get("model_name", "") if isinstance(cfg, dict) else ""
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        return ""
+    return name if isinstance(name, str) else ""
+
+
 def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
                            reinit_prefixes: Sequence[str] | None = None, dictionary: str = "",
                            logger: logging.Logger | None = None) -> ImportReport:
@@ -247,7 +259,14 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
         by_structure, how = _match(theirs, *_our_program(fused, deploy, plain=True), said_names, files)
     except Exception as exc:  # noqa: BLE001 - any failure of the fast path is re-judged by the full trace
         log.debug("plain trace of our program did not match (%s): converting with dy2static", exc)
-        by_structure, how = _match(theirs, *_our_program(fused, deploy, plain=False), said_names, files)
+        try:
+            by_structure, how = _match(theirs, *_our_program(fused, deploy, plain=False), said_names, files)
+        except InferenceFormatError as mismatch:
+            named = folder_model_name(files.model.parent)
+            if named and "not the same architecture" in str(mismatch):
+                raise InferenceFormatError(f"{mismatch}; the folder's inference.yml names {named}: give that "
+                                           "model's YAML with -c") from None
+            raise
 
     fused_state: Dict[str, np.ndarray] = {by_structure[n]: tensors[n] for n in theirs.params}
     report = ImportReport(str(files.model.parent if files.model.stem == "inference" else files.model.with_suffix("")),
