@@ -98,13 +98,16 @@ def test_wrong_data_path_is_one_line(tiny, tmp_path):
 @pytest.mark.slow
 def test_smoke_learns_orientation_of_heldout_fonts_and_resumes_exactly(tmp_path):
     base = [f"Synthetic.root={tmp_path / 'synth'}"]
-    run_python([RECIPE, "-c", SMOKE, "-o", *base, f"Global.output_dir={tmp_path / 'a'}"], timeout=1200)
+    # 5 epochs = 80 steps: at 48 steps held-out accuracy depends on the CPU's kernels (0.89 on an Intel Xeon box, 0.73 on
+    # an AMD EPYC one); at 80 steps 0.92 on the EPYC (README_ocr_cls.md)
+    run_python([RECIPE, "-c", SMOKE, "-o", *base, f"Global.output_dir={tmp_path / 'a'}", "Global.epochs=5"],
+               timeout=1200)
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert s["global_step"] == 48
-    assert s["final_eval"]["heldout_acc"] >= 0.75  # chance is 0.5; measured 0.89 (README_ocr_cls.md)
+    assert s["global_step"] == 80
+    assert s["final_eval"]["heldout_acc"] >= 0.75  # chance is 0.5
     b = [*base, f"Global.output_dir={tmp_path / 'b'}"]
     run_python([RECIPE, "-c", SMOKE, "-o", *b, "Global.epochs=2", "Global.save_every_epochs=1"], timeout=1200)
-    run_python([RECIPE, "-c", SMOKE, "-o", *b, "Global.resume=auto"], timeout=1200)
-    wa = paddle.load(str(tmp_path / "a" / "checkpoints" / "step_00000048" / "model.pdparams"))
-    wb = paddle.load(str(tmp_path / "b" / "checkpoints" / "step_00000048" / "model.pdparams"))
+    run_python([RECIPE, "-c", SMOKE, "-o", *b, "Global.epochs=5", "Global.resume=auto"], timeout=1200)
+    wa = paddle.load(str(tmp_path / "a" / "checkpoints" / "step_00000080" / "model.pdparams"))
+    wb = paddle.load(str(tmp_path / "b" / "checkpoints" / "step_00000080" / "model.pdparams"))
     assert wa.keys() == wb.keys() and all(np.array_equal(wa[k].numpy(), wb[k].numpy()) for k in wa)
