@@ -209,19 +209,26 @@ class Recipe:
         """Where training writes this recipe's checkpoints (output_dir/checkpoints): eval's default weights."""
         return Path(self.cfg.Global.output_dir) / "checkpoints"
 
+    def named_weights(self) -> list[tuple[str, str]]:
+        """(key, path) of the Global weights keys that are set, in WEIGHTS_KEYS order (empty, null and "auto" are
+        unset)."""
+        g = self.cfg.Global
+        values = ((key, getattr(g, key, "") or "") for key in WEIGHTS_KEYS)
+        return [(key, value) for key, value in values if value and value != "auto"]
+
     def weights_source(self) -> tuple[str, str]:
         """(path, where it came from) of the eval / predict / export weights, one rule for every recipe and mode:
         the first set of Global.weights, Global.checkpoints, Global.pretrained_model ("auto" counts as unset),
         else checkpoint_root()/best, else that root's `latest`. Global.resume is not in it: it says where
         training continues from. Nothing found is a CheckpointError; a named path is never replaced by another."""
         g = self.cfg.Global
-        for key in WEIGHTS_KEYS:
-            value = getattr(g, key, "") or ""
+        named = self.named_weights()
+        if named:
+            key, value = named[0]
             if value.startswith(("http://", "https://")):
                 raise CheckpointError(f"Global.{key}={value} is a URL: download it and pass the local file, or unset "
                                       f"it (-o Global.{key}=) to use output_dir/checkpoints")
-            if value and value != "auto":
-                return value, f"Global.{key}={value}"
+            return value, f"Global.{key}={value}"
         root = self.checkpoint_root()
         if g.resume not in ("", "auto"):
             self.log.info("Global.resume=%s is where training continues from, not the weights used here", g.resume)

@@ -87,6 +87,10 @@ class ImportReport:
                 f"{_groups(self.fresh)}){cls}; {self.total} tensors in all")
 
 
+class ArchitectureMismatch(InferenceFormatError):
+    """The files hold another network than the config builds (a tensor without a counterpart in ours)."""
+
+
 def _groups(names: Sequence[str]) -> str:
     """'head.gtc_head (102), head.x (2)': names grouped by their first two components."""
     counts: Dict[str, int] = {}
@@ -182,7 +186,7 @@ def _align(theirs: Program, ours: Program, our_names: Dict[str, str], info: Dict
     for place, names in _by_place(theirs).items():
         candidates = mine.pop(place, [])
         if len(candidates) != len(names):
-            raise InferenceFormatError(
+            raise ArchitectureMismatch(
                 f"{source}: {_describe(theirs, names[0])} has no counterpart in the network the config builds "
                 f"({len(names)} such tensors in the file, {len(candidates)} in ours): not the same architecture")
         if len(names) == 1:
@@ -261,10 +265,10 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
         log.debug("plain trace of our program did not match (%s): converting with dy2static", exc)
         try:
             by_structure, how = _match(theirs, *_our_program(fused, deploy, plain=False), said_names, files)
-        except InferenceFormatError as mismatch:
+        except ArchitectureMismatch as mismatch:
             named = folder_model_name(files.model.parent)
-            if named and "not the same architecture" in str(mismatch):
-                raise InferenceFormatError(f"{mismatch}; the folder's inference.yml names {named}: give that "
+            if named:
+                raise ArchitectureMismatch(f"{mismatch}; the folder's inference.yml names {named}: give that "
                                            "model's YAML with -c") from None
             raise
 

@@ -20,7 +20,7 @@ from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
 from paddle_recipes.formats.inference_files import is_inference_model
-from paddle_recipes.recipe import WEIGHTS_KEYS, Recipe
+from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
 from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
@@ -64,14 +64,8 @@ class OcrRec(PaddleOCRExport, Recipe):
     def carried_dict(self):
         """The dict file of the first weights key (Global.weights, checkpoints, pretrained_model) that names an
         inference model folder carrying one (charset.model_dict_file), else None."""
-        g = self.cfg.Global
-        for key in WEIGHTS_KEYS:
-            value = getattr(g, key, "") or ""
-            if value and value != "auto" and is_inference_model(value):
-                found = model_dict_file(value)
-                if found is not None:
-                    return found
-        return None
+        folders = (value for _, value in self.named_weights() if is_inference_model(value))
+        return next((found for found in map(model_dict_file, folders) if found is not None), None)
 
     def label_set(self) -> str:
         return f"dict {self.charset.source}"

@@ -12,9 +12,11 @@ is an entry.
 """
 from __future__ import annotations
 
+import functools
 import os
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, List, Sequence
 
 WIDTH_MODES = ("none", "halfwidth", "fullwidth")
@@ -164,7 +166,14 @@ class CharDict:
 
 
 def _inference_yml_chars(path: str) -> List[str]:
-    """PostProcess.character_dict of a PaddleX inference.yml (safe YAML; a leading "blank" entry is dropped)."""
+    """PostProcess.character_dict of a PaddleX inference.yml (safe YAML; a leading "blank" entry is dropped). Read
+    once per file version (model_dict_file checks the file, CharDict.from_file then reads it)."""
+    stat = os.stat(path)
+    return list(_read_inference_yml_chars(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=4)
+def _read_inference_yml_chars(path: str, mtime_ns: int, size: int) -> tuple:
     import yaml
 
     try:
@@ -181,15 +190,13 @@ def _inference_yml_chars(path: str) -> List[str]:
         if isinstance(c, bool) or not isinstance(c, (str, int)):  # unquoted YAML `yes` / `1.5` / null
             raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {c!r}; expected a character")
         out.append(str(c))
-    return out[1:] if out[:1] == ["blank"] else out
+    return tuple(out[1:] if out[:1] == ["blank"] else out)
 
 
-def model_dict_file(folder: str | os.PathLike) -> "Path | None":
+def model_dict_file(folder: str | os.PathLike) -> Path | None:
     """The dict an inference model folder carries, or None: ``inference.yml`` when it has
     PostProcess.character_dict (PaddleX / paddleocr 3.x downloads, our exports), else ``character_dict.txt``
     (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder."""
-    from pathlib import Path
-
     folder = Path(folder)
     if not folder.is_dir():
         folder = folder.parent
