@@ -69,12 +69,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def is_git_dir(path: Path) -> bool:
+    """A git directory (bare mirror or .git), not a checkout folder."""
+    return (path / "HEAD").is_file() and (path / "objects").is_dir()
+
+
 class Mirror:
     """A PaddleOCR git dir, read at ``revision`` (default HEAD), or a plain checkout folder."""
 
     def __init__(self, root: Path, revision: str = "HEAD"):
         self.root = root
-        self.git = (root / "HEAD").is_file() and (root / "objects").is_dir()
+        self.git = is_git_dir(root)
         self.commit = self._git("rev-parse", "--verify", f"{revision}^{{commit}}").decode().strip() if self.git \
             else "checkout"
 
@@ -119,7 +124,7 @@ def main(argv=None) -> dict:
     for m, revision in where:
         if not Path(m).is_dir():
             p.error(f"--mirror: not a folder: {m}")
-        if revision != "HEAD" and not ((Path(m) / "HEAD").is_file() and (Path(m) / "objects").is_dir()):
+        if revision != "HEAD" and not is_git_dir(Path(m)):
             p.error(f"--mirror: @{revision} needs a git dir, {m} is a plain folder")
     if not Path(a.measurement).is_file():
         p.error(f"--measurement: file not found: {a.measurement}")

@@ -58,9 +58,8 @@ def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: i
     for split in splits:
         src, dst = clean / split, root / split
         record = print_record(print_seeds[split], **(print_options or {}))
-        made = dst / "print.json"
         if (not (dst / "label.txt").exists() or (dst / "label.txt").read_bytes() != (src / "label.txt").read_bytes()
-                or not made.exists() or json.loads(made.read_text(encoding="utf-8")) != record):
+                or not _recorded(dst / "print.json", record)):
             make_split(src, dst, print_seeds[split], **(print_options or {}))
     return root
 
@@ -74,10 +73,15 @@ def seven_segment_splits(root: Path, chars, splits: dict, seeds: dict) -> Path:
         raise ValueError(f"seven_segment: the dict lacks {missing}")
     for split, num in splits.items():
         made, record = root / split / "made.json", {"num": num, "seed": seeds[split]}
-        if not made.exists() or json.loads(made.read_text(encoding="utf-8")) != record:
+        if not _recorded(made, record):
             make_split(root / split, num, seeds[split])
             made.write_text(json.dumps(record), encoding="utf-8")
     return root
+
+
+def _recorded(path: Path, record: dict) -> bool:
+    """True when the split's record file `path` (made.json / print.json) holds `record`: the cached split is current."""
+    return path.exists() and json.loads(path.read_text(encoding="utf-8")) == record
 
 
 def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_val: int,

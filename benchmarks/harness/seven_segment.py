@@ -111,9 +111,9 @@ def render_line(text: str, seed: int, height: int = 48) -> Image.Image:
             continue  # most LED panels show no unlit segments
         if kind == "bar":
             draw.polygon(sheared(pts), fill=colour)
-        else:
-            (x0, y0), (x1, y1) = sheared(pts[:1])[0], (pts[1][0] + slant * (base - pts[1][1]), pts[1][1])
-            draw.ellipse([x0, y0, x1, y1], fill=colour) if on else None
+        else:  # a dot (always lit): its bounding box, sheared
+            (x0, y0), (x1, y1) = sheared(pts)
+            draw.ellipse([x0, y0, x1, y1], fill=colour)
     img = img.resize((max(8, img.width // scale), height), Image.BILINEAR)
     if led:  # glow
         glow = img.filter(ImageFilter.GaussianBlur(rng.uniform(1.0, 2.5)))
