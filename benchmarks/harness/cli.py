@@ -61,3 +61,14 @@ def run_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path]:
     out_dir = Path(args.out or RESULTS / name)
     work = Path(args.work_dir or REPO / "output" / "bench" / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}").resolve()
     return out_dir, work
+
+
+def start_run(args: argparse.Namespace, name: str, src: Path, how_to: str) -> tuple[Path, Path, dict]:
+    """run_dirs made, and the PaddleOCR checkout `src` copied into the scratch folder (runner.scratch_copy):
+    (report folder, scratch folder, the copy's record). SystemExit with the message (and `how_to`) when it cannot."""
+    from .runner import scratch_copy
+
+    out_dir, work = run_dirs(args, name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    return out_dir, work, scratch_copy(src, work / "PaddleOCR", how_to)

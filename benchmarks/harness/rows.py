@@ -7,7 +7,7 @@ command are run once per invocation and shared between suites (e.g. the OCR base
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 # The knobs of the seeds' PaddleOCR case, as recipe config overrides.
 OFF = {
