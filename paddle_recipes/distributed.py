@@ -246,6 +246,39 @@ def unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
     return model._layers if isinstance(model, paddle.DataParallel) else model
 
 
+def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
+    """state_dict names of the BatchNorm running statistics (``_mean``, ``_variance``) of `model`, in layer order."""
+    from paddle.nn.layer.norm import _BatchNormBase
+
+    return [f"{name}.{stat}" for name, layer in unwrap(model).named_sublayers()
+            if isinstance(layer, _BatchNormBase) for stat in ("_mean", "_variance")]
+
+
+@paddle.no_grad()
+def average_bn_stats(model: paddle.nn.Layer, ema=None) -> int:
+    """DDP: replace every rank's BatchNorm running statistics (and their EMA shadows, `ema`) by their mean over the
+    ranks, so that all ranks evaluate and save one and the same model. Without it each rank's statistics follow its
+    own batches (DataParallel averages gradients only), a sharded eval scores a mix of them and the checkpoint holds
+    rank 0's. A collective: every rank calls it (one all_reduce); a no-op on one process. Returns the tensors
+    averaged."""
+    if dist.get_world_size() <= 1:
+        return 0
+    state = unwrap(model).state_dict()
+    names = [n for n in bn_stat_names(model) if n in state]
+    targets = [state[n] for n in names] + ([ema.shadow[n] for n in names if n in ema.shadow] if ema else [])
+    if not targets:
+        return 0
+    flat = paddle.concat([t.astype("float32").reshape([-1]) for t in targets])
+    dist.all_reduce(flat)
+    flat = flat / dist.get_world_size()
+    start = 0
+    for t in targets:
+        n = int(np.prod(t.shape))
+        paddle.assign(flat[start:start + n].reshape(t.shape).astype(t.dtype), t)
+        start += n
+    return len(targets)
+
+
 def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,
                         drop_last: bool = False, with_epoch: bool = False):
     """DistributedBatchSampler: each rank sees a disjoint 1/world_size shard; call set_epoch(epoch).

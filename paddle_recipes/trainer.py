@@ -35,7 +35,7 @@ from .checkpoint_state import RNG, PortableOptimizer, collect_state, restore_sta
 from .accumulate import GradAccumulator
 from .amp import Amp
 from .data import DataError
-from .distributed import DistInfo, all_reduce_sum, barrier, unwrap
+from .distributed import DistInfo, all_reduce_sum, average_bn_stats, barrier, unwrap
 from .finite import FLOAT_DTYPES, first_nonfinite
 from .rundir import OutputLock
 
@@ -339,6 +339,7 @@ class Trainer:
         if self.checkpoint_dir is None:
             return None
         self.check_finite_state()
+        average_bn_stats(self.model, self.ema)  # the saved BN statistics are every rank's, not rank 0's alone
         if not self.info.is_main:
             self._saved_step = self.global_step  # as on rank 0: every rank takes the same (collective) save decisions
             return None
@@ -365,6 +366,7 @@ class Trainer:
         """Run eval_fn (with EMA weights when EMA is on); tracks and saves the best checkpoint."""
         if self.eval_fn is None:
             return {}
+        average_bn_stats(self.model, self.ema)  # every rank scores its shard with the same model (DDP)
         self.model.eval()
         with paddle.no_grad():
             if self.ema is not None:
