@@ -76,7 +76,8 @@ DIFFERENCES = [
 def parse_args(argv=None):
     p = cli.parser(__doc__)
     cli.add_paddleocr_options(p)
-    p.add_argument("--yamls", default="v5_mobile", help=f"comma list of {sorted(D.YAMLS)}")
+    p.add_argument("--yamls", default="", help=f"comma list of {sorted(D.YAMLS)} (default v5_mobile; v4_mobile with "
+                   "--init official)")
     p.add_argument("--batch", type=int, default=4, help="Train.loader.batch_size_per_card, both sides")
     p.add_argument("--crop", type=int, default=320, help="EastRandomCropData size [crop, crop]")
     p.add_argument("--steps", type=int, default=30, help="timed steps per run (after the warm-up)")
@@ -369,6 +370,7 @@ def run_yaml(args, yn: str, scratch: Path, data: str, work: Path, n_steps: int, 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    args.yamls = args.yamls or ("v4_mobile" if args.init == "official" else "v5_mobile")
     if args.report_only:
         out_dir = Path(args.out or REPO / "benchmarks" / "results" / "cpu_det_vs_paddleocr")
         rep = D.refresh(json.loads((out_dir / "report.json").read_text()))
