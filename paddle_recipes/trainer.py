@@ -339,7 +339,6 @@ class Trainer:
         if self.checkpoint_dir is None:
             return None
         self.check_finite_state()
-        average_bn_stats(self.model, self.ema)  # the saved BN statistics are every rank's, not rank 0's alone
         if not self.info.is_main:
             self._saved_step = self.global_step  # as on rank 0: every rank takes the same (collective) save decisions
             return None
@@ -366,7 +365,6 @@ class Trainer:
         """Run eval_fn (with EMA weights when EMA is on); tracks and saves the best checkpoint."""
         if self.eval_fn is None:
             return {}
-        average_bn_stats(self.model, self.ema)  # every rank scores its shard with the same model (DDP)
         self.model.eval()
         with paddle.no_grad():
             if self.ema is not None:
@@ -439,6 +437,9 @@ class Trainer:
             self.lr_scheduler.step()
         if stepped:
             self.nonfinite_in_a_row = 0
+            # DDP: every rank's BN statistics become their mean, at the same steps in every run (exact resume); the
+            # EMA of identical statistics stays identical, evals and saves see one model
+            average_bn_stats(self.model)
             if self.ema is not None:
                 self.ema.update(self.model, self.global_step)  # the warmup reads the trainer step
         else:  # the forward passes of this window updated BN statistics with inf/nan: undo them

@@ -3,7 +3,7 @@
 DataParallel averages gradients only; each rank's BN running statistics follow its own batches. Before this, a
 2-process run scored each eval shard with that rank's statistics and saved rank 0's, so the metric logged for
 `best` was not the metric of the saved checkpoint (measured: a det fine-tune logged hmean 0.863 for a `best` our
-evaluator scores 0.869). Now the statistics are averaged over the ranks before every eval and every save.
+evaluator scores 0.869). Now the statistics are averaged over the ranks after every optimizer step.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ opt = paddle.optimizer.SGD(0.01, parameters=model.parameters())
 rng = np.random.RandomState(info.rank)
 batches = [{{"x": paddle.to_tensor(rng.randn(2, 3, 8, 8).astype("float32") + 5.0 * info.rank)}} for _ in range(4)]
 seen, own = [], []
-class Own(Callback):  # this rank's statistics after each step, before any averaging
+class Own(Callback):  # this rank's statistics after each step
     def on_step_end(self, trainer):
         own.append(unwrap(trainer.model).bn._mean.numpy().tolist())
 def step(m, b):
@@ -61,7 +61,7 @@ def eval_fn(m):
 t = Trainer(model, opt, step, batches, eval_fn=eval_fn, output_dir=out, dist_info=info, callbacks=[Own()],
             options=TrainerOptions(epochs=1, main_metric="acc", eval_every_epochs=1))
 t.fit()
-json.dump({{"alone": alone, "seen": seen, "own": own[-1], "final": unwrap(model).bn._mean.numpy().tolist()}},
+json.dump({{"alone": alone, "seen": seen, "own": own, "final": unwrap(model).bn._mean.numpy().tolist()}},
           open(f"{{out}}/rank{{info.rank}}.json", "w"))
 '''
 
@@ -76,12 +76,11 @@ def test_ranks_evaluate_and_save_the_mean_of_their_bn_statistics(tmp_path, launc
     for r in (r0, r1):  # the function alone: (1 + 2) / 2, (10 + 20) / 2, EMA (0 + -1) / 2; 2 BN tensors + 2 shadows
         a = r["alone"]
         assert a["n"] == 4 and a["mean"] == [1.5] * 4 and a["var"] == [15.0] * 4 and a["ema_mean"] == [-0.5] * 4
-    # through the Trainer: rank 1 trained on data shifted by +5, so the ranks' own statistics differ after the last
-    # step; both evaluated their mean, and the checkpoint holds it
-    own0, own1 = np.asarray(r0["own"]), np.asarray(r1["own"])
-    assert np.abs(own0 - own1).max() > 0.1
-    assert len(r0["seen"]) == 1 and r0["seen"] == r1["seen"] and r0["final"] == r1["final"]
-    np.testing.assert_allclose(r0["seen"][0], (own0 + own1) / 2, rtol=1e-5, atol=1e-6)
+    # through the Trainer: rank 1 trains on data shifted by +5 (without the averaging the ranks' statistics differ
+    # by > 0.1 after the first step), yet after every step both hold the same, moving, statistics; both evaluate
+    # them and the checkpoints hold them
+    assert len(r0["own"]) == 4 and r0["own"] == r1["own"] and r0["own"][0] != r0["own"][-1]
+    assert len(r0["seen"]) == 1 and r0["seen"] == r1["seen"] == [r0["own"][-1]] and r0["final"] == r0["own"][-1]
     from paddle_recipes import checkpoint as ckpt
 
     for where in (out / "checkpoints" / "best", out / "checkpoints"):  # best, and the root: the latest
