@@ -254,29 +254,39 @@ def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
             if isinstance(layer, _BatchNormBase) for stat in ("_mean", "_variance")]
 
 
+def bn_stats(model: paddle.nn.Layer) -> list:
+    """The BatchNorm running-statistics tensors of `model` (the entries bn_stat_names names), in layer order."""
+    state = unwrap(model).state_dict()
+    return [state[n] for n in bn_stat_names(model) if n in state]
+
+
 @paddle.no_grad()
+def average_over_ranks_(tensors: list) -> int:
+    """DDP: replace each tensor by its mean over the ranks, in place (one all_reduce of them all). A collective:
+    every rank calls it with the same tensors; a no-op on one process. Returns the tensors averaged."""
+    if dist.get_world_size() <= 1 or not tensors:
+        return 0
+    flat = paddle.concat([t.astype("float32").reshape([-1]) for t in tensors])
+    dist.all_reduce(flat)
+    flat = flat / dist.get_world_size()
+    start = 0
+    for t in tensors:
+        n = int(np.prod(t.shape))
+        paddle.assign(flat[start:start + n].reshape(t.shape).astype(t.dtype), t)
+        start += n
+    return len(tensors)
+
+
 def average_bn_stats(model: paddle.nn.Layer, ema=None) -> int:
     """DDP: replace every rank's BatchNorm running statistics (and their EMA shadows, `ema`) by their mean over the
     ranks, so that all ranks evaluate and save one and the same model. Without it each rank's statistics follow its
     own batches (DataParallel averages gradients only), a sharded eval scores a mix of them and the checkpoint holds
-    rank 0's. A collective: every rank calls it (one all_reduce); a no-op on one process. Returns the tensors
-    averaged."""
+    rank 0's. A collective (average_over_ranks_). Returns the tensors averaged. The Trainer keeps bn_stats(model)
+    once and averages them after every optimizer step."""
     if dist.get_world_size() <= 1:
         return 0
-    state = unwrap(model).state_dict()
-    names = [n for n in bn_stat_names(model) if n in state]
-    targets = [state[n] for n in names] + ([ema.shadow[n] for n in names if n in ema.shadow] if ema else [])
-    if not targets:
-        return 0
-    flat = paddle.concat([t.astype("float32").reshape([-1]) for t in targets])
-    dist.all_reduce(flat)
-    flat = flat / dist.get_world_size()
-    start = 0
-    for t in targets:
-        n = int(np.prod(t.shape))
-        paddle.assign(flat[start:start + n].reshape(t.shape).astype(t.dtype), t)
-        start += n
-    return len(targets)
+    names = [n for n in bn_stat_names(model) if n in ema.shadow] if ema else []
+    return average_over_ranks_(bn_stats(model) + [ema.shadow[n] for n in names])
 
 
 def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,

@@ -35,7 +35,7 @@ from .checkpoint_state import RNG, PortableOptimizer, collect_state, restore_sta
 from .accumulate import GradAccumulator
 from .amp import Amp
 from .data import DataError
-from .distributed import DistInfo, all_reduce_sum, average_bn_stats, barrier, unwrap
+from .distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
 from .finite import FLOAT_DTYPES, first_nonfinite
 from .rundir import OutputLock
 
@@ -231,6 +231,7 @@ class Trainer:
         self.nonfinite_in_a_row = 0
         self.refused_saves = 0
         self._buffers = float_buffers(model)
+        self._bn_stats = bn_stats(model)  # averaged over the ranks after every optimizer step (DDP)
         self._buffer_snapshot: list | None = None
         self._saved_step: int | None = None  # global_step of the newest checkpoint written by this run
 
@@ -439,7 +440,7 @@ class Trainer:
             self.nonfinite_in_a_row = 0
             # DDP: every rank's BN statistics become their mean, at the same steps in every run (exact resume); the
             # EMA of identical statistics stays identical, evals and saves see one model
-            average_bn_stats(self.model)
+            average_over_ranks_(self._bn_stats)
             if self.ema is not None:
                 self.ema.update(self.model, self.global_step)  # the warmup reads the trainer step
         else:  # the forward passes of this window updated BN statistics with inf/nan: undo them
