@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any, Callable, List, Literal, Optional, Union
 
 import numpy as np
+import paddle
 
 from . import distributed as dist_utils
 from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
 from .resume import resume_from
 from .config import ConfigError, check_image_shape, check_number, to_dict
+from .depthwise_kernel import KernelBuildError, use_depthwise_kernel
 from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .freeze_bn import freeze_bn_stats, fresh_bns
@@ -72,6 +74,9 @@ class GlobalConfig:
     inf/nan gradients (0 = never stop). Every number is checked when the config is built.
     to_static (PaddleOCR's key): train the model's forward as a static graph (paddle.jit.to_static, one program
     per training batch shape; same math: docs/cards/to_static.md).
+    cpu_depthwise_kernel: on CPU, the training forward's depthwise convolutions run our compiled kernel
+    (depthwise_kernel; built once with the system C++ compiler; same math to float32 rounding; evaluation and
+    export keep paddle's conv; no effect on other devices). Default false (docs/cards/depthwise_kernel.md).
     fuse_for_inference: eval / predict (and the OCR system) run re-parameterizable blocks fused into their deploy
     convs (the same outputs up to float32 rounding; false = the training form).
     finetune_released: auto | true | false (default auto = true exactly when the init weights are a PaddleOCR /
@@ -112,6 +117,7 @@ class GlobalConfig:
     save_every_steps: int = 0
     max_nonfinite_steps: int = 20
     to_static: bool = False
+    cpu_depthwise_kernel: bool = False
     fuse_for_inference: bool = True
     finetune_released: Union[bool, Literal["auto"]] = "auto"
     freeze_bn_stats: Union[bool, Literal["auto"]] = "auto"
@@ -336,6 +342,8 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                         "used and kept; scale / shift still learn)%s", frozen,
                         f"; {len(fresh)} not in the init weights estimate theirs ({', '.join(fresh[:3])}"
                         f"{' ...' if len(fresh) > 3 else ''})" if fresh else "")
+    if getattr(g, "cpu_depthwise_kernel", False):
+        apply_depthwise_kernel(model, info)
     if getattr(g, "to_static", False):  # inside DDP, as PaddleOCR applies it (EMA keeps weights only)
         model = apply_to_static(model)
     model = dist_utils.wrap_model(model, info)
@@ -354,6 +362,26 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                       options=trainer_options(g, main_metric, eval_log))
     return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
                steps_per_epoch=steps_per_epoch, output_dir=out, skipped=skipped)
+
+
+def apply_depthwise_kernel(model, info) -> int:
+    """Global.cpu_depthwise_kernel: eligible depthwise convs of model use our CPU kernel (on CPU only); a failed
+    build is one ConfigError line. Returns the number of layers switched."""
+    device = paddle.get_device()
+    if not device.startswith("cpu"):
+        if info.is_main:
+            logger.info("Global.cpu_depthwise_kernel: a CPU kernel; this run is on %s, paddle's depthwise conv is kept",
+                        device)
+        return 0
+    try:
+        n = use_depthwise_kernel(model)
+    except KernelBuildError as e:
+        raise ConfigError(f"Global.cpu_depthwise_kernel: {e}; install a C++ compiler (g++) or set "
+                          "Global.cpu_depthwise_kernel: false") from None
+    if info.is_main:
+        logger.info("Global.cpu_depthwise_kernel: %d depthwise conv layers train with our CPU kernel "
+                    "(evaluation and export keep paddle's)", n)
+    return n
 
 
 def count_params(model) -> int:
