@@ -76,6 +76,7 @@ DIFFERENCES = [
 def parse_args(argv=None):
     p = cli.parser(__doc__)
     cli.add_paddleocr_options(p)
+    cli.add_ours_options(p)
     p.add_argument("--yamls", default="", help=f"comma list of {sorted(D.YAMLS)} (default v5_mobile; v4_mobile with "
                    "--init official)")
     p.add_argument("--batch", type=int, default=4, help="Train.loader.batch_size_per_card, both sides")
@@ -224,6 +225,7 @@ def race(args, src: Path) -> int:
         o = H.common_overrides(str(data), None, str(work / tag), args.epochs,
                                max(1, args.batch // row.nproc) if split else args.batch,
                                args.eval_every if split else max(1, args.eval_every // row.nproc), extra=extra)
+        o.update(cli.ours_keys(args, row))
         cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch", 42 + rep,
                               False, args.ours_entry, fast_keys)
         rec = run_proc(cores_prefix(row.nproc, args.threads, slot) + cmd, scratch if kind == "ppocr" else REPO,
@@ -266,6 +268,7 @@ def race(args, src: Path) -> int:
         rep = {"suite": "det_vs_paddleocr_official", "quick": q, "complete": complete, "metric": "hmean",
                "our_evaluator": "recipes/ocr_det.py --mode eval",
                "runs_done": sum(len(v) for v in runs.values()), "command": " ".join(["python"] + sys.argv),
+               "ours_o": args.ours_o,
                "machine": machine_info(), "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
                "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": args.repeats,
                "epochs": args.epochs, "batch": args.batch, "warmup_steps": args.warmup_steps,
@@ -342,7 +345,7 @@ def run_yaml(args, yn: str, scratch: Path, data: str, work: Path, n_steps: int, 
     for rep in range(args.repeats):
         for row in D.ROWS:
             tag = f"{yn}_{row.name}_r{rep}"
-            o = D.overrides(data, str(work / tag), 1, batch)
+            o = {**D.overrides(data, str(work / tag), 1, batch), **cli.ours_keys(args, row)}
             cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",
                                   42 + rep, False, args.ours_entry)
             rec = run_proc(cores_prefix(1, args.threads) + cmd, scratch if kind == "ppocr" else REPO,
@@ -425,7 +428,8 @@ def main(argv=None) -> int:
             print(f"{yn}: {exc.args[0]}", file=sys.stderr)
             return 2
     load.update(after=loadavg(), total_seconds=round(time.time() - t0, 1))
-    rep = {"suite": "det_vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
+    rep = {"suite": "det_vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "ours_o": args.ours_o,
+           "machine": machine_info(),
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(cores_prefix(1, args.threads)), "repeats": args.repeats, "batch": args.batch,
            "crop": args.crop, "steps": args.steps, "warmup_steps": args.warmup_steps, "load": load,

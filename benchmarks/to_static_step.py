@@ -1,4 +1,7 @@
-"""s/step of one training step with Global.to_static off and on, interleaved in one process (and a by-op profile).
+"""s/step of one training step with an exact-math switch off and on, interleaved in one process (and a by-op profile).
+
+The switch (`--switch`, default to_static; a comma list turns several on together): to_static = Global.to_static
+(paddle.jit.to_static training), depthwise_kernel = Global.cpu_depthwise_kernel (our compiled depthwise conv).
 
     OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/to_static_step.py --model rec --batch 192 --repeats 3
     OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/to_static_step.py --model det --batch 8 --repeats 3
@@ -112,12 +115,19 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--profile", type=int, default=0, help="list the top N ops of one step per mode (0 = off)")
     p.add_argument("--no-dropout", action="store_true", help="rec: every Dropout p = 0 (so the two loss curves can match)")
+    p.add_argument("--switch", default="to_static",
+                   help="what the 'on' mode turns on: to_static, depthwise_kernel, or both comma-separated")
     a = p.parse_args(argv)
     import numpy as np
     import paddle
 
+    from paddle_recipes.depthwise_kernel import use_depthwise_kernel
     from paddle_recipes.static_train import apply_to_static
 
+    switches = [w.strip() for w in a.switch.split(",") if w.strip()]
+    unknown = sorted(set(switches) - {"to_static", "depthwise_kernel"})
+    if unknown or not switches:
+        p.error(f"--switch {a.switch!r}: use to_static, depthwise_kernel or both")
     batch = a.batch or {"rec": 192, "det": 8}[a.model]
     build, t, step = (rec_case if a.model == "rec" else det_case)(batch, np.random.default_rng(0), a.no_dropout)
     runs = {}
@@ -126,7 +136,9 @@ def main(argv=None) -> int:
         model = build()
         opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=model.parameters(),
                                     weight_decay=paddle.regularizer.L2Decay(3e-5 if a.model == "rec" else 5e-5))
-        if mode == "on":
+        if mode == "on" and "depthwise_kernel" in switches:
+            runs.setdefault("depthwise_layers", use_depthwise_kernel(model))
+        if mode == "on" and "to_static" in switches:
             apply_to_static(model)
         model.train()
         runs[mode] = {"model": model, "opt": opt, "losses": [], "times": [], "cpu": []}
@@ -156,7 +168,8 @@ def main(argv=None) -> int:
         loads.append([round(before, 2), round(os.getloadavg()[0], 2)])
     off, on = (statistics.median(runs[m]["times"]) for m in ("off", "on"))
     la, lb = np.array(runs["off"]["losses"]), np.array(runs["on"]["losses"])
-    res = {"model": a.model, "batch": batch, "steps_per_repeat": a.steps, "omp_threads": os.environ.get(
+    depthwise_layers = runs.pop("depthwise_layers", 0)
+    res = {"model": a.model, "switch": switches, "depthwise_layers": depthwise_layers, "batch": batch, "steps_per_repeat": a.steps, "omp_threads": os.environ.get(
         "OMP_NUM_THREADS"), "cpus": sorted(os.sched_getaffinity(0)), "no_dropout": a.no_dropout,
         "s_per_step": {m: [round(x, 3) for x in runs[m]["times"]] for m in runs},
         "median_off": round(off, 3), "median_on": round(on, 3), "ratio_off_over_on": round(off / on, 3),

@@ -94,6 +94,7 @@ QUICK_SET = {"r34": ["Train.dataset.transforms.2.RecResizeImg.image_shape=[3,32,
 def parse_args(argv=None):
     p = cli.parser(__doc__)
     cli.add_paddleocr_options(p)
+    cli.add_ours_options(p)
     p.add_argument("--yamls", default="r34,v5_mobile", help=f"comma list of {sorted(H.YAMLS)}")
     p.add_argument("--rows", default="", help="comma list of row names (default: all)")
     p.add_argument("--epochs", type=int, default=4, help="Global.epoch_num, both sides")
@@ -335,7 +336,7 @@ def main(argv=None) -> int:
         load.update(after=loadavg(), total_seconds=round(time.time() - t_start, 1))
         rep = {"suite": "vs_paddleocr", "quick": q, "complete": complete,
                "runs_done": sum(len(v) for y in yamls for v in y["runs"].values()),
-               "command": " ".join(["python"] + sys.argv), "machine": machine_info(),
+               "command": " ".join(["python"] + sys.argv), "ours_o": args.ours_o, "machine": machine_info(),
                "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
                "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": done_before + repeats, "epochs": epochs,
                "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
@@ -377,6 +378,7 @@ def main(argv=None) -> int:
             """(record, -o keys, tag) of one training run."""
             tag = f"{yn}_{row.name}_r{rep}"
             o = H.common_overrides(str(data), str(dict_path), str(work / tag), epochs, batch, eval_every, extra=extra)
+            o.update(cli.ours_keys(args, row))
             if row.from_inference or (official and row.fast and not args.fast_from_pdparams):
                 o["Global.pretrained_model"] = str(released["model"])  # the released form (finetune_released auto)
             cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch",

@@ -55,6 +55,20 @@ def add_paddleocr_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ppocr-python", default=sys.executable, help="Python that runs its tools/train.py")
 
 
+def add_ours_options(p: argparse.ArgumentParser) -> None:
+    """--ours-o KEY=VALUE: an -o key for every row of ours only (exact-math switches such as
+    Global.cpu_depthwise_kernel=true); PaddleOCR's rows never get it, the report prints it."""
+    p.add_argument("--ours-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="an -o key for every row of ours (not PaddleOCR's), e.g. Global.cpu_depthwise_kernel=true")
+
+
+def ours_keys(args: argparse.Namespace, row) -> dict:
+    """The --ours-o keys of a row of ours ({} for PaddleOCR's rows)."""
+    from .ppocr_rec import parse_set
+
+    return dict(parse_set(args.ours_o)) if row.side == "ours" else {}
+
+
 def run_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path]:
     """(report folder, scratch folder) of a run called `name`: --out or benchmarks/results/<name>, and --work-dir
     or output/bench/<name>_<YYYYmmdd_HHMMSS> (absolute)."""

@@ -95,6 +95,8 @@ def to_markdown(rep: dict) -> str:
     lines = ["# PaddleOCR tools/train.py vs paddle-recipes recipes/ocr_det.py on PaddleOCR's det YAMLs", "",
              f"Command: `{rep['command']}`" + ("  (**--quick: pipeline check, figures meaningless**)" if rep["quick"]
                                                else ""), "",
+             *([f"Ours' rows also get `-o {' '.join(rep['ours_o'])}` (--ours-o; PaddleOCR's rows do not).", ""]
+               if rep.get("ours_o") else []),
              f"Machine: {m.get('cpu_model')}, {m.get('cpus_available')} CPUs available. Versions: {rep['versions']}. "
              f"PaddleOCR checkout {rep['ppocr']['src']} (commit {rep['ppocr'].get('commit')}), run unmodified from "
              f"a scratch copy. One process at a time, {rep['threads']} thread(s) (OMP/MKL), pinned with "
