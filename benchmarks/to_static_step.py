@@ -66,7 +66,7 @@ def rec_case(batch: int, rng, no_dropout: bool):
     return build, t, step
 
 
-def det_case(batch: int, rng, no_dropout: bool):
+def det_case(batch: int, rng, no_dropout: bool, size: int = 640):
     """(build_model, batch tensors, step) of PP-OCRv4 mobile det (no dropout in it)."""
     import numpy as np
     import paddle
@@ -74,7 +74,6 @@ def det_case(batch: int, rng, no_dropout: bool):
     from paddle_recipes.tasks.ocr_det.losses import DBLoss
     from paddle_recipes.tasks.ocr_det.models import PPOCR_MOBILE_DET_ARCH, build_ppocr_det_model
 
-    size = 640
     shrink = np.zeros([batch, size, size], np.float32)
     for i in range(batch):  # a few text-line boxes per crop
         for _ in range(12):
@@ -111,6 +110,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=("rec", "det"), required=True)
     p.add_argument("--batch", type=int, default=None, help="default: the YAML's (rec 192, det 8)")
+    p.add_argument("--det-size", type=int, default=640, help="det crop side in pixels (the YAML's EastRandomCropData: 640)")
     p.add_argument("--steps", type=int, default=2, help="timed steps per mode per repeat")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--profile", type=int, default=0, help="list the top N ops of one step per mode (0 = off)")
@@ -129,7 +129,9 @@ def main(argv=None) -> int:
     if unknown or not switches:
         p.error(f"--switch {a.switch!r}: use to_static, depthwise_kernel or both")
     batch = a.batch or {"rec": 192, "det": 8}[a.model]
-    build, t, step = (rec_case if a.model == "rec" else det_case)(batch, np.random.default_rng(0), a.no_dropout)
+    rng = np.random.default_rng(0)
+    build, t, step = (rec_case(batch, rng, a.no_dropout) if a.model == "rec" else
+                      det_case(batch, rng, a.no_dropout, a.det_size))
     runs = {}
     for mode in ("off", "on"):
         paddle.seed(0)

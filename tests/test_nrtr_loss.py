@@ -6,23 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import paddle
-import paddle.nn.functional as F
 import pytest
 
+from benchmarks.nrtr_loss_cost import log_softmax_form as textbook  # PaddleOCR's one_hot x log_softmax form
 from paddle_recipes.tasks.ocr.ppocr_losses import NRTRLoss
 
 V = 6625  # ppocr_keys_v1 + space + blank: PP-OCRv4's NRTR vocabulary size order
-
-
-def textbook(logits, label_gtc, length, smoothing=True, eps=0.1):
-    """PaddleOCR's formulation: one-hot, smoothed, times log_softmax, padding masked out, mean."""
-    tgt = label_gtc[:, 1: 2 + int(length.max())].reshape([-1])
-    logits = logits.reshape([-1, logits.shape[-1]])
-    if not smoothing:
-        return F.cross_entropy(logits, tgt, ignore_index=0, reduction="mean")
-    one_hot = F.one_hot(tgt, logits.shape[1])
-    soft = one_hot * (1 - eps) + (1 - one_hot) * eps / (logits.shape[1] - 1)
-    return (-(soft * F.log_softmax(logits, axis=1)).sum(axis=1)).masked_select(tgt != 0).mean()
 
 
 def float64(z, label_gtc, length, smoothing=True, eps=0.1):
