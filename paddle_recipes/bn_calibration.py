@@ -8,8 +8,9 @@ model (the official PP-OCRv4 rec: CTC loss ~90, accuracy 0 at step 5). ``calibra
 running statistics from the first training images (reparam.calibrate_unfused_bn, eval-mode function kept).
 
 - The images are the dataset's, in an order of their own (a permutation seeded by ``seed``), read with the
-  global random states (python, numpy, paddle) saved and restored: the run's data order and augmentation draws
-  are the same with calibration on or off.
+  global random states (python, numpy, paddle) saved, seeded from ``seed`` + rank (the augmentation draws of
+  these reads: the calibration is the same in every run of a seed), and restored: the run's data order and
+  augmentation draws are the same with calibration on or off.
 - With several processes, each reads its own shard rank::world_size of that order and the statistics are
   summed over ranks (one all-reduce), so that every rank ends with the same BN statistics.
 """
@@ -84,6 +85,9 @@ def calibrate_at_start(model: paddle.nn.Layer, dataset, *, num_batches: int, bat
     mine = order[rank::world_size][:num_batches * batch_size]
     states = random.getstate(), np.random.get_state(), paddle.get_rng_state()
     try:
+        random.seed(seed + rank)  # the augmentation draws of the calibration reads, the same every run
+        np.random.seed((seed + rank) % 2 ** 32)
+        paddle.seed(seed + rank)
         batches = _image_batches(dataset, collate, mine, batch_size)
         first = next(batches, None)
         gap_before = train_eval_gap(model, first[:8]) if first is not None else float("nan")
