@@ -9,7 +9,7 @@ in benchmarks/README.md). `kernels/depthwise_conv2d.cc` computes the same sums r
 products); only the float32 summation order differs, so losses agree to float tolerance
 (docs/cards/depthwise_kernel.md). It is built on first use with the system C++ compiler through
 paddle.utils.cpp_extension (~15 s once) into a cache folder keyed by the source, paddle, Python and this CPU's
-instruction set: $PADDLE_RECIPES_CACHE or ~/.cache/paddle_recipes, then kernels/<key>.
+instruction set: $PADDLE_RECIPES_CACHE or ~/.cache/paddle_recipes, then kernels/depthwise_conv2d-<key>.
 
 Eligible layers: nn.Conv2D with groups == in_channels == out_channels, dilation 1, zero padding given as an int or
 [h, w], NCHW. Training-mode float32 calls use the kernel; evaluation, export (jit.save traces eval mode) and other
@@ -25,6 +25,8 @@ import io
 import logging
 import os
 import platform
+import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Sequence, Tuple, Union
@@ -63,40 +65,73 @@ def cache_dir() -> Path:
     return root / "kernels" / f"depthwise_conv2d-{key}"
 
 
+NAME = "pr_depthwise_conv2d_ext"
+_STUB = re.compile(re.escape(NAME) + r"_\d+\.py")  # the Python stub paddle writes for each load() call
+
+
+def _build(folder: Path):
+    """paddle.utils.cpp_extension.load of SOURCE into folder, its console lines captured; (module, captured)."""
+    from paddle.utils import cpp_extension
+
+    captured = io.StringIO()
+    ext_logger = logging.getLogger("utils.cpp_extension")  # paddle's: "Compiling ...", "using custom operator only"
+    level, child_warnings = ext_logger.level, os.environ.get("PYTHONWARNINGS")
+    ext_logger.setLevel(logging.WARNING)
+    os.environ["PYTHONWARNINGS"] = "ignore:No ccache found"  # the compiler subprocess imports paddle too
+    try:
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            return cpp_extension.load(name=NAME, sources=[str(SOURCE)], extra_cxx_cflags=list(CXX_FLAGS),
+                                      build_directory=str(folder), verbose=False)
+    except Exception as e:  # compiler or loader failure: one line with its last words
+        lines = [ln for ln in (str(e) + "\n" + captured.getvalue()).splitlines() if ln.strip()]
+        tail = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else repr(e))
+        raise KernelBuildError(f"building {SOURCE.name} in {folder} failed: {tail.strip()[:300]}") from None
+    finally:
+        ext_logger.setLevel(level)
+        if child_warnings is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = child_warnings
+
+
 @paddle.jit.not_to_static  # a to_static trace calls it as Python and records the op it returns
 def load_kernel():
-    """The compiled op module (built on the first call of the process, reused from the cache folder after;
-    processes building at once wait on a file lock). Raises KernelBuildError with the compiler's last line."""
+    """The compiled op module: built on the first call on this machine, loaded from the cache folder after.
+    A build runs in a staging folder renamed into place when it succeeded, so a build killed half-way leaves no
+    cache entry that looks complete; processes starting together wait on a lock file beside the folder.
+    Raises KernelBuildError with the compiler's (or loader's) last line."""
     global _module
     if _module is not None:
         return _module
     folder = cache_dir()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise KernelBuildError(f"cannot create the kernel build folder {folder}: {e.strerror}") from None
-    captured = io.StringIO()
-    ext_logger = logging.getLogger("utils.cpp_extension")  # paddle's cpp_extension logger
-    with open(folder / ".lock", "w") as lock:
+        raise KernelBuildError(f"cannot create the kernel cache folder {folder.parent}: {e.strerror}") from None
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        level = ext_logger.level
-        try:
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # "No ccache found" on import
-                from paddle.utils import cpp_extension
-            ext_logger.setLevel(logging.WARNING)  # its "Compiling ..." / "using custom operator only" lines
-            with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-                _module = cpp_extension.load(name="pr_depthwise_conv2d_ext", sources=[str(SOURCE)],
-                                             extra_cxx_cflags=list(CXX_FLAGS), build_directory=str(folder),
-                                             verbose=False)
-        except Exception as e:  # compiler or loader failure: one line with its last words
-            lines = [ln for ln in (str(e) + "\n" + captured.getvalue()).splitlines() if ln.strip()]
-            tail = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else repr(e))
-            raise KernelBuildError(f"building {SOURCE.name} in {folder} failed: {tail.strip()[:300]}") from None
-        finally:
-            ext_logger.setLevel(level)
+        if (folder / NAME / f"{NAME}.so").is_file():
+            stubs = {f.name for f in (folder / NAME).glob("*.py")}
+            try:
+                _module = _build(folder)  # paddle sees the built library and loads it
+            except KernelBuildError as e:
+                raise KernelBuildError(f"{e} (delete {folder} to build it again)") from None
+        else:
+            for old in folder.parent.glob(f"{folder.name}.building-*"):  # builds that never finished
+                shutil.rmtree(old, ignore_errors=True)
+            staging = folder.parent / f"{folder.name}.building-{os.getpid()}"
+            staging.mkdir()
+            try:
+                _module = _build(staging)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            shutil.rmtree(folder, ignore_errors=True)  # a folder without the library: a leftover
+            staging.rename(folder)
+            stubs = set()
+        for f in (folder / NAME).glob("*.py"):  # this load's stub is imported: delete it, not the others'
+            if _STUB.fullmatch(f.name) and f.name not in stubs:
+                f.unlink(missing_ok=True)
     return _module
 
 

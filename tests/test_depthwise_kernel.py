@@ -245,6 +245,7 @@ def test_a_failed_build_is_one_line_and_leaves_the_model_unchanged(tmp_path, mon
     msg = str(exc.value)
     assert "\n" not in msg and msg.startswith("building depthwise_conv2d.cc in ") and "error" in msg.lower()
     assert type(net[0]) is paddle.nn.Conv2D
+    assert sorted(f.name for f in (tmp_path / "cache" / "kernels").iterdir()) == [dk.cache_dir().name + ".lock"]
     cfg = from_dict(TrainingConfig, {"Global": {"output_dir": str(tmp_path / "run"), "cpu_depthwise_kernel": True},
                                      "Train": {"loader": {"batch_size_per_card": 2}}})
     with pytest.raises(ConfigError) as exc:
@@ -276,3 +277,32 @@ def test_paddleocr_yaml_with_the_key_reaches_the_det_config():
     data["Global"]["cpu_depthwise_kernel"] = True
     ours, _ = translate_det_config(data, name, DetConfig)
     assert from_dict(DetConfig, ours).Global.cpu_depthwise_kernel is True
+
+
+@pytest.mark.slow  # ~30 s: two builds
+def test_a_build_killed_half_way_leaves_nothing_that_looks_built(tmp_path):
+    """kill -9 during the compile: the next process builds the kernel and runs it (the half-built files sit in a
+    staging folder that is never taken for the cache and is removed by the next build)."""
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "PADDLE_RECIPES_CACHE": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    code = ("from paddle_recipes import depthwise_kernel as dk; import paddle\n"
+            "y = dk.depthwise_conv2d(paddle.ones([1, 2, 4, 4]), paddle.ones([2, 1, 3, 3]), 1, 1)\n"
+            "print('center', float(y[0, 0, 1, 1]))\n")
+    building = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    kernels = tmp_path / "kernels"
+    deadline = time.time() + 60
+    while not any(kernels.glob("*.building-*/**/*_setup.py")) and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # inside the compiler
+    os.killpg(building.pid, signal.SIGKILL)
+    building.wait()
+    assert any(kernels.glob("*.building-*")) and not any(p.is_dir() and ".building-" not in p.name
+                                                          for p in kernels.iterdir())
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "center 9.0" in done.stdout, done.stdout + done.stderr
+    assert not any(kernels.glob("*.building-*"))
+    assert "No ccache" not in done.stderr and "Compiling" not in done.stdout + done.stderr  # a clean console
