@@ -265,20 +265,6 @@ def test_the_build_cache_is_keyed_by_source_and_reused(tmp_path, monkeypatch):
     assert dk.cache_dir() != first  # another source builds into another folder
 
 
-def test_paddleocr_yaml_with_the_key_reaches_the_det_config():
-    import yaml
-
-    from paddle_recipes.compat.paddleocr_det import translate_det_config
-    from paddle_recipes.tasks.ocr_det.config import DetConfig
-    from conftest import REPO_ROOT
-
-    name = "PP-OCRv4/PP-OCRv4_mobile_det.yml"
-    data = yaml.safe_load((REPO_ROOT / "tests/fixtures/paddleocr_det_configs" / name).read_text(encoding="utf-8"))
-    data["Global"]["cpu_depthwise_kernel"] = True
-    ours, _ = translate_det_config(data, name, DetConfig)
-    assert from_dict(DetConfig, ours).Global.cpu_depthwise_kernel is True
-
-
 @pytest.mark.slow  # ~30 s: two builds
 def test_a_build_killed_half_way_leaves_nothing_that_looks_built(tmp_path):
     """kill -9 during the compile: the next process builds the kernel and runs it (the half-built files sit in a

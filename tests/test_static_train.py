@@ -193,8 +193,10 @@ def test_a_forward_that_cannot_be_converted_is_one_line_naming_the_layer():
     assert model(paddle.ones([2, 4])).shape == [2, 4]  # eval keeps the dygraph forward
 
 
-def test_paddleocr_det_yaml_key_reaches_the_det_config():
-    """Global.to_static in PaddleOCR's PP-OCRv4 mobile det YAML -> our DetConfig (its d2s shape: no effect here)."""
+@pytest.mark.parametrize("key", ["to_static", "cpu_depthwise_kernel"])
+def test_paddleocr_det_yaml_key_reaches_the_det_config(key):
+    """Global.to_static (PaddleOCR's key; its d2s shape: no effect here) and our Global.cpu_depthwise_kernel in
+    PaddleOCR's PP-OCRv4 mobile det YAML -> our DetConfig."""
     import yaml
 
     from paddle_recipes.compat.paddleocr_det import translate_det_config
@@ -203,7 +205,7 @@ def test_paddleocr_det_yaml_key_reaches_the_det_config():
 
     name = "PP-OCRv4/PP-OCRv4_mobile_det.yml"
     data = yaml.safe_load((REPO_ROOT / "tests/fixtures/paddleocr_det_configs" / name).read_text(encoding="utf-8"))
-    data["Global"]["to_static"] = True
+    data["Global"][key] = True
     ours, report = translate_det_config(data, name, DetConfig)
-    assert from_dict(DetConfig, ours).Global.to_static is True
-    assert "Global.d2s_train_image_shape" in report.no_effect and "Global.to_static" not in report.no_effect
+    assert getattr(from_dict(DetConfig, ours).Global, key) is True
+    assert "Global.d2s_train_image_shape" in report.no_effect and f"Global.{key}" not in report.no_effect
