@@ -20,7 +20,8 @@ timing. Both sides fine-tune the released PP-OCRv4 mobile det (the rapidocr_padd
 harness/official_init.py imports it into the network our recipe builds from the derived YAML, calibrates the
 un-fused BNs and saves ONE ``v4_mobile_official.pdparams`` that PaddleOCR's rows and ours_* read as
 Global.pretrained_model; the fast rows read the inference folder itself (Global.finetune_released auto: the
-released form, rep blocks fused; the same weights) plus ``--fast-o`` keys. Data: photo-like pages
+released form, rep blocks fused; the same weights) plus harness ppocr_rec.FINETUNE_FAST_KEYS (the CPU depthwise
+kernel) and ``--fast-o`` keys. Data: photo-like pages
 (datasets/make_photo_pages.py: held-out fonts on real photographs, warped, blurred, JPEG; ``--num-train`` of seed 1,
 ``--num-val`` of seed 2), where the released model's hmean is ~0.69. Each trainer evaluates every ``--eval-every``
 steps (its own ``cur metric`` hmean); rows run ``--budget-min`` minutes, 1-process rows side by side with
@@ -204,7 +205,8 @@ def race(args, src: Path) -> int:
                     f"calibrated: {made['calibration']}. The released model's val hmean "
                     f"{H._f(start.get('hmean'), '{:.4f}')} (our evaluator, before training)."}
     extra["Global.pretrained_model"] = str(weights)
-    fast_keys = H.o_text({"Global.pretrained_model": str(released["det"]), **dict(H.parse_set(args.fast_o))})
+    fast_keys = H.o_text({"Global.pretrained_model": str(released["det"]), **H.FINETUNE_FAST_KEYS,
+                          **dict(H.parse_set(args.fast_o))})
     runs: dict = {r.name: [] for r in rows}
     peak = None
     try:

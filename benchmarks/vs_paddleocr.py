@@ -43,7 +43,7 @@ inference folder itself (Global.pretrained_model = the folder; the recipe import
 rows start from the inference folder too, so they train the released form (Global.finetune_released auto: rep blocks
 fused, MultiHead's NRTR branch not run, CTC neck use_guide off; the same weights as the .pdparams, fused; about x3
 cheaper per step, recipes/README_ocr_rec.md), unless ``--fast-from-pdparams``. The fast
-rows' -o keys: speedup_keys() + ppocr_rec.FINETUNE_FAST_KEYS (empty; the place for fine-tune switches) + ``--fast-o
+rows' -o keys: speedup_keys() + ppocr_rec.FINETUNE_FAST_KEYS (Global.cpu_depthwise_kernel=true; the place for fine-tune switches) + ``--fast-o
 KEY=VALUE`` (adds or replaces), minus ``--fast-drop KEY``; report.md prints the list.
 
 Evaluation: each trainer logs its own ``cur metric`` lines every ``--eval-every`` steps (curves, time to target);
