@@ -247,11 +247,12 @@ def unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
 
 
 def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
-    """state_dict names of the BatchNorm running statistics (``_mean``, ``_variance``) of `model`, in layer order."""
-    from paddle.nn.layer.norm import _BatchNormBase
+    """state_dict names of the BatchNorm running statistics (``_mean``, ``_variance``) of `model`, in layer order:
+    BatchNorm1D/2D/3D and paddle.nn.BatchNorm (not a _BatchNormBase; PaddleOCR's DB head uses it)."""
+    from .freeze_bn import BN_TYPES
 
     return [f"{name}.{stat}" for name, layer in unwrap(model).named_sublayers()
-            if isinstance(layer, _BatchNormBase) for stat in ("_mean", "_variance")]
+            if isinstance(layer, BN_TYPES) for stat in ("_mean", "_variance")]
 
 
 def bn_stats(model: paddle.nn.Layer) -> list:
