@@ -19,7 +19,6 @@ their names. CPU only: on a GPU, cuDNN's depthwise kernel is kept (use_depthwise
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import io
 import logging
@@ -33,6 +32,11 @@ from typing import Sequence, Tuple, Union
 
 import paddle
 from paddle import nn
+
+try:
+    import fcntl  # the build lock (POSIX); elsewhere processes building at once are not serialised
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +113,8 @@ def load_kernel():
     except OSError as e:
         raise KernelBuildError(f"cannot create the kernel cache folder {folder.parent}: {e.strerror}") from None
     with open(folder.parent / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
         if (folder / NAME / f"{NAME}.so").is_file():
             stubs = {f.name for f in (folder / NAME).glob("*.py")}
             try:
