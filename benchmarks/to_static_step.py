@@ -132,14 +132,14 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     build, t, step = (rec_case(batch, rng, a.no_dropout) if a.model == "rec" else
                       det_case(batch, rng, a.no_dropout, a.det_size))
-    runs = {}
+    runs, depthwise_layers = {}, 0
     for mode in ("off", "on"):
         paddle.seed(0)
         model = build()
         opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=model.parameters(),
                                     weight_decay=paddle.regularizer.L2Decay(3e-5 if a.model == "rec" else 5e-5))
         if mode == "on" and "depthwise_kernel" in switches:
-            runs.setdefault("depthwise_layers", use_depthwise_kernel(model))
+            depthwise_layers = use_depthwise_kernel(model)
         if mode == "on" and "to_static" in switches:
             apply_to_static(model)
         model.train()
@@ -170,8 +170,8 @@ def main(argv=None) -> int:
         loads.append([round(before, 2), round(os.getloadavg()[0], 2)])
     off, on = (statistics.median(runs[m]["times"]) for m in ("off", "on"))
     la, lb = np.array(runs["off"]["losses"]), np.array(runs["on"]["losses"])
-    depthwise_layers = runs.pop("depthwise_layers", 0)
-    res = {"model": a.model, "switch": switches, "depthwise_layers": depthwise_layers, "batch": batch, "steps_per_repeat": a.steps, "omp_threads": os.environ.get(
+    res = {"model": a.model, "switch": switches, "depthwise_layers": depthwise_layers, "batch": batch,
+           "steps_per_repeat": a.steps, "omp_threads": os.environ.get(
         "OMP_NUM_THREADS"), "cpus": sorted(os.sched_getaffinity(0)), "no_dropout": a.no_dropout,
         "s_per_step": {m: [round(x, 3) for x in runs[m]["times"]] for m in runs},
         "median_off": round(off, 3), "median_on": round(on, 3), "ratio_off_over_on": round(off / on, 3),

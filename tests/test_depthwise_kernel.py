@@ -31,6 +31,16 @@ DET_ARCH = {"Backbone": {"name": "PPLCNetV3", "scale": 0.35, "det": True},
             "Neck": {"name": "RSEFPN", "out_channels": 16, "shortcut": True}, "Head": {"name": "DBHead", "k": 50}}
 
 
+@pytest.fixture
+def kernel_calls(monkeypatch) -> list:
+    """One entry per call of the compiled op (the real kernel still computes)."""
+    calls = []
+    kernel = dk.load_kernel()
+    monkeypatch.setattr(dk, "_module", type("Counting", (), {"pr_depthwise_conv2d": staticmethod(
+        lambda *a: calls.append(1) or kernel.pr_depthwise_conv2d(*a))})())
+    return calls
+
+
 def _rel(a, b) -> float:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(a)), 1e-12))
@@ -154,11 +164,8 @@ def test_ppocr_det_network_same_loss_curve_and_same_eval():
 
 
 @pytest.mark.slow  # ~60 s: a to_static trace of the det network
-def test_with_to_static_the_program_runs_the_kernel(monkeypatch):
-    calls = []
-    kernel = dk.load_kernel()
-    monkeypatch.setattr(dk, "_module", type("Counting", (), {"pr_depthwise_conv2d": staticmethod(
-        lambda *a: calls.append(1) or kernel.pr_depthwise_conv2d(*a))})())
+def test_with_to_static_the_program_runs_the_kernel(kernel_calls):
+    calls = kernel_calls
     off, _, _ = _det_loop(False, steps=1)
     on, _, n = _det_loop(True, to_static=True, steps=1)
     assert n > 20 and len(calls) == n  # traced once: every switched layer put the op in the program
@@ -217,12 +224,9 @@ def _train(tmp_path, kernel: bool):
     return [h["loss"] for h in run.fit()["history"]], model
 
 
-def test_the_yaml_key_through_build_training(tmp_path, caplog, monkeypatch):
+def test_the_yaml_key_through_build_training(tmp_path, caplog, kernel_calls):
     """The Trainer's training steps call the kernel once per switched layer and step; the first loss is paddle's."""
-    calls = []
-    kernel = dk.load_kernel()
-    monkeypatch.setattr(dk, "_module", type("Counting", (), {"pr_depthwise_conv2d": staticmethod(
-        lambda *a: calls.append(1) or kernel.pr_depthwise_conv2d(*a))})())
+    calls = kernel_calls
     off, _ = _train(tmp_path, False)
     assert not calls
     with caplog.at_level("INFO", logger="paddle_recipes.training"):

@@ -8,25 +8,11 @@ import numpy as np
 import paddle
 import pytest
 
+from benchmarks.nrtr_loss_cost import float64_reference as float64
 from benchmarks.nrtr_loss_cost import log_softmax_form as textbook  # PaddleOCR's one_hot x log_softmax form
 from paddle_recipes.tasks.ocr.ppocr_losses import NRTRLoss
 
 V = 6625  # ppocr_keys_v1 + space + blank: PP-OCRv4's NRTR vocabulary size order
-
-
-def float64(z, label_gtc, length, smoothing=True, eps=0.1):
-    """(loss, d loss / d z) in float64 numpy."""
-    tgt = label_gtc[:, 1: 2 + int(length.max())].reshape(-1)
-    z = z.reshape(-1, z.shape[-1]).astype(np.float64)
-    p = np.exp(z - z.max(1, keepdims=True))
-    p /= p.sum(1, keepdims=True)
-    d = eps / (z.shape[1] - 1) if smoothing else 0.0
-    soft = np.full_like(p, d)
-    soft[np.arange(len(tgt)), tgt] = 1 - eps if smoothing else 1.0
-    keep = tgt != 0
-    loss = -(soft * np.log(p)).sum(1)
-    grad = (p - soft) * keep[:, None] / keep.sum()
-    return loss[keep].mean(), grad
 
 
 def batch(scale=3.0, seed=0):

@@ -69,6 +69,12 @@ def ours_keys(args: argparse.Namespace, row) -> dict:
     return dict(parse_set(args.ours_o)) if row.side == "ours" else {}
 
 
+def ours_o_lines(rep: dict) -> list[str]:
+    """The report.md lines naming the --ours-o keys ([] when none)."""
+    return [f"Ours' rows also get `-o {' '.join(rep['ours_o'])}` (--ours-o; PaddleOCR's rows do not).", ""] \
+        if rep.get("ours_o") else []
+
+
 def run_dirs(args: argparse.Namespace, name: str) -> tuple[Path, Path]:
     """(report folder, scratch folder) of a run called `name`: --out or benchmarks/results/<name>, and --work-dir
     or output/bench/<name>_<YYYYmmdd_HHMMSS> (absolute)."""

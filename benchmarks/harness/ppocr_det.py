@@ -7,6 +7,7 @@ is benchmarks/det_vs_paddleocr.py; rows, commands, YAML edits and the log parser
 from __future__ import annotations
 
 from . import ppocr_rec as H
+from .cli import ours_o_lines
 from .ppdet_det import _fmt, _med_range
 
 # PaddleOCR configs/det/... paths (relative to a PaddleOCR checkout).
@@ -95,8 +96,7 @@ def to_markdown(rep: dict) -> str:
     lines = ["# PaddleOCR tools/train.py vs paddle-recipes recipes/ocr_det.py on PaddleOCR's det YAMLs", "",
              f"Command: `{rep['command']}`" + ("  (**--quick: pipeline check, figures meaningless**)" if rep["quick"]
                                                else ""), "",
-             *([f"Ours' rows also get `-o {' '.join(rep['ours_o'])}` (--ours-o; PaddleOCR's rows do not).", ""]
-               if rep.get("ours_o") else []),
+             *ours_o_lines(rep),
              f"Machine: {m.get('cpu_model')}, {m.get('cpus_available')} CPUs available. Versions: {rep['versions']}. "
              f"PaddleOCR checkout {rep['ppocr']['src']} (commit {rep['ppocr'].get('commit')}), run unmodified from "
              f"a scratch copy. One process at a time, {rep['threads']} thread(s) (OMP/MKL), pinned with "

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .cli import ours_o_lines
+
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "recipes" / "ocr_rec.py"
 
@@ -574,8 +576,7 @@ def to_markdown(rep: dict) -> str:
     metric, evaluator = rep.get("metric", "acc"), rep.get("our_evaluator", "recipes/ocr_rec.py --mode eval")
     lines = [f"# PaddleOCR tools/train.py vs paddle-recipes on PaddleOCR's YAMLs ({rep['machine'].get('cpu_model')})",
              "", f"Command: `{rep['command']}`", "",
-             *([f"Ours' rows also get `-o {' '.join(rep['ours_o'])}` (--ours-o; PaddleOCR's rows do not).", ""]
-               if rep.get("ours_o") else []),
+             *ours_o_lines(rep),
              *([] if rep.get("complete", True) else
                [f"**PARTIAL REPORT: {rep.get('runs_done')} runs done** (the run is in progress or was stopped); "
                 "every figure below covers those runs only.", ""]),
