@@ -286,8 +286,9 @@ def average_bn_stats(model: paddle.nn.Layer, ema=None) -> int:
     once and averages them after every optimizer step."""
     if dist.get_world_size() <= 1:
         return 0
-    names = [n for n in bn_stat_names(model) if n in ema.shadow] if ema else []
-    return average_over_ranks_(bn_stats(model) + [ema.shadow[n] for n in names])
+    names, state = bn_stat_names(model), unwrap(model).state_dict()
+    shadow = ema.shadow if ema else {}
+    return average_over_ranks_([state[n] for n in names if n in state] + [shadow[n] for n in names if n in shadow])
 
 
 def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,

@@ -161,6 +161,20 @@ def run_cli(recipe, argv: list[str], capsys) -> tuple[int, str]:
     return code.value.code, capsys.readouterr().err
 
 
+def db_loss_batches(steps: int, size: int = 64):
+    """Fixed inputs for a DB det loss curve: `steps` random [2, 3, size, size] batches and one set of DBLoss
+    targets (shrink map of one text bar, threshold map 0.5 on it, all-ones masks)."""
+    import numpy as np
+    import paddle
+
+    rng = np.random.default_rng(0)
+    shrink = np.zeros([2, size, size], np.float32)
+    shrink[:, 20:30, 8:50] = 1.0
+    maps = [paddle.to_tensor(m) for m in (0.5 * shrink, np.ones_like(shrink), shrink, np.ones_like(shrink))]
+    batches = [paddle.to_tensor(rng.standard_normal([2, 3, size, size]).astype("float32")) for _ in range(steps)]
+    return batches, maps
+
+
 @pytest.fixture
 def launch():
     return run_launch

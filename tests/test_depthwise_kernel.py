@@ -10,7 +10,6 @@ to ~lr x 1e-6 relative; after 4 steps the losses agree to relative 1e-4 (measure
 """
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -118,11 +117,9 @@ def _det_loop(kernel: bool, to_static: bool = False, steps: int = 4, nudge: bool
     from paddle_recipes.tasks.ocr_det.losses import DBLoss
     from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
 
-    rng = np.random.default_rng(0)
-    shrink = np.zeros([2, 64, 64], np.float32)
-    shrink[:, 20:30, 8:50] = 1.0
-    maps = [paddle.to_tensor(m) for m in (0.5 * shrink, np.ones_like(shrink), shrink, np.ones_like(shrink))]
-    batches = [paddle.to_tensor(rng.standard_normal([2, 3, 64, 64]).astype("float32")) for _ in range(steps)]
+    from conftest import db_loss_batches
+
+    batches, maps = db_loss_batches(steps)
     paddle.seed(0)
     model = build_ppocr_det_model(DET_ARCH)
     for p in model.parameters() if nudge else ():

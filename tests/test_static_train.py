@@ -153,11 +153,9 @@ def test_db_det_model_gives_the_same_loss_curve():
 
     arch = {"Backbone": {"name": "PPLCNetV3", "scale": 0.35, "det": True},
             "Neck": {"name": "RSEFPN", "out_channels": 16, "shortcut": True}, "Head": {"name": "DBHead", "k": 50}}
-    rng = np.random.default_rng(0)
-    shrink = np.zeros([2, 64, 64], np.float32)
-    shrink[:, 20:30, 8:50] = 1.0
-    maps = [paddle.to_tensor(m) for m in (0.5 * shrink, np.ones_like(shrink), shrink, np.ones_like(shrink))]
-    batches = [paddle.to_tensor(rng.standard_normal([2, 3, 64, 64]).astype("float32")) for _ in range(4)]
+    from conftest import db_loss_batches
+
+    batches, maps = db_loss_batches(4)
     loss_fn = DBLoss()
     curves = []
     for to_static in (False, True):
