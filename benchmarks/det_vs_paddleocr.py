@@ -279,11 +279,7 @@ def race(args, src: Path) -> int:
                    f"; every row's step is {args.batch} samples (--same-global-batch: an N-process row reads "
                    f"{args.batch} / N per process)" if args.same_global_batch else ""),
                "init": init, "yamls": [y], "work_dir": str(work)}
-        for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
-                           ("report.md", H.to_markdown(rep))):
-            tmp = out_dir / f".{name}.tmp"
-            tmp.write_text(text)
-            os.replace(tmp, out_dir / name)  # never a half-written report
+        H.write_reports(rep, out_dir)
 
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     groups = H.side_by_side_groups(rows, n_cores // args.threads if args.side_by_side else 1)

@@ -345,11 +345,7 @@ def main(argv=None) -> int:
                "data": f"{data_what}, {n_train} train / {n_val} val, PaddleOCR label files under {data}",
                "init": init_info or None, "yamls": yamls, "work_dir": str(work),
                "continues": continued}
-        for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
-                           ("report.md", H.to_markdown(rep))):
-            tmp = out_dir / f".{name}.tmp"
-            tmp.write_text(text)
-            os.replace(tmp, out_dir / name)  # never a half-written report
+        H.write_reports(rep, out_dir)
 
     for yn in yaml_names:
         original = yaml.safe_load((scratch / H.YAMLS[yn]).read_text())

@@ -17,6 +17,8 @@ Both sides read one derived YAML (the original plus the ``--set`` edits, written
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
 import statistics
 import sys
@@ -658,3 +660,13 @@ def write_plot(y: dict, runs: dict, target: float | None, path: Path) -> Path | 
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def write_reports(rep: dict, out_dir: Path) -> None:
+    """report.json (every raw figure) and report.md (to_markdown) of a race under `out_dir`, each written to a
+    temporary file and renamed: a reader never sees a half-written report."""
+    for name, text in (("report.json", json.dumps(rep, indent=1, default=str, ensure_ascii=False)),
+                       ("report.md", to_markdown(rep))):
+        tmp = out_dir / f".{name}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, out_dir / name)
