@@ -108,6 +108,8 @@ def parse_args(argv=None):
     race.add_argument("--same-global-batch", action="store_true", help="an N-process row gets --batch / N per process: "
                       "every row takes steps of --batch samples (PaddleOCR's per-card batch otherwise)")
     race.add_argument("--budget-min", type=float, default=0.0, help="stop a training run after this many minutes")
+    race.add_argument("--row-budget-min", action="append", default=[], metavar="ROW=MIN",
+                      help="another budget for one row, e.g. ours_p2=10 when it needs less time than PaddleOCR's")
     race.add_argument("--side-by-side", action="store_true", help="the 1-process rows of a repeat run at the same "
                       "time, each pinned to its own core (rotating with the repeat)")
     race.add_argument("--vs-ppocr-p1", action="store_true", help="every row of ours is compared with ppocr_p1, "
@@ -161,6 +163,12 @@ def race(args, src: Path) -> int:
     from paddle_recipes.distributed import DistInfo
     from paddle_recipes.recipes.ocr_det import OcrDet
 
+    rows = H.pick_rows([r for r in args.rows.split(",") if r])
+    try:
+        budgets = H.row_budgets(args.row_budget_min, rows)
+    except ValueError as exc:
+        print(f"--row-budget-min: {exc}", file=sys.stderr)
+        return 2
     names = [y for y in args.yamls.split(",") if y]
     released = official_models()
     why = (f"--yamls {args.yamls}: --init official needs {list(D.OFFICIAL_YAMLS)}" if set(names) - set(D.OFFICIAL_YAMLS)
@@ -169,7 +177,6 @@ def race(args, src: Path) -> int:
     if why:
         print(why, file=sys.stderr)
         return 2
-    rows = H.pick_rows([r for r in args.rows.split(",") if r])
     q = args.quick
     if q:
         args.batch, args.crop, args.num_train, args.num_val, args.epochs, args.eval_every = 2, 96, 4, 2, 1, 1
@@ -231,7 +238,8 @@ def race(args, src: Path) -> int:
         cmd, kind = H.command(row, args.ppocr_python, sys.executable, str(ypath), o, work / f"{tag}_launch", 42 + rep,
                               False, args.ours_entry, fast_keys)
         rec = run_proc(cores_prefix(row.nproc, args.threads, slot) + cmd, scratch if kind == "ppocr" else REPO,
-                       work / f"{tag}.stdout", args.threads, args.timeout, args.budget_min * 60.0)
+                       work / f"{tag}.stdout", args.threads, args.timeout,
+                       budgets.get(row.name, args.budget_min) * 60.0)
         rec["side_by_side_slot"] = slot if args.side_by_side else None
         log_path, text = H.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
         parsed = H.parse_train_log(text)
@@ -274,7 +282,8 @@ def race(args, src: Path) -> int:
                "machine": machine_info(), "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
                "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": args.repeats,
                "epochs": args.epochs, "batch": args.batch, "warmup_steps": args.warmup_steps,
-               "budget_min": args.budget_min, "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
+               "budget_min": args.budget_min, "row_budget_min": budgets, "side_by_side": args.side_by_side,
+               "peak_gflops": peak, "load": load,
                "not_switched_on": {}, "data": f"{data_what}, PaddleOCR det label files under {data}" + (
                    f"; every row's step is {args.batch} samples (--same-global-batch: an N-process row reads "
                    f"{args.batch} / N per process)" if args.same_global_batch else ""),

@@ -225,10 +225,13 @@ def test_race_from_the_released_det_same_start_and_time_to_paddleocrs_hmean(tmp_
     cmd = [sys.executable, str(REPO_ROOT / "benchmarks/det_vs_paddleocr.py"), "--ppocr-src", str(src), "--init",
            "official", "--yamls", "v4_mobile", "--num-train", "4", "--num-val", "2", "--batch", "2", "--crop", "96",
            "--epochs", "3", "--eval-every", "1", "--warmup-steps", "0", "--repeats", "2", "--ours-entry", str(ours),
-           "--set", "Optimizer.lr.learning_rate=1e-4", "--work-dir", str(work), "--out", str(out)]
+           "--set", "Optimizer.lr.learning_rate=1e-4", "--work-dir", str(work), "--out", str(out),
+           "--budget-min", "30", "--row-budget-min", "fast_p1=20"]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rep = json.loads((out / "report.json").read_text())
+    budgets = {name: {r["budget_s"] for r in runs} for name, runs in rep["yamls"][0]["runs"].items()}
+    assert budgets == {"ppocr_p1": {1800.0}, "ours_p1": {1800.0}, "fast_p1": {1200.0}}  # --row-budget-min
     weights = work / "v4_mobile_official.pdparams"
     assert rep["init"]["weights"]["file"] == str(weights) and rep["init"]["weights"]["calibration"]["bns"] == 28
     assert rep["init"]["start_acc"] == 0.6462  # our evaluator's line on the .pdparams, before training
@@ -255,3 +258,12 @@ def test_race_from_the_released_det_same_start_and_time_to_paddleocrs_hmean(tmp_
     md = (out / "report.md").read_text()
     assert "Target = PaddleOCR's best hmean in its budget" in md and "| x2.00 |" in md
     assert (out / "hmean_vs_time_v4_mobile.png").exists()
+
+
+def test_race_row_budget_naming_an_unknown_row_exits_2(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks/det_vs_paddleocr.py"), "--ppocr-src",
+                           str(tmp_path), "--init", "official", "--yamls", "v4_mobile", "--rows", "ppocr_p1,ours_p2",
+                           "--row-budget-min", "fast_p2=5"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    want = "--row-budget-min: 'fast_p2=5': want ROW=MIN with ROW one of the rows run ['ppocr_p1', 'ours_p2']"
+    assert want in proc.stderr
