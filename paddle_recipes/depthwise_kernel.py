@@ -9,7 +9,8 @@ in benchmarks/README.md). `kernels/depthwise_conv2d.cc` computes the same sums r
 products); only the float32 summation order differs, so losses agree to float tolerance
 (docs/cards/depthwise_kernel.md). It is built on first use with the system C++ compiler through
 paddle.utils.cpp_extension (~15 s once) into a cache folder keyed by the source, paddle, Python and this CPU's
-instruction set: $PADDLE_RECIPES_CACHE or ~/.cache/paddle_recipes, then kernels/depthwise_conv2d-<key>.
+instruction set (kernel_build.py): $PADDLE_RECIPES_CACHE or ~/.cache/paddle_recipes, then
+kernels/depthwise_conv2d-<key>.
 
 Eligible layers: nn.Conv2D with groups == in_channels == out_channels, dilation 1, zero padding given as an int or
 [h, w], NCHW. Training-mode float32 calls use the kernel; evaluation, export (jit.save traces eval mode) and other
@@ -18,125 +19,35 @@ their names. CPU only: on a GPU, cuDNN's depthwise kernel is kept (use_depthwise
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
-import logging
-import os
-import platform
-import re
-import shutil
-import sys
-from pathlib import Path
 from typing import Sequence, Tuple, Union
 
 import paddle
 from paddle import nn
 
-try:
-    import fcntl  # the build lock (POSIX); elsewhere processes building at once are not serialised
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+from . import kernel_build
+from .kernel_build import KernelBuildError
 
-logger = logging.getLogger(__name__)
+__all__ = ["KernelBuildError", "cache_dir", "load_kernel", "depthwise_conv2d", "DepthwiseKernelConv2D", "eligible",
+           "use_depthwise_kernel"]
 
-SOURCE = Path(__file__).with_name("kernels") / "depthwise_conv2d.cc"
+SOURCE = kernel_build.KERNELS / "depthwise_conv2d.cc"
 CXX_FLAGS = ("-O3", "-march=native", "-fopenmp-simd")
+NAME = "pr_depthwise_conv2d_ext"
 _module = None
 
 
-class KernelBuildError(RuntimeError):
-    """The C++ kernel could not be compiled or loaded (no compiler, no paddle headers, ...)."""
-
-
-def _cpu_flags() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return line
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def cache_dir() -> Path:
-    """The build folder of this source / paddle / Python / CPU instruction set (a -march=native binary is only
-    loaded on the CPU kind it was built for)."""
-    key = hashlib.sha256(b"\0".join(s.encode() if isinstance(s, str) else s for s in (
-        SOURCE.read_bytes(), paddle.__version__, sys.version, platform.machine(), _cpu_flags(),
-        " ".join(CXX_FLAGS)))).hexdigest()[:16]
-    root = Path(os.environ.get("PADDLE_RECIPES_CACHE") or Path.home() / ".cache" / "paddle_recipes")
-    return root / "kernels" / f"depthwise_conv2d-{key}"
-
-
-NAME = "pr_depthwise_conv2d_ext"
-_STUB = re.compile(re.escape(NAME) + r"_\d+\.py")  # the Python stub paddle writes for each load() call
-
-
-def _build(folder: Path):
-    """paddle.utils.cpp_extension.load of SOURCE into folder, its console lines captured; (module, captured)."""
-    from paddle.utils import cpp_extension
-
-    captured = io.StringIO()
-    ext_logger = logging.getLogger("utils.cpp_extension")  # paddle's: "Compiling ...", "using custom operator only"
-    level, child_warnings = ext_logger.level, os.environ.get("PYTHONWARNINGS")
-    ext_logger.setLevel(logging.WARNING)
-    os.environ["PYTHONWARNINGS"] = "ignore:No ccache found"  # the compiler subprocess imports paddle too
-    try:
-        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-            return cpp_extension.load(name=NAME, sources=[str(SOURCE)], extra_cxx_cflags=list(CXX_FLAGS),
-                                      build_directory=str(folder), verbose=False)
-    except Exception as e:  # compiler or loader failure: one line with its last words
-        lines = [ln for ln in (str(e) + "\n" + captured.getvalue()).splitlines() if ln.strip()]
-        tail = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else repr(e))
-        raise KernelBuildError(f"building {SOURCE.name} in {folder} failed: {tail.strip()[:300]}") from None
-    finally:
-        ext_logger.setLevel(level)
-        if child_warnings is None:
-            os.environ.pop("PYTHONWARNINGS", None)
-        else:
-            os.environ["PYTHONWARNINGS"] = child_warnings
+def cache_dir():
+    """The build folder of SOURCE on this machine (kernel_build.cache_dir)."""
+    return kernel_build.cache_dir(SOURCE, CXX_FLAGS)
 
 
 @paddle.jit.not_to_static  # a to_static trace calls it as Python and records the op it returns
 def load_kernel():
-    """The compiled op module: built on the first call on this machine, loaded from the cache folder after.
-    A build runs in a staging folder renamed into place when it succeeded, so a build killed half-way leaves no
-    cache entry that looks complete; processes starting together wait on a lock file beside the folder.
-    Raises KernelBuildError with the compiler's (or loader's) last line."""
+    """The compiled op module, built on the first call on this machine (kernel_build.load_ops). Raises
+    KernelBuildError with the compiler's (or loader's) last line."""
     global _module
-    if _module is not None:
-        return _module
-    folder = cache_dir()
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise KernelBuildError(f"cannot create the kernel cache folder {folder.parent}: {e.strerror}") from None
-    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
-        if fcntl is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        if (folder / NAME / f"{NAME}.so").is_file():
-            stubs = {f.name for f in (folder / NAME).glob("*.py")}
-            try:
-                _module = _build(folder)  # paddle sees the built library and loads it
-            except KernelBuildError as e:
-                raise KernelBuildError(f"{e} (delete {folder} to build it again)") from None
-        else:
-            for old in folder.parent.glob(f"{folder.name}.building-*"):  # builds that never finished
-                shutil.rmtree(old, ignore_errors=True)
-            staging = folder.parent / f"{folder.name}.building-{os.getpid()}"
-            staging.mkdir()
-            try:
-                _module = _build(staging)
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-            shutil.rmtree(folder, ignore_errors=True)  # a folder without the library: a leftover
-            staging.rename(folder)
-            stubs = set()
-        for f in (folder / NAME).glob("*.py"):  # this load's stub is imported: delete it, not the others'
-            if _STUB.fullmatch(f.name) and f.name not in stubs:
-                f.unlink(missing_ok=True)
+    if _module is None:
+        _module = kernel_build.load_ops(NAME, SOURCE, CXX_FLAGS)
     return _module
 
 
