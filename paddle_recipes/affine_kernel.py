@@ -21,6 +21,8 @@ CPU only (not applied on a GPU).
 """
 from __future__ import annotations
 
+import sys
+
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
@@ -42,10 +44,7 @@ _module = None
 def load_kernel():
     """The compiled op module, built on the first call on this machine (kernel_build.load_ops). Raises
     KernelBuildError with the compiler's (or loader's) last line."""
-    global _module
-    if _module is None:
-        _module = kernel_build.load_ops(NAME, SOURCE, CXX_FLAGS)
-    return _module
+    return kernel_build.load_once(sys.modules[__name__])
 
 
 def scalar_affine(x: paddle.Tensor, scale: paddle.Tensor, bias: paddle.Tensor) -> paddle.Tensor:

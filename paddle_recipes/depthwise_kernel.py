@@ -19,6 +19,7 @@ their names. CPU only: on a GPU, cuDNN's depthwise kernel is kept (use_depthwise
 """
 from __future__ import annotations
 
+import sys
 from typing import Sequence, Tuple, Union
 
 import paddle
@@ -45,10 +46,7 @@ def cache_dir():
 def load_kernel():
     """The compiled op module, built on the first call on this machine (kernel_build.load_ops). Raises
     KernelBuildError with the compiler's (or loader's) last line."""
-    global _module
-    if _module is None:
-        _module = kernel_build.load_ops(NAME, SOURCE, CXX_FLAGS)
-    return _module
+    return kernel_build.load_once(sys.modules[__name__])
 
 
 def _pair(value) -> Tuple[int, int]:

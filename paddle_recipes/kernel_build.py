@@ -117,3 +117,11 @@ def load_ops(name: str, source: Path, flags: Sequence[str]):
             if stub.fullmatch(f.name) and f.name not in stubs:
                 f.unlink(missing_ok=True)
     return module
+
+
+def load_once(kernel_module):
+    """The op module of a kernel module (one with NAME, SOURCE, CXX_FLAGS and a `_module` cache): load_ops on the
+    first call, kept in kernel_module._module after."""
+    if kernel_module._module is None:
+        kernel_module._module = load_ops(kernel_module.NAME, kernel_module.SOURCE, kernel_module.CXX_FLAGS)
+    return kernel_module._module

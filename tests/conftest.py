@@ -161,6 +161,42 @@ def run_cli(recipe, argv: list[str], capsys) -> tuple[int, str]:
     return code.value.code, capsys.readouterr().err
 
 
+# A small PP-OCRv4-style det network (PPLCNetV3 rep blocks and LABs, RSEFPN, DB head with biased transposed convs).
+SMALL_DET_ARCH = {"Backbone": {"name": "PPLCNetV3", "scale": 0.35, "det": True},
+                  "Neck": {"name": "RSEFPN", "out_channels": 16, "shortcut": True},
+                  "Head": {"name": "DBHead", "k": 50}}
+
+
+def needs_cxx(key: str):
+    """pytest mark: skip the module when no C++ compiler can build the kernel behind Global.<key>."""
+    import shutil
+
+    return pytest.mark.skipif(not (shutil.which("c++") or shutil.which("g++")),
+                              reason=f"no C++ compiler: Global.{key} cannot be built here")
+
+
+def rel_err(a, b) -> float:
+    """max |a - b| / max |a| (float64)."""
+    import numpy as np
+
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(a)), 1e-12))
+
+
+def square_loss_grads(layers, x0) -> list:
+    """For each layer (training mode): [y, dx, then each parameter's gradient] of sum(layer(x0) ** 2), as numpy."""
+    import paddle
+
+    out = []
+    for layer in layers:
+        layer.train()
+        x = paddle.to_tensor(x0, stop_gradient=False)
+        y = layer(x)
+        (y * y).sum().backward()
+        out.append([y.numpy(), x.grad.numpy()] + [p.grad.numpy() for p in layer.parameters()])
+    return out
+
+
 def db_loss_batches(steps: int, size: int = 64):
     """Fixed inputs for a DB det loss curve: `steps` random [2, 3, size, size] batches and one set of DBLoss
     targets (shrink map of one text bar, threshold map 0.5 on it, all-ones masks)."""
@@ -173,6 +209,99 @@ def db_loss_batches(steps: int, size: int = 64):
     maps = [paddle.to_tensor(m) for m in (0.5 * shrink, np.ones_like(shrink), shrink, np.ones_like(shrink))]
     batches = [paddle.to_tensor(rng.standard_normal([2, 3, size, size]).astype("float32")) for _ in range(steps)]
     return batches, maps
+
+
+def det_loss_curve(arch: dict, steps: int = 4, nudge: bool = False, switch=None, to_static: bool = False):
+    """(losses, model, switch's return) of `steps` Adam steps (lr 1e-3) of the PP-OCR det network `arch` on the
+    db_loss_batches, from paddle.seed(0). nudge: every initial weight moved up by one float32 ulp (the float noise
+    floor of a loss curve); switch(model) -> int: applied before training (a kernel switch), its result returned."""
+    import numpy as np
+    import paddle
+
+    from paddle_recipes.static_train import apply_to_static
+    from paddle_recipes.tasks.ocr_det.losses import DBLoss
+    from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
+
+    batches, maps = db_loss_batches(steps)
+    paddle.seed(0)
+    model = build_ppocr_det_model(arch)
+    for p in model.parameters() if nudge else ():
+        p.set_value(np.nextafter(p.numpy(), np.float32(np.inf)).astype("float32"))
+    n = switch(model) if switch else 0
+    if to_static:
+        apply_to_static(model)
+    opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=model.parameters())
+    loss_fn, losses = DBLoss(), []
+    model.train()
+    for x in batches:
+        loss = loss_fn(model(x), [None, *maps])["loss"]
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        losses.append(float(loss))
+    return losses, model, n
+
+
+def det_fit(out_dir: Path, arch: dict, **global_keys):
+    """(per-step losses, model) of one epoch of build_training (4 steps of 2 RandomImages, Adam lr 1e-3, constant,
+    loss = mean squared "maps") of the PP-OCR det network `arch`, from paddle.seed(0); `global_keys` go into
+    Global (e.g. cpu_depthwise_kernel=True)."""
+    import paddle
+
+    from paddle_recipes.config import from_dict
+    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
+    from paddle_recipes.training import TrainingConfig, build_training
+
+    cfg = from_dict(TrainingConfig, {
+        "Global": {"output_dir": str(out_dir), "epochs": 1, "log_every": 1, "seed": 0, "save_every_epochs": 0,
+                   "eval_every_epochs": 0, **global_keys},
+        "Optimizer": {"name": "adam", "lr": 0.001, "schedule": "constant"},
+        "Train": {"loader": {"batch_size_per_card": 2, "shuffle": False}}})
+    paddle.seed(0)
+    model = build_ppocr_det_model(arch)
+    run = build_training(cfg, model, RandomImages(), step=lambda m, x: {"loss": (m(x)["maps"] ** 2).mean()},
+                         info=DistInfo())
+    return [h["loss"] for h in run.fit()["history"]], model
+
+
+class RandomImages:
+    """A map-style dataset of n random 3 x size x size float32 images (at 32 x 32 a det network's deepest map is
+    1 x 1: BatchNorm over 2 values turns an ulp into O(1), for paddle's own kernels too; hence 64)."""
+
+    def __init__(self, n: int = 8, size: int = 64):
+        import numpy as np
+
+        self.x = np.random.default_rng(0).standard_normal((n, 3, size, size)).astype("float32")
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i]
+
+
+def det_export_output_elsewhere(model, tmp_path: Path, size: int = 64):
+    """jit.save `model` (eval mode, input [None, 3, size, size]) and run the saved file in a fresh Python process
+    (one that never imported paddle_recipes nor built any of its kernels) on one random image:
+    (this process's "maps" output, the other process's)."""
+    import numpy as np
+    import paddle
+
+    model.eval()
+    prefix = str(tmp_path / "inference")
+    paddle.jit.save(model, prefix, input_spec=[paddle.static.InputSpec([None, 3, size, size], "float32")])
+    x = np.random.default_rng(3).standard_normal([1, 3, size, size]).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    expected = model(paddle.to_tensor(x))["maps"].numpy()
+    code = ("import sys, numpy as np, paddle\n"
+            "m = paddle.jit.load(sys.argv[1]); m.eval()\n"
+            "y = m(paddle.to_tensor(np.load(sys.argv[2])))\n"
+            "y = y['maps'] if isinstance(y, dict) else (y[0] if isinstance(y, (list, tuple)) else y)\n"
+            "np.save(sys.argv[3], y.numpy())\n")
+    subprocess.run([sys.executable, "-c", code, prefix, str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
+                   check=True, capture_output=True, timeout=300)
+    return expected, np.load(tmp_path / "y.npy")
 
 
 @pytest.fixture

@@ -9,25 +9,17 @@ order, so they agree to relative ~1e-6; everything else is exact.
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-
 import numpy as np
 import paddle
 import pytest
+from conftest import SMALL_DET_ARCH, needs_cxx, rel_err, square_loss_grads
 
 from paddle_recipes import affine_kernel as ak
 from paddle_recipes import depthwise_kernel as dk
-from paddle_recipes.config import from_dict
-from paddle_recipes.distributed import DistInfo
 from paddle_recipes.nn.layers import LearnableAffineBlock
-from paddle_recipes.training import TrainingConfig, build_training
 
-pytestmark = pytest.mark.skipif(not (shutil.which("c++") or shutil.which("g++")),
-                                reason="no C++ compiler: Global.cpu_affine_kernel cannot be built here")
-DET_ARCH = {"Backbone": {"name": "PPLCNetV3", "scale": 0.35, "det": True},
-            "Neck": {"name": "RSEFPN", "out_channels": 16, "shortcut": True}, "Head": {"name": "DBHead", "k": 50}}
+pytestmark = needs_cxx("cpu_affine_kernel")
+DET_ARCH = SMALL_DET_ARCH
 
 
 @pytest.fixture
@@ -43,11 +35,6 @@ def op_calls(monkeypatch) -> dict:
         return staticmethod(call)
     monkeypatch.setattr(ak, "_module", type("Counting", (), {n: counting(n) for n in calls})())
     return calls
-
-
-def _rel(a, b) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(a)), 1e-12))
 
 
 def _forward_backward(fn, arrays, upstream):
@@ -81,7 +68,7 @@ def test_channel_bias_is_paddles_broadcast_add(shape):
     (y0, dx0, db0), (y, dx, db) = (_forward_backward(f, (x, b), up) for f in (
         lambda x, b: x + b.reshape(view), ak.channel_bias))
     assert np.array_equal(y0, y) and np.array_equal(dx0, dx)
-    assert _rel(db0, db) < 1e-5
+    assert rel_err(db0, db) < 1e-5
     exact = up.astype(np.float64).swapaxes(0, 1).reshape(shape[1], -1).sum(axis=1)
     assert np.max(np.abs(db - exact)) <= 1e-7 * np.max(np.abs(up)) * up.size / shape[1]
 
@@ -137,20 +124,14 @@ def test_a_switched_layer_trains_as_paddles_and_evaluates_with_paddles_ops(make,
     dk.use_depthwise_kernel(ours)
     assert ak.use_affine_kernel(ours) == 1
     x0 = np.random.default_rng(2).standard_normal((2, 3, 9, 11)).astype("float32")
-    out = []
-    for layer in (ref, ours):
-        layer.train()
-        x = paddle.to_tensor(x0, stop_gradient=False)
-        y = layer(x)
-        (y * y).sum().backward()
-        out.append([y.numpy(), x.grad.numpy()] + [p.grad.numpy() for p in layer.parameters()])
+    out = square_loss_grads((ref, ours), x0)
     assert sum(op_calls.values()) == 1
     depthwise = isinstance(ours, dk.DepthwiseKernelConv2D)
     for i, (a, b) in enumerate(zip(*out)):  # y, dx, then weight (bias) or scale, bias
         if i < 2 and not depthwise:
             assert np.array_equal(a, b), i
         else:
-            assert _rel(a, b) < 1e-5, i
+            assert rel_err(a, b) < 1e-5, i
     ref.eval(), ours.eval()
     x = paddle.to_tensor(x0)
     assert np.array_equal(ref(x).numpy(), ours(x).numpy())  # eval: paddle's ops, bit for bit
@@ -158,33 +139,14 @@ def test_a_switched_layer_trains_as_paddles_and_evaluates_with_paddles_ops(make,
 
 
 def _det_loop(affine: bool, steps: int = 4, nudge: bool = False, to_static: bool = False):
-    """Loss curve of `steps` Adam steps of a small PP-OCRv4 det network (PPLCNetV3 LABs, DB head transposed convs
-    with biases) on fixed batches, with the depthwise kernel on both sides.
-    nudge: every initial weight moved by one float32 ulp (the float noise floor)."""
-    from conftest import db_loss_batches
-    from paddle_recipes.static_train import apply_to_static
-    from paddle_recipes.tasks.ocr_det.losses import DBLoss
-    from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
+    """conftest.det_loss_curve of a small PP-OCRv4 det network (PPLCNetV3 LABs, DB head transposed convs with
+    biases), the depthwise kernel on in both, the affine ops on or off."""
+    from conftest import det_loss_curve
 
-    batches, maps = db_loss_batches(steps)
-    paddle.seed(0)
-    model = build_ppocr_det_model(DET_ARCH)
-    for p in model.parameters() if nudge else ():
-        p.set_value(np.nextafter(p.numpy(), np.float32(np.inf)).astype("float32"))
-    dk.use_depthwise_kernel(model)
-    n = ak.use_affine_kernel(model) if affine else 0
-    if to_static:
-        apply_to_static(model)
-    opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=model.parameters())
-    loss_fn, losses = DBLoss(), []
-    model.train()
-    for x in batches:
-        loss = loss_fn(model(x), [None, *maps])["loss"]
-        loss.backward()
-        opt.step()
-        opt.clear_grad()
-        losses.append(float(loss))
-    return losses, model, n
+    def switch(model):
+        dk.use_depthwise_kernel(model)
+        return ak.use_affine_kernel(model) if affine else 0
+    return det_loss_curve(DET_ARCH, steps, nudge, switch, to_static)
 
 
 def test_det_network_first_loss_exact_and_curve_within_the_float_noise_floor():
@@ -216,50 +178,19 @@ def test_with_to_static_the_program_runs_the_ops(op_calls):
 
 
 def test_jit_save_after_training_holds_no_custom_op(tmp_path):
-    """An exported model loads in a process that never built the ops (export traces eval mode)."""
+    """A model trained with both kernels (affine ops and depthwise conv) exports, and the file runs in a process that
+    never built either (export traces eval mode)."""
     _, model, n = _det_loop(True, steps=1)
     assert n > 0
-    model.eval()
-    prefix = str(tmp_path / "inference")
-    paddle.jit.save(model, prefix, input_spec=[paddle.static.InputSpec([None, 3, 64, 64], "float32")])
-    x = np.random.default_rng(3).standard_normal([1, 3, 64, 64]).astype("float32")
-    np.save(tmp_path / "x.npy", x)
-    expected = model(paddle.to_tensor(x))["maps"].numpy()
-    code = ("import sys, numpy as np, paddle\n"
-            "m = paddle.jit.load(sys.argv[1]); m.eval()\n"
-            "y = m(paddle.to_tensor(np.load(sys.argv[2])))\n"
-            "y = y['maps'] if isinstance(y, dict) else (y[0] if isinstance(y, (list, tuple)) else y)\n"
-            "np.save(sys.argv[3], y.numpy())\n")
-    subprocess.run([sys.executable, "-c", code, prefix, str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
-                   check=True, capture_output=True, timeout=300)
-    assert _rel(expected, np.load(tmp_path / "y.npy")) < 1e-5
+    from conftest import det_export_output_elsewhere
 
-
-class Pages(paddle.io.Dataset):
-    def __init__(self, n=8):
-        self.x = np.random.default_rng(0).standard_normal((n, 3, 64, 64)).astype("float32")
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, i):
-        return self.x[i]
+    assert rel_err(*det_export_output_elsewhere(model, tmp_path)) < 1e-5
 
 
 def _train(tmp_path, affine: bool):
-    cfg = from_dict(TrainingConfig, {
-        "Global": {"output_dir": str(tmp_path / str(affine)), "epochs": 1, "log_every": 1, "seed": 0,
-                   "cpu_depthwise_kernel": True, "cpu_affine_kernel": affine, "save_every_epochs": 0,
-                   "eval_every_epochs": 0},
-        "Optimizer": {"name": "adam", "lr": 0.001, "schedule": "constant"},
-        "Train": {"loader": {"batch_size_per_card": 2, "shuffle": False}}})
-    paddle.seed(0)
-    from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
+    from conftest import det_fit
 
-    model = build_ppocr_det_model(DET_ARCH)
-    run = build_training(cfg, model, Pages(), step=lambda m, x: {"loss": (m(x)["maps"] ** 2).mean()},
-                         info=DistInfo())
-    return [h["loss"] for h in run.fit()["history"]], model
+    return det_fit(tmp_path / str(affine), DET_ARCH, cpu_depthwise_kernel=True, cpu_affine_kernel=affine)
 
 
 def _forward_calls(model, pick) -> int:

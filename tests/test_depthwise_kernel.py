@@ -10,7 +10,6 @@ to ~lr x 1e-6 relative; after 4 steps the losses agree to relative 1e-4 (measure
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
@@ -18,16 +17,16 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import pytest
+from conftest import SMALL_DET_ARCH, needs_cxx, rel_err, square_loss_grads
+from conftest import RandomImages as Pages
 
 from paddle_recipes import depthwise_kernel as dk
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.distributed import DistInfo
 from paddle_recipes.training import TrainingConfig, build_training
 
-pytestmark = pytest.mark.skipif(not (shutil.which("c++") or shutil.which("g++")),
-                                reason="no C++ compiler: Global.cpu_depthwise_kernel cannot be built here")
-DET_ARCH = {"Backbone": {"name": "PPLCNetV3", "scale": 0.35, "det": True},
-            "Neck": {"name": "RSEFPN", "out_channels": 16, "shortcut": True}, "Head": {"name": "DBHead", "k": 50}}
+pytestmark = needs_cxx("cpu_depthwise_kernel")
+DET_ARCH = SMALL_DET_ARCH
 
 
 @pytest.fixture
@@ -38,11 +37,6 @@ def kernel_calls(monkeypatch) -> list:
     monkeypatch.setattr(dk, "_module", type("Counting", (), {"pr_depthwise_conv2d": staticmethod(
         lambda *a: calls.append(1) or kernel.pr_depthwise_conv2d(*a))})())
     return calls
-
-
-def _rel(a, b) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(a)), 1e-12))
 
 
 @pytest.mark.parametrize("shape,kernel,stride,padding", [
@@ -68,7 +62,7 @@ def test_output_and_both_gradients_equal_paddles(shape, kernel, stride, padding)
         results.append((y.numpy(), x.grad.numpy(), w.grad.numpy()))
     (y_ref, dx_ref, dw_ref), (y, dx, dw) = results
     assert y.shape == y_ref.shape
-    assert _rel(y_ref, y) < 1e-5 and _rel(dx_ref, dx) < 1e-5 and _rel(dw_ref, dw) < 1e-5
+    assert rel_err(y_ref, y) < 1e-5 and rel_err(dx_ref, dx) < 1e-5 and rel_err(dw_ref, dw) < 1e-5
 
 
 def test_only_exact_cases_are_switched_and_the_layer_keeps_its_parameters():
@@ -96,47 +90,19 @@ def test_a_layer_with_bias_trains_as_paddles_and_evaluates_with_paddles_kernel()
     ours.set_state_dict(ref.state_dict())
     dk.use_depthwise_kernel(ours)
     x0 = np.random.default_rng(1).standard_normal((2, 6, 11, 9)).astype("float32")
-    grads = []
-    for layer in (ref, ours):
-        layer.train()
-        x = paddle.to_tensor(x0, stop_gradient=False)
-        y = layer(x)
-        (y * y).sum().backward()
-        grads.append((y.numpy(), x.grad.numpy(), layer.weight.grad.numpy(), layer.bias.grad.numpy()))
+    grads = square_loss_grads((ref, ours), x0)  # y, dx, dW, db
     for a, b in zip(*grads):
-        assert _rel(a, b) < 1e-5
+        assert rel_err(a, b) < 1e-5
     ref.eval(), ours.eval()
     x = paddle.to_tensor(x0)
     assert np.array_equal(ref(x).numpy(), ours(x).numpy())  # eval: paddle's kernel itself, bit for bit
 
 
 def _det_loop(kernel: bool, to_static: bool = False, steps: int = 4, nudge: bool = False):
-    """Loss curve of `steps` Adam steps of a small PP-OCRv4 det network (PPLCNetV3 rep blocks) on fixed batches.
-    nudge: paddle's kernels with every initial weight moved by one float32 ulp (the float noise floor)."""
-    from paddle_recipes.static_train import apply_to_static
-    from paddle_recipes.tasks.ocr_det.losses import DBLoss
-    from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
+    """conftest.det_loss_curve of a small PP-OCRv4 det network (PPLCNetV3 rep blocks), the kernel on or off."""
+    from conftest import det_loss_curve
 
-    from conftest import db_loss_batches
-
-    batches, maps = db_loss_batches(steps)
-    paddle.seed(0)
-    model = build_ppocr_det_model(DET_ARCH)
-    for p in model.parameters() if nudge else ():
-        p.set_value(np.nextafter(p.numpy(), np.float32(np.inf)).astype("float32"))
-    n = dk.use_depthwise_kernel(model) if kernel else 0
-    if to_static:
-        apply_to_static(model)
-    opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=model.parameters())
-    loss_fn, losses = DBLoss(), []
-    model.train()
-    for x in batches:
-        loss = loss_fn(model(x), [None, *maps])["loss"]
-        loss.backward()
-        opt.step()
-        opt.clear_grad()
-        losses.append(float(loss))
-    return losses, model, n
+    return det_loss_curve(DET_ARCH, steps, nudge, dk.use_depthwise_kernel if kernel else None, to_static)
 
 
 def test_ppocr_det_network_same_loss_curve_and_same_eval():
@@ -151,8 +117,8 @@ def test_ppocr_det_network_same_loss_curve_and_same_eval():
                  and m._groups == m._in_channels == m._out_channels > 1]
     assert n == len(depthwise) > 20
     assert on[0] == pytest.approx(off[0], rel=1e-6)  # first step: same weights, same forward up to ulps
-    noise = _rel(off, floor)
-    assert 0 < noise and _rel(off, on) <= 4 * noise + 1e-6, (off, on, floor)
+    noise = rel_err(off, floor)
+    assert 0 < noise and rel_err(off, on) <= 4 * noise + 1e-6, (off, on, floor)
     x = paddle.to_tensor(np.random.default_rng(2).standard_normal([1, 3, 64, 64]).astype("float32"))
     model_on.eval()
     model_off.set_state_dict(model_on.state_dict())  # same weights: the eval forward is paddle's, bit for bit
@@ -169,56 +135,10 @@ def test_with_to_static_the_program_runs_the_kernel(kernel_calls):
     assert on[0] == pytest.approx(off[0], rel=1e-6)
 
 
-def test_jit_save_after_training_holds_no_custom_op(tmp_path):
-    """An exported model loads in a process that never built the kernel (export traces eval mode)."""
-    _, model, n = _det_loop(True, steps=1)
-    assert n > 0
-    model.eval()
-    prefix = str(tmp_path / "inference")
-    paddle.jit.save(model, prefix, input_spec=[paddle.static.InputSpec([None, 3, 64, 64], "float32")])
-    x = np.random.default_rng(3).standard_normal([1, 3, 64, 64]).astype("float32")
-    np.save(tmp_path / "x.npy", x)
-    expected = model(paddle.to_tensor(x))["maps"].numpy()
-    code = ("import sys, json, numpy as np, paddle\n"
-            "m = paddle.jit.load(sys.argv[1]); m.eval()\n"
-            "y = m(paddle.to_tensor(np.load(sys.argv[2])))\n"
-            "y = y['maps'] if isinstance(y, dict) else (y[0] if isinstance(y, (list, tuple)) else y)\n"
-            "np.save(sys.argv[3], y.numpy())\n")
-    subprocess.run([sys.executable, "-c", code, prefix, str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
-                   check=True, capture_output=True, timeout=300)
-    assert _rel(expected, np.load(tmp_path / "y.npy")) < 1e-5
-
-
-class Pages(paddle.io.Dataset):
-    """Random 3x64x64 images (at 32x32 the deepest map is 1x1: BatchNorm over 2 values turns an ulp into O(1),
-    for paddle's own kernel too)."""
-
-    def __init__(self, n=8):
-        rng = np.random.default_rng(0)
-        self.x = rng.standard_normal((n, 3, 64, 64)).astype("float32")
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, i):
-        return self.x[i]
-
-
 def _train(tmp_path, kernel: bool):
-    cfg = from_dict(TrainingConfig, {
-        "Global": {"output_dir": str(tmp_path / str(kernel)), "epochs": 1, "log_every": 1, "seed": 0,
-                   "cpu_depthwise_kernel": kernel, "save_every_epochs": 0, "eval_every_epochs": 0},
-        "Optimizer": {"name": "adam", "lr": 0.001, "schedule": "constant"},
-        "Train": {"loader": {"batch_size_per_card": 2, "shuffle": False}}})
-    paddle.seed(0)
-    from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
+    from conftest import det_fit
 
-    model = build_ppocr_det_model(DET_ARCH)
-
-    def step(m, x):
-        return {"loss": (m(x)["maps"] ** 2).mean()}
-    run = build_training(cfg, model, Pages(), step=step, info=DistInfo())
-    return [h["loss"] for h in run.fit()["history"]], model
+    return det_fit(tmp_path / str(kernel), DET_ARCH, cpu_depthwise_kernel=kernel)
 
 
 def test_the_yaml_key_through_build_training(tmp_path, caplog, kernel_calls):
