@@ -58,16 +58,11 @@ def channel_bias(x: paddle.Tensor, bias: paddle.Tensor) -> paddle.Tensor:
     return load_kernel().pr_channel_bias(x, bias)
 
 
-def _training_float32(layer: nn.Layer, x: paddle.Tensor) -> bool:
-    return layer.training and x.dtype == paddle.float32 and all(
-        p.dtype == paddle.float32 for p in layer.parameters(include_sublayers=False))
-
-
 class AffineKernelLAB(LearnableAffineBlock):
     """A LearnableAffineBlock whose training-mode float32 forward is scalar_affine."""
 
     def forward(self, x):
-        if not _training_float32(self, x):
+        if not kernel_build.uses_kernel(self, x, self.scale, self.bias):
             return super().forward(x)
         return scalar_affine(x, self.scale, self.bias)
 
@@ -76,7 +71,7 @@ class BiasKernelConv2D(nn.Conv2D):
     """An nn.Conv2D (zero padding, NCHW, with a bias) whose training-mode float32 bias add is channel_bias."""
 
     def forward(self, x):
-        if not _training_float32(self, x):
+        if not kernel_build.uses_kernel(self, x, self.weight, self.bias):
             return super().forward(x)
         y = F.conv._conv_nd(x, self.weight, bias=None, stride=self._stride, padding=self._updated_padding,
                             padding_algorithm=self._padding_algorithm, dilation=self._dilation, groups=self._groups,
@@ -89,7 +84,7 @@ class BiasKernelDepthwiseConv2D(DepthwiseKernelConv2D):
     """A DepthwiseKernelConv2D with a bias: our depthwise conv, then channel_bias."""
 
     def forward(self, x):
-        if not _training_float32(self, x):
+        if not kernel_build.uses_kernel(self, x, self.weight, self.bias):
             return nn.Conv2D.forward(self, x)
         return channel_bias(depthwise_conv2d(x, self.weight, self._stride, self._padding), self.bias)
 
@@ -98,7 +93,7 @@ class BiasKernelConv2DTranspose(nn.Conv2DTranspose):
     """An nn.Conv2DTranspose (NCHW, with a bias) whose training-mode float32 bias add is channel_bias."""
 
     def forward(self, x, output_size=None):
-        if not _training_float32(self, x):
+        if not kernel_build.uses_kernel(self, x, self.weight, self.bias):
             return super().forward(x, output_size)
         y = F.conv2d_transpose(x, self.weight, bias=None, padding=self._padding,
                                output_padding=self.output_padding if output_size is None else 0, stride=self._stride,

@@ -67,7 +67,7 @@ class DepthwiseKernelConv2D(nn.Conv2D):
     use_depthwise_kernel turns eligible layers into this class in place (same parameters, same names)."""
 
     def forward(self, x):
-        if not self.training or x.dtype != paddle.float32 or self.weight.dtype != paddle.float32:
+        if not kernel_build.uses_kernel(self, x, self.weight):
             return super().forward(x)
         y = depthwise_conv2d(x, self.weight, self._stride, self._padding)
         if self.bias is not None:

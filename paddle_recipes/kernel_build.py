@@ -125,3 +125,9 @@ def load_once(kernel_module):
     if kernel_module._module is None:
         kernel_module._module = load_ops(kernel_module.NAME, kernel_module.SOURCE, kernel_module.CXX_FLAGS)
     return kernel_module._module
+
+
+def uses_kernel(layer, x, *params) -> bool:
+    """True when a switched layer's call runs our compiled ops: training mode with float32 input and `params`;
+    evaluation, export and other dtypes keep paddle's ops."""
+    return layer.training and x.dtype == paddle.float32 and all(p.dtype == paddle.float32 for p in params)
