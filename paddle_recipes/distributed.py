@@ -255,10 +255,11 @@ def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
             if isinstance(layer, BN_TYPES) for stat in ("_mean", "_variance")]
 
 
-def bn_stats(model: paddle.nn.Layer) -> list:
-    """The BatchNorm running-statistics tensors of `model` (the entries bn_stat_names names), in layer order."""
+def bn_stats(model: paddle.nn.Layer, names: list[str] | None = None) -> list:
+    """The BatchNorm running-statistics tensors of `model` (the entries bn_stat_names names, or `names` when the
+    caller has them), in layer order."""
     state = unwrap(model).state_dict()
-    return [state[n] for n in bn_stat_names(model) if n in state]
+    return [state[n] for n in (bn_stat_names(model) if names is None else names) if n in state]
 
 
 @paddle.no_grad()
@@ -286,9 +287,9 @@ def average_bn_stats(model: paddle.nn.Layer, ema=None) -> int:
     once and averages them after every optimizer step."""
     if dist.get_world_size() <= 1:
         return 0
-    names, state = bn_stat_names(model), unwrap(model).state_dict()
+    names = bn_stat_names(model)
     shadow = ema.shadow if ema else {}
-    return average_over_ranks_([state[n] for n in names if n in state] + [shadow[n] for n in names if n in shadow])
+    return average_over_ranks_(bn_stats(model, names) + [shadow[n] for n in names if n in shadow])
 
 
 def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,
