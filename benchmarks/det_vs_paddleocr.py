@@ -118,6 +118,7 @@ def parse_args(argv=None):
     race.add_argument("--fast-o", action="append", default=[], metavar="KEY=VALUE", help="another -o key of the fast "
                       "rows, repeatable")
     race.add_argument("--no-our-eval", action="store_true", help="skip scoring the best weights with our evaluator")
+    cli.add_add_to_option(race)
     return p.parse_args(argv)
 
 
@@ -214,7 +215,8 @@ def race(args, src: Path) -> int:
     extra["Global.pretrained_model"] = str(weights)
     fast_keys = H.o_text({"Global.pretrained_model": str(released["det"]), **H.FINETUNE_FAST_KEYS,
                           **dict(H.parse_set(args.fast_o))})
-    runs: dict = {r.name: [] for r in rows}
+    earlier, continued, done_before = cli.earlier_report(args.add_to)  # read before --out is written
+    runs: dict = {r.name: list(earlier.get(yn, {}).get(r.name, [])) for r in rows}
     peak = None
     try:
         from benchmarks.harness.flops import count_flops, matmul_peak_gflops
@@ -280,20 +282,20 @@ def race(args, src: Path) -> int:
                "runs_done": sum(len(v) for v in runs.values()), "command": " ".join(["python"] + sys.argv),
                "ours_o": args.ours_o,
                "machine": machine_info(), "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
-               "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": args.repeats,
+               "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": done_before + args.repeats,
                "epochs": args.epochs, "batch": args.batch, "warmup_steps": args.warmup_steps,
                "budget_min": args.budget_min, "row_budget_min": budgets, "side_by_side": args.side_by_side,
                "peak_gflops": peak, "load": load,
                "not_switched_on": {}, "data": f"{data_what}, PaddleOCR det label files under {data}" + (
                    f"; every row's step is {args.batch} samples (--same-global-batch: an N-process row reads "
                    f"{args.batch} / N per process)" if args.same_global_batch else ""),
-               "init": init, "yamls": [y], "work_dir": str(work)}
+               "init": init, "yamls": [y], "work_dir": str(work), "continues": continued}
         H.write_reports(rep, out_dir)
 
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     groups = H.side_by_side_groups(rows, n_cores // args.threads if args.side_by_side else 1)
     ok = True
-    for rep in range(args.repeats):
+    for rep in range(done_before, done_before + args.repeats):
         for group in groups:  # a group's runs at the same time, each on its own cores (rotating with the repeat)
             with ThreadPoolExecutor(max_workers=len(group)) as pool:
                 recs = list(pool.map(lambda rs: run_row(rs[1], rep, (rs[0] + rep) % len(group)), enumerate(group)))

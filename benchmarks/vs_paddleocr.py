@@ -134,9 +134,7 @@ def parse_args(argv=None):
     p.add_argument("--side-by-side", action="store_true",
                    help="run the 1-process rows of a repeat at the same time, each pinned to its own core(s), so they "
                         "share the machine's load alike (2-process rows still run alone)")
-    p.add_argument("--add-to", default="", metavar="REPORT_DIR",
-                   help="continue an earlier report (its report.json, same command otherwise): its runs count in every "
-                        "figure and --repeats more follow with the next seeds (42 + repeats done)")
+    cli.add_add_to_option(p)
     cli.add_run_options(p, repeats=3, timeout=4 * 3600.0, timeout_help="seconds per process before it is killed",
                         threads_help="math threads per process",
                         quick_help="tiny data (12 steps at 1 process, 6 at 2), reduced widths: pipeline only")
@@ -243,12 +241,6 @@ def official_start(args, yn: str, ypath: Path, data: Path, dict_path: Path, work
     return {**keys, "Global.pretrained_model": str(weights)}
 
 
-def earlier_report(report_dir: Path) -> tuple[dict, list]:
-    """--add-to: ({yaml name: {row name: [run records]}}, the commands of that report and of the ones it continued)."""
-    rep = json.loads((report_dir / "report.json").read_text())
-    return {y["name"]: y["runs"] for y in rep["yamls"]}, (rep.get("continues") or []) + [rep["command"]]
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not args.ppocr_src:
@@ -325,8 +317,7 @@ def main(argv=None) -> int:
     peak = matmul_peak()
     report_yamls = []
     all_ok = True
-    earlier, continued = earlier_report(Path(args.add_to)) if args.add_to else ({}, None)  # read before --out is written
-    done_before = max((len(v) for y in earlier.values() for v in y.values()), default=0)  # seeds 42.. already run
+    earlier, continued, done_before = cli.earlier_report(args.add_to)  # read before --out is written
     n_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     versions_seen = versions(args.ppocr_python)
 

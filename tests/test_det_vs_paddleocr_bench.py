@@ -258,6 +258,19 @@ def test_race_from_the_released_det_same_start_and_time_to_paddleocrs_hmean(tmp_
     md = (out / "report.md").read_text()
     assert "Target = PaddleOCR's best hmean in its budget" in md and "| x2.00 |" in md
     assert (out / "hmean_vs_time_v4_mobile.png").exists()
+    # --add-to: one more seed (44) into the same report, its runs counted with the first two
+    work2 = tmp_path / "work2"
+    cmd2 = [str(work2) if c == str(work) else c for c in cmd]
+    cmd2[cmd2.index("--repeats") + 1] = "1"
+    proc = subprocess.run(cmd2 + ["--add-to", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    seen2 = [json.loads(ln) for ln in (work2 / "race_order.jsonl").read_text().splitlines()]
+    assert {(s["tag"].rsplit("_", 1)[1], s["opts"]["Global.seed"]) for s in seen2} == {("r2", "44")}
+    rep2 = json.loads((out / "report.json").read_text())
+    assert rep2["repeats"] == 3 and rep2["runs_done"] == 9 and rep2["continues"] == [" ".join(["python"] + cmd[1:])]
+    assert {r["name"]: r["repeats"] for r in rep2["yamls"][0]["rows"]} == {"ppocr_p1": 3, "ours_p1": 3, "fast_p1": 3}
+    assert "With the runs of (--add-to, seeds first)" in (out / "report.md").read_text()
 
 
 def test_race_row_budget_naming_an_unknown_row_exits_2(tmp_path):

@@ -49,6 +49,26 @@ def add_run_options(p: argparse.ArgumentParser, *, repeats: int, timeout: float,
     p.add_argument("--work-dir", default=None, help="runs and their logs (default output/bench/<name>_<time>/)")
 
 
+def add_add_to_option(p: argparse.ArgumentParser) -> None:
+    """--add-to REPORT_DIR: continue an earlier report of the same command with more seeds."""
+    p.add_argument("--add-to", default="", metavar="REPORT_DIR",
+                   help="continue an earlier report (its report.json, same command otherwise): its runs count in every "
+                        "figure and --repeats more follow with the next seeds (42 + repeats done)")
+
+
+def earlier_report(report_dir: str) -> tuple[dict, list | None, int]:
+    """--add-to: ({yaml name: {row name: [run records]}}, the commands of that report and of the ones it continued,
+    the repeats it holds = seeds 42.. already run); ({}, None, 0) when report_dir is empty."""
+    import json
+
+    if not report_dir:
+        return {}, None, 0
+    rep = json.loads((Path(report_dir) / "report.json").read_text())
+    runs = {y["name"]: y["runs"] for y in rep["yamls"]}
+    done = max((len(v) for y in runs.values() for v in y.values()), default=0)
+    return runs, (rep.get("continues") or []) + [rep["command"]], done
+
+
 def add_paddleocr_options(p: argparse.ArgumentParser) -> None:
     """--ppocr-src (a PaddleOCR checkout, copied and run as is) and --ppocr-python (the Python that runs it)."""
     p.add_argument("--ppocr-src", default="", help="PaddleOCR source checkout (copied to a scratch dir, run as is)")

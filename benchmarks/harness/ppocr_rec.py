@@ -578,6 +578,8 @@ def to_markdown(rep: dict) -> str:
     metric, evaluator = rep.get("metric", "acc"), rep.get("our_evaluator", "recipes/ocr_rec.py --mode eval")
     lines = [f"# PaddleOCR tools/train.py vs paddle-recipes on PaddleOCR's YAMLs ({rep['machine'].get('cpu_model')})",
              "", f"Command: `{rep['command']}`", "",
+             *([f"With the runs of (--add-to, seeds first): {'; '.join(f'`{c}`' for c in rep['continues'])}", ""]
+               if rep.get("continues") else []),
              *ours_o_lines(rep),
              *([] if rep.get("complete", True) else
                [f"**PARTIAL REPORT: {rep.get('runs_done')} runs done** (the run is in progress or was stopped); "
