@@ -100,13 +100,13 @@ def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_v
 def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Path, out: Path, recipe_cls=None) -> dict:
     """Import `model_dir` into the network `recipe_cls` (default OcrRec; OcrDet for det YAMLs) builds from
     `yaml_path` + `overrides` (-o keys; the data keys give the calibration images), calibrate its un-fused BNs, save
-    the state_dict to `out` (.pdparams).
+    the state_dict to `out` (.pdparams). Seeded by the config's Global.seed: the same inputs write the same tensors.
     Returns {"file", "tensors", "import", "calibration"}; ValueError naming the tensor if one is not finite."""
     import numpy as np
     import paddle
 
     from paddle_recipes.config import load_config
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.distributed import DistInfo, seed_everything
 
     if recipe_cls is None:
         from paddle_recipes.recipes.ocr_rec import OcrRec as recipe_cls
@@ -115,6 +115,7 @@ def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Pat
                       translators=recipe_cls.config_translators)
     recipe = recipe_cls(cfg, DistInfo())
     recipe.check()
+    seed_everything(cfg.Global.seed)  # the fresh tensors (un-fused side branches, det's thresh): the same file each time
     model = recipe.build_model()
     from paddle_recipes.pretrained import load_pretrained
 
