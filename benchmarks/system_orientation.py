@@ -20,7 +20,6 @@ import time
 from functools import partial
 from pathlib import Path
 
-import numpy as np
 import paddle
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import paddle
 import pytest
 
 from conftest import REPO_ROOT, run_python

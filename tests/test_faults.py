@@ -6,7 +6,6 @@ key, or a counted skip) and what is kept. The section "Failure behaviour" of doc
 from __future__ import annotations
 
 import faulthandler
-import logging
 import math
 
 import numpy as np

@@ -125,7 +125,7 @@ def test_killing_a_node_stops_the_other_with_one_line_then_resume(tmp_path):
     procs = _start_nodes(tmp_path / "c", [*recipe, "Global.epochs=4", "Global.resume=auto"],
                          per_node={1: [f"Global.output_dir={tmp_path / 'node1_disk'}"]})
     rcs = _wait_all(procs, tmp_path / "c", timeout=300)
-    hint = (f"find a different checkpoint than rank 0: every node must see the same {{}} (put Global.output_dir "
+    hint = ("find a different checkpoint than rank 0: every node must see the same {} (put Global.output_dir "
             "on storage all nodes share, or copy rank 0's checkpoints folder to every node first)")
     for node, (finds, root) in enumerate([(out / "checkpoints" / latest, out), ("no checkpoint", tmp_path / "node1_disk")]):
         line = (f"ocr_rec: error: Global.resume=auto: rank {node} finds {finds}, but rank(s) 1 "

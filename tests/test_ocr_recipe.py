@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, run_launch, run_python
+from conftest import run_launch, run_python
 from paddle_recipes.tasks.ocr.fonts import fonts_for
 
 RECIPE = "recipes/ocr_rec.py"

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import cv2
-import numpy as np
 import paddle
 import pytest
 

@@ -3,8 +3,6 @@ resume alias, rank-0 data preparation, and recipes as importable modules of the 
 from __future__ import annotations
 
 import json
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np

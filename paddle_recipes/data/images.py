@@ -299,8 +299,8 @@ def decode(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS, name: str = "image")
 
     found = image_size(data) if data else None
     if found is None:
-        raise ImageError("corrupt_image", name, f"not an image whose size its header gives (empty, truncated or "
-                                          f"an unsupported format): not decoded")
+        raise ImageError("corrupt_image", name, "not an image whose size its header gives (empty, truncated or "
+                                          "an unsupported format): not decoded")
     fmt, w, h = found
     if max_pixels and w * h > max_pixels:
         raise ImageError("too_large", name, f"{fmt} of {w}x{h} = {w * h} pixels > max_image_pixels {max_pixels}: "
