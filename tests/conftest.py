@@ -50,9 +50,65 @@ def session_processes() -> dict[int, str]:
     return found
 
 
+# An xdist worker that ends in os._exit (a SIGTERM handler, a watchdog, a rank's exit path) during a test dies
+# silently: pytest has captured its stderr, xdist says only "node down: Not properly terminated". Each such exit of
+# the worker process itself is written, with the test and the stack, to this file; the controller prints it.
+def _worker_exits_file() -> Path:
+    """The controller's file (named by its pid: a worker's parent)."""
+    controller = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"paddle_recipes_test_exits_{controller}.log"
+
+
+_running_test = ["(between tests)"]
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    WORKER_EXITS = _worker_exits_file()
+    _worker_pid, _real_exit = os.getpid(), os._exit
+
+    def _logged_exit(code):
+        if os.getpid() == _worker_pid:  # not a forked loader worker
+            import traceback
+
+            with open(WORKER_EXITS, "a") as f:
+                f.write(f"{os.environ['PYTEST_XDIST_WORKER']} (pid {_worker_pid}) os._exit({code}) during "
+                        f"{_running_test[0]}:\n{''.join(traceback.format_stack()[-10:-1])}\n")
+        _real_exit(code)
+
+    os._exit = _logged_exit
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest without xdist does not know it
+def pytest_testnodedown(node, error):
+    """Controller: when an xdist worker dies ("Not properly terminated"), say how: its exit status or signal."""
+    if error is None:
+        return
+    import signal as _signal
+
+    popen = getattr(getattr(node.gateway, "_io", None), "popen", None)
+    try:
+        rc = popen.wait(timeout=5) if popen is not None else None
+    except Exception:  # noqa: BLE001 - a diagnostic only
+        rc = None
+    how = "unknown" if rc is None else f"killed by {_signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
+    sys.stderr.write(f"\n[{node.gateway.id}] worker died: {how}\n")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _running_test[0] = item.nodeid
+    yield
+    _running_test[0] = f"(after {item.nodeid})"
+
+
 def pytest_sessionfinish(session, exitstatus):
     """The suite leaves no process behind (issue 21 item 9): after a 10 s grace for ones still exiting, any
-    process carrying this session's mark fails the run (exit status 1), is listed, and is killed."""
+    process carrying this session's mark fails the run (exit status 1), is listed, and is killed. The controller
+    also prints any os._exit of an xdist worker (WORKER_EXITS)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        exits = _worker_exits_file()
+        if exits.exists():
+            sys.stderr.write(f"\nERROR: xdist workers ended in os._exit:\n{exits.read_text()}")
+            exits.unlink()
+            session.exitstatus = 1
     deadline = time.time() + 10
     left = session_processes()
     while left and time.time() < deadline:
