@@ -533,8 +533,9 @@ def test_init_official_refuses_what_it_cannot_run(tmp_path):
 @pytest.mark.slow  # ~35 s: three imports of the released model and two BN calibrations
 def test_official_weights_file_is_the_released_model_in_train_form(tmp_path):
     """write_official_weights: every tensor of the network our recipe builds from PaddleOCR's PP-OCRv4 mobile YAML,
-    finite, loaded strictly back, the same file when written again; after the BN calibration it still reads the weak-domain lines exactly as the
-    released model imported without calibration does (the calibration keeps the eval-mode function)."""
+    finite, loaded strictly back, the same file when written again; after the BN calibration it still reads the
+    weak-domain lines exactly as the released model imported without calibration does (the calibration keeps the
+    eval-mode function)."""
     import numpy as np
     import paddle
 
