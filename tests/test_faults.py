@@ -78,6 +78,45 @@ def test_good_data_passes_unchanged():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+
+class OpenCvThreadsDataset(paddle.io.Dataset):
+    """Each sample is cv2.getNumThreads() where it is loaded (in the worker with num_workers > 0)."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        import cv2
+
+        return np.array([cv2.getNumThreads()], np.int64)
+
+
+@pytest.fixture
+def opencv_threads_4():
+    """cv2 set to 4 threads for the test (a pool even on a 1-core box), the process's setting restored after."""
+    import cv2
+
+    before = cv2.getNumThreads()
+    cv2.setNumThreads(4)
+    yield cv2
+    cv2.setNumThreads(before)
+
+
+@pytest.mark.parametrize("workers,opencv_num_threads,main_after,in_worker", [(1, 0, 1, 1), (1, -1, 4, 4), (0, 0, 4, 4)])
+def test_loader_workers_keep_out_of_the_opencv_thread_pool(opencv_threads_4, workers, opencv_num_threads, main_after,
+                                                           in_worker):
+    """OpenCV's pthreads pool is not fork-safe: a worker forked while a pool thread holds its lock hangs in its first
+    parallel cv2 call (the intermittent hang of test_det_augment_and_sizes_resume_exactly[1] in CI; 19 of 1500 forks
+    under load, benchmarks/opencv_fork.py). With workers, build_loader makes OpenCV serial (LoaderConfig.
+    opencv_num_threads=0) before they fork: the main process and the workers run cv2 without the pool."""
+    cv2 = opencv_threads_4
+    ds = OpenCvThreadsDataset()
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=1),
+                          LoaderConfig(num_workers=workers, opencv_num_threads=opencv_num_threads))
+    assert cv2.getNumThreads() == main_after
+    assert [int(b.numpy()[0, 0]) for b in loader] == [in_worker, in_worker]
+
+
 # ----------------------------------------------------------------------------- stuck loader workers
 class SleepingDataset(paddle.io.Dataset):
     """(x, y) pairs; from index `stuck` on, __getitem__ sleeps `sleep_s` (in the worker): a worker that never
@@ -198,6 +237,7 @@ class _Schema:
     ("loader.batch_size_per_card=0", "loader: batch_size_per_card must be >= 1"),
     ("loader.batch_size_per_card=-1", "batch_size_per_card must be >= 1"),
     ("loader.num_workers=-1", "num_workers must be >= 0"),
+    ("loader.opencv_num_threads=-2", "opencv_num_threads must be >= -1"),
     ("EMA.decay=2", "EMA.decay must be < 1"),
     ("EMA.decay=0", "EMA.decay must be > 0"),
     ("AMP.decr_ratio=2", "AMP.decr_ratio must be <= 1"),
