@@ -36,6 +36,7 @@ No timing is asserted anywhere.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -279,7 +280,7 @@ def race(args, src: Path) -> int:
         load.update(after=loadavg(), total_seconds=round(time.time() - t_start, 1))
         rep = {"suite": "det_vs_paddleocr_official", "quick": q, "complete": complete, "metric": "hmean",
                "our_evaluator": "recipes/ocr_det.py --mode eval",
-               "runs_done": sum(len(v) for v in runs.values()), "command": " ".join(["python"] + sys.argv),
+               "runs_done": sum(len(v) for v in runs.values()), "command": shlex.join(["python"] + sys.argv),
                "ours_o": args.ours_o,
                "machine": machine_info(), "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
                "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": done_before + args.repeats,
@@ -382,6 +383,7 @@ def run_yaml(args, yn: str, scratch: Path, data: str, work: Path, n_steps: int, 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    cli.check_add_to(args, parse_args)
     args.yamls = args.yamls or ("v4_mobile" if args.init == "official" else "v5_mobile")
     if args.report_only:
         out_dir = Path(args.out or REPO / "benchmarks" / "results" / "cpu_det_vs_paddleocr")
@@ -437,7 +439,7 @@ def main(argv=None) -> int:
             print(f"{yn}: {exc.args[0]}", file=sys.stderr)
             return 2
     load.update(after=loadavg(), total_seconds=round(time.time() - t0, 1))
-    rep = {"suite": "det_vs_paddleocr", "quick": q, "command": " ".join(["python"] + sys.argv), "ours_o": args.ours_o,
+    rep = {"suite": "det_vs_paddleocr", "quick": q, "command": shlex.join(["python"] + sys.argv), "ours_o": args.ours_o,
            "machine": machine_info(),
            "versions": versions(args.ppocr_python), "ppocr": ppocr, "threads": args.threads,
            "cores": " ".join(cores_prefix(1, args.threads)), "repeats": args.repeats, "batch": args.batch,

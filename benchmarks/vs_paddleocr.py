@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -243,6 +244,7 @@ def official_start(args, yn: str, ypath: Path, data: Path, dict_path: Path, work
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    cli.check_add_to(args, parse_args)
     if not args.ppocr_src:
         print(HOW_TO, file=sys.stderr)
         return 2
@@ -327,7 +329,7 @@ def main(argv=None) -> int:
         load.update(after=loadavg(), total_seconds=round(time.time() - t_start, 1))
         rep = {"suite": "vs_paddleocr", "quick": q, "complete": complete,
                "runs_done": sum(len(v) for y in yamls for v in y["runs"].values()),
-               "command": " ".join(["python"] + sys.argv), "ours_o": args.ours_o, "machine": machine_info(),
+               "command": shlex.join(["python"] + sys.argv), "ours_o": args.ours_o, "machine": machine_info(),
                "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
                "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": done_before + repeats, "epochs": epochs,
                "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,

@@ -280,3 +280,27 @@ def test_race_row_budget_naming_an_unknown_row_exits_2(tmp_path):
     assert proc.returncode == 2
     want = "--row-budget-min: 'fast_p2=5': want ROW=MIN with ROW one of the rows run ['ppocr_p1', 'ours_p2']"
     assert want in proc.stderr
+
+
+@pytest.mark.parametrize("script", ["det_vs_paddleocr.py", "vs_paddleocr.py"])
+def test_add_to_a_report_of_another_race_exits_2_naming_the_option(tmp_path, script):
+    """--add-to continues a report only with the same command (but --repeats, --out, --work-dir, --timeout): a changed
+    --batch would mix two races into one figure. Checked before anything runs; a missing report is one line too."""
+    base = [str(REPO_ROOT / "benchmarks" / script), "--ppocr-src", str(tmp_path), "--init", "official", "--yamls",
+            "v4_mobile", "--batch", "4"]
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "report.json").write_text(json.dumps({"command": " ".join(["python"] + base + ["--repeats", "2"]),
+                                                             "continues": []}))
+
+    def run(*extra):
+        return subprocess.run([sys.executable] + base[:-1] + list(extra), cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=120)
+
+    proc = run("8", "--add-to", str(tmp_path / "rep"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"--add-to {tmp_path / 'rep'}: not the same race (--batch 4 there, 8 here); only --add-to, --out, --repeats, "
+        "--timeout, --work-dir may differ")
+    proc = run("4", "--add-to", str(tmp_path / "none"))
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith(
+        f"--add-to {tmp_path / 'none'}: cannot read the earlier report {tmp_path / 'none' / 'report.json'}: ")

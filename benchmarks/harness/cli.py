@@ -56,6 +56,42 @@ def add_add_to_option(p: argparse.ArgumentParser) -> None:
                         "figure and --repeats more follow with the next seeds (42 + repeats done)")
 
 
+CONTINUATION_OPTIONS = frozenset({"add_to", "repeats", "out", "work_dir", "timeout"})
+
+
+def check_add_to(args: argparse.Namespace, parse) -> None:
+    """--add-to REPORT_DIR: exit 2 with one line unless REPORT_DIR holds a report.json whose commands (its own and
+    those it continued) all parse, with `parse` (the script's parse_args), to `args` in every option but
+    CONTINUATION_OPTIONS: more seeds of the same race, never another race mixed into its figures."""
+    import json
+    import shlex
+
+    if not args.add_to:
+        return
+    path = Path(args.add_to) / "report.json"
+    try:
+        rep = json.loads(path.read_text())
+        commands = (rep.get("continues") or []) + [rep["command"]]
+    except (OSError, ValueError, KeyError) as e:
+        sys.stderr.write(f"--add-to {args.add_to}: cannot read the earlier report {path}: {e}\n")
+        raise SystemExit(2) from None
+    now = vars(args)
+    for command in commands:
+        try:
+            before = vars(parse(shlex.split(command)[2:]))  # "python <script> ..."
+        except SystemExit:
+            sys.stderr.write(f"--add-to {args.add_to}: its command no longer parses: {command}\n")
+            raise SystemExit(2) from None
+        differ = [k for k in sorted(set(before) | set(now))
+                  if k not in CONTINUATION_OPTIONS and before.get(k) != now.get(k)]
+        if differ:
+            what = "; ".join(f"--{k.replace('_', '-')} {before.get(k)!r} there, {now.get(k)!r} here" for k in differ)
+            sys.stderr.write(f"--add-to {args.add_to}: not the same race ({what}); only "
+                             f"{', '.join('--' + k.replace('_', '-') for k in sorted(CONTINUATION_OPTIONS))} may "
+                             "differ\n")
+            raise SystemExit(2)
+
+
 def earlier_report(report_dir: str) -> tuple[dict, list | None, int]:
     """--add-to: ({yaml name: {row name: [run records]}}, the commands of that report and of the ones it continued,
     the repeats it holds = seeds 42.. already run); ({}, None, 0) when report_dir is empty."""
