@@ -5,6 +5,7 @@ and fails with the workers' logs when a rank fails.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -76,6 +77,22 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os._exit = _logged_exit
 
 
+@contextlib.contextmanager
+def hang_watchdog(seconds: float):
+    """faulthandler.dump_traceback_later(seconds, exit=True) around the block, its stack dump reaching the run's
+    output: under xdist it is appended to WORKER_EXITS, which the controller prints (a worker's stderr is captured
+    and lost, and exit=True ends the worker with status 1); without xdist, to stderr."""
+    import faulthandler
+
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(open(WORKER_EXITS, "a")) if os.environ.get("PYTEST_XDIST_WORKER") else sys.stderr
+        faulthandler.dump_traceback_later(seconds, exit=True, file=out)
+        try:
+            yield
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+
+
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest without xdist does not know it
 def pytest_testnodedown(node, error):
     """Controller: when an xdist worker dies ("Not properly terminated"), say how: its exit status or signal."""
@@ -105,9 +122,11 @@ def pytest_sessionfinish(session, exitstatus):
     also prints any os._exit of an xdist worker (WORKER_EXITS)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         exits = _worker_exits_file()
-        if exits.exists():
-            sys.stderr.write(f"\nERROR: xdist workers ended in os._exit:\n{exits.read_text()}")
-            exits.unlink()
+        text = exits.read_text() if exits.exists() else ""
+        exits.unlink(missing_ok=True)
+        if text:
+            sys.stderr.write(f"\nERROR: xdist workers ended early (os._exit, or a hang_watchdog dump then exit 1):"
+                             f"\n{text}")
             session.exitstatus = 1
     deadline = time.time() + 10
     left = session_processes()

@@ -5,12 +5,13 @@ key, or a counted skip) and what is kept. The section "Failure behaviour" of doc
 """
 from __future__ import annotations
 
-import faulthandler
 import math
 
 import numpy as np
 import paddle
 import pytest
+
+from conftest import hang_watchdog
 
 from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp, AmpConfig
@@ -26,9 +27,8 @@ from paddle_recipes.trainer import NonFiniteError, Trainer, TrainerOptions
 @pytest.fixture(autouse=True)
 def no_hang():
     """A regression to the old hang fails this test after 120 s instead of blocking the suite."""
-    faulthandler.dump_traceback_later(120, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()
+    with hang_watchdog(120):
+        yield
 
 
 # ----------------------------------------------------------------------------- loader errors
