@@ -106,15 +106,39 @@ def opencv_threads_4():
 def test_loader_workers_keep_out_of_the_opencv_thread_pool(opencv_threads_4, workers, opencv_num_threads, main_after,
                                                            in_worker):
     """OpenCV's pthreads pool is not fork-safe: a worker forked while a pool thread holds its lock hangs in its first
-    parallel cv2 call (the intermittent hang of test_det_augment_and_sizes_resume_exactly[1] in CI; 19 of 1500 forks
-    under load, benchmarks/opencv_fork.py). With workers, build_loader makes OpenCV serial (LoaderConfig.
-    opencv_num_threads=0) before they fork: the main process and the workers run cv2 without the pool."""
+    parallel cv2 call (19 of 1500 forks under load, benchmarks/opencv_fork.py). With workers, build_loader makes
+    OpenCV serial (LoaderConfig.opencv_num_threads=0) before they fork: the main process and the workers run cv2
+    without the pool."""
     cv2 = opencv_threads_4
     ds = OpenCvThreadsDataset()
     loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=1),
                           LoaderConfig(num_workers=workers, opencv_num_threads=opencv_num_threads))
     assert cv2.getNumThreads() == main_after
     assert [int(b.numpy()[0, 0]) for b in loader] == [in_worker, in_worker]
+
+
+
+def test_main_process_loader_thread_has_left_the_os_when_the_epoch_ends():
+    """Paddle's per-thread memory statistics take a process-wide lock when a thread that used paddle memory exits,
+    after Python's join() returns. A DataLoader worker forked right then inherits the lock held, and its queue
+    feeder (putting the batch into shared memory) blocks forever: the intermittent CI hang of
+    test_det_augment_and_sizes_resume_exactly[1] (a 0-worker loader, then a 1-worker one; seen with py-spy:
+    pthread_rwlock_wrlock in paddle::memory::Stat::Update under _reduce_lodtensor). At the end of an epoch of a
+    main-process loader, its reader thread is gone from /proc/self/task before the loop ends (without the wait: 10
+    of 50 epochs left it there)."""
+    import os
+    import threading
+
+    ds = RaisingDataset(bad=-1, n=64)  # 32 batches: more than paddle's queue holds, its thread lives to see
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=2), LoaderConfig(num_workers=0))
+    left = []
+    for _ in range(50):
+        before, new = {t.native_id for t in threading.enumerate()}, set()
+        for _batch in loader:
+            new |= {t.native_id for t in threading.enumerate() if t.native_id not in before}
+        assert new, "the loader ran no reader thread"
+        left += [tid for tid in new if os.path.exists(f"/proc/self/task/{tid}")]
+    assert left == []
 
 
 # ----------------------------------------------------------------------------- stuck loader workers

@@ -246,6 +246,27 @@ class _BatchWatchdog:
             os._exit(2)
 
 
+def _wait_thread_gone(thread: threading.Thread | None, join_s: float = 5.0, exit_s: float = 2.0) -> bool:
+    """Wait until a finished iterator's reader thread has left the OS (True), at most ``join_s`` + ``exit_s`` s.
+
+    Paddle's per-thread memory statistics take a process-wide lock when a thread that used paddle memory exits
+    (after Python's ``join()`` returns: thread-local destructors). A DataLoader worker forked at that moment
+    inherits the lock held and its first new thread that touches paddle memory (the queue feeder that puts the
+    batch into shared memory) blocks forever: a loader ending right before the next one forks its workers (the
+    end of a train epoch, then eval) hung that way. Waiting for the thread's /proc/self/task entry closes the race.
+    """
+    if thread is None or thread is threading.current_thread():
+        return True
+    thread.join(join_s)
+    task = Path(f"/proc/self/task/{thread.native_id}") if thread.native_id is not None else None
+    if thread.is_alive() or task is None or not Path("/proc/self/task").is_dir():
+        return not thread.is_alive()
+    end = time.monotonic() + exit_s
+    while task.exists() and time.monotonic() < end:
+        time.sleep(0.001)
+    return not task.exists()
+
+
 def _stop_workers(it) -> None:
     """End a paddle iterator's workers, the stuck one too. Paddle forgets their pids first
     (_try_shutdown_all), so its SIGCHLD handler does not report them as crashed."""
@@ -276,6 +297,8 @@ def _checked_loader_class():
 
         def __iter__(self):
             it = super().__iter__()
+            # the main-process iterator's reader thread ends with the epoch; its exit must not overlap a fork
+            reader_thread = getattr(it, "_thread", None) if self.num_workers == 0 else None
             watch = None
             if self.wait_timeout > 0 and self.num_workers > 0:
                 watch = _BatchWatchdog(it, self.wait_timeout, self.timeout_message())
@@ -286,6 +309,7 @@ def _checked_loader_class():
                     try:
                         batch = next(it)
                     except StopIteration:
+                        _wait_thread_gone(reader_thread)  # before the next loader can fork its workers
                         return
                     except Exception:
                         if watch is None or not watch.fired:
