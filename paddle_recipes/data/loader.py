@@ -252,8 +252,9 @@ def _wait_thread_gone(thread: threading.Thread | None, join_s: float = 5.0, exit
     Paddle's per-thread memory statistics take a process-wide lock when a thread that used paddle memory exits
     (after Python's ``join()`` returns: thread-local destructors). A DataLoader worker forked at that moment
     inherits the lock held and its first new thread that touches paddle memory (the queue feeder that puts the
-    batch into shared memory) blocks forever: a loader ending right before the next one forks its workers (the
-    end of a train epoch, then eval) hung that way. Waiting for the thread's /proc/self/task entry closes the race.
+    batch into shared memory) blocks forever (seen: a main-process loader's epoch ended and the next loader forked
+    its worker at once, e.g. train with num_workers=0 then eval with workers). Waiting for the thread's
+    /proc/self/task entry closes that race.
     """
     if thread is None or thread is threading.current_thread():
         return True
