@@ -66,7 +66,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     _worker_pid, _real_exit = os.getpid(), os._exit
 
     def _logged_exit(code):
-        if os.getpid() == _worker_pid:  # not a forked loader worker
+        # not a forked loader worker; not after the worker's session ended (its results are in: execnet SIGINTs a
+        # worker whose teardown takes over 5 s, and a test's SIGINT handler may then leave with os._exit)
+        if os.getpid() == _worker_pid and _running_test[0] is not None:
             import traceback
 
             with open(WORKER_EXITS, "a") as f:
@@ -120,6 +122,7 @@ def pytest_sessionfinish(session, exitstatus):
     """The suite leaves no process behind (issue 21 item 9): after a 10 s grace for ones still exiting, any
     process carrying this session's mark fails the run (exit status 1), is listed, and is killed. The controller
     also prints any os._exit of an xdist worker (WORKER_EXITS)."""
+    _running_test[0] = None  # every test of this process has run (a later os._exit is not recorded)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         exits = _worker_exits_file()
         text = exits.read_text() if exits.exists() else ""
