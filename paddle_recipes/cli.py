@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import distributed as dist_utils, peers
+from .runtime import distributed as dist_utils, peers
 from .assets import resolve_path
 from .checkpoint import CheckpointError
 from .rundir import OutputLock

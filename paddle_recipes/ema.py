@@ -25,7 +25,7 @@ from typing import Optional
 import paddle
 
 from .config import check_name
-from .distributed import unwrap
+from .runtime.distributed import unwrap
 from .finite import FLOAT_DTYPES
 
 WARMUPS = ("threshold", "exponential", "none")

@@ -121,7 +121,7 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
     ``path`` may also be a PaddleOCR inference model when ``deploy`` is given (see import_inference; returns
     its ImportReport). Raises CheckpointError (one line).
     """
-    from .distributed import unwrap
+    from .runtime.distributed import unwrap
 
     log = logger or _LOG
     imported = import_inference(model, path, deploy, dictionary=dictionary, logger=log) if not source_prefix else None

@@ -36,7 +36,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 import paddle
 
-from . import distributed as dist_utils
+from .runtime import distributed as dist_utils
 from .assets import resolve_path
 from .checkpoint import LATEST, CheckpointError
 from .cli import exit_on_user_error, run_recipe

@@ -5,7 +5,7 @@ import logging
 import os
 from pathlib import Path
 
-from . import distributed as dist_utils
+from .runtime import distributed as dist_utils
 from .checkpoint import LATEST, CheckpointError, latest_tag, resolve_checkpoint
 
 logger = logging.getLogger("paddle_recipes.checkpoint")  # one logger for the checkpoint area

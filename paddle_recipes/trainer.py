@@ -35,7 +35,7 @@ from .checkpoint_state import RNG, PortableOptimizer, collect_state, restore_sta
 from .accumulate import GradAccumulator
 from .amp import Amp
 from .data import DataError
-from .distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
+from .runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
 from .finite import FLOAT_DTYPES, first_nonfinite
 from .rundir import OutputLock
 
@@ -465,7 +465,7 @@ class Trainer:
             sampler.skip_next(skip)
         elif skip:
             raise RuntimeError("mid-epoch resume needs a batch sampler with skip_next() "
-                               "(use paddle_recipes.distributed.build_batch_sampler)")
+                               "(use paddle_recipes.runtime.distributed.build_batch_sampler)")
         try:
             n_batches = len(loader)
         except TypeError:

@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Literal, Optional, Union
 import numpy as np
 import paddle
 
-from . import distributed as dist_utils
+from .runtime import distributed as dist_utils
 from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
 from .resume import resume_from

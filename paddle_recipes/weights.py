@@ -32,7 +32,7 @@ def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bo
     weights, source = load_weights_file(file), str(file)
     if not isinstance(weights, dict):
         raise CheckpointError(f"{source} holds a {type(weights).__name__}, not a state_dict")
-    from .distributed import unwrap
+    from .runtime.distributed import unwrap
 
     target = unwrap(model)
     own = target.state_dict()

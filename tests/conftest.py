@@ -327,7 +327,7 @@ def det_fit(out_dir: Path, arch: dict, **global_keys):
     import paddle
 
     from paddle_recipes.config import from_dict
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
     from paddle_recipes.training import TrainingConfig, build_training
 

@@ -5,7 +5,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp, AmpConfig
 from paddle_recipes.distill import DistillCallback, DistillLoss, LinearT, make_distill_step

@@ -19,7 +19,7 @@ WORKER = '''
 import json, sys
 import numpy as np, paddle
 sys.path.insert(0, {repo!r})
-from paddle_recipes.distributed import average_bn_stats, setup, wrap_model, unwrap
+from paddle_recipes.runtime.distributed import average_bn_stats, setup, wrap_model, unwrap
 from paddle_recipes.ema import ModelEMA
 from paddle_recipes.trainer import Callback, Trainer, TrainerOptions
 

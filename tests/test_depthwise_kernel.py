@@ -22,7 +22,7 @@ from conftest import RandomImages as Pages
 
 from paddle_recipes import depthwise_kernel as dk
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
+from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.training import TrainingConfig, build_training
 
 pytestmark = needs_cxx("cpu_depthwise_kernel")

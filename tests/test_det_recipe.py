@@ -55,7 +55,7 @@ def _load_recipe():
 
 def test_trainer_evaluates_with_ema_weights(trained):
     from paddle_recipes.config import load_config
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.runtime.distributed import DistInfo
 
     rec = _load_recipe()
     out, data = trained["out"], trained["data"]

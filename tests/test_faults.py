@@ -172,7 +172,7 @@ def test_stuck_train_worker_is_one_line_and_exit_2_not_a_hang(tmp_path, capsys):
     import time
 
     from paddle_recipes.cli import exit_on_user_error
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.training import TrainingConfig, build_training
 
     cfg = from_dict(TrainingConfig, {
@@ -202,7 +202,7 @@ def test_stuck_eval_worker_names_the_eval_key():
     from types import SimpleNamespace
 
     from paddle_recipes.data import LoaderTimeout
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.recipe import Recipe
     from paddle_recipes.training import EvalLoaderConfig
 
@@ -459,7 +459,7 @@ def _det_set(tmp_path, n=8):
 
 @pytest.mark.parametrize("resume_workers", [0, 1])
 def test_det_augment_and_sizes_resume_exactly(tmp_path, resume_workers):
-    from paddle_recipes.distributed import build_batch_sampler
+    from paddle_recipes.runtime.distributed import build_batch_sampler
     from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, build_train_augment, load_coco
 
     ann, img = _det_set(tmp_path)

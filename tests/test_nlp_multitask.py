@@ -3,7 +3,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.distributed import DistInfo
+from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.tasks.nlp.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, bio_spans, build_ernie,
                                                 evaluate_tasks, make_multitask_step, span_f1, task_loss)
 from paddle_recipes.tasks.nlp.synth_tasks import SEQ_CLS, TOKEN_CLS

@@ -14,7 +14,7 @@ import pytest
 
 from test_paddleocr_inference import VENV2_PY, _run_json, paddleocr_python  # noqa: F401
 from paddle_recipes.config import load_config
-from paddle_recipes.distributed import DistInfo
+from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.recipes.ocr_system import OcrSystem

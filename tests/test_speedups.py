@@ -13,8 +13,8 @@ import pytest
 from conftest import REPO_ROOT, run_python
 from paddle_recipes.checkpoint import load_checkpoint
 from paddle_recipes.config import ConfigError, load_config
-from paddle_recipes.device_defaults import choose_defaults
-from paddle_recipes.distributed import DistInfo, set_cpu_threads_per_rank
+from paddle_recipes.runtime.device_defaults import choose_defaults
+from paddle_recipes.runtime.distributed import DistInfo, set_cpu_threads_per_rank
 from paddle_recipes.tasks.ocr.charset import CharDict
 from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, RecConfig, RecGlobal, SamplerConfig
 from paddle_recipes.tasks.ocr.ctc_init import blank_logit, frame_prior, init_ctc_blank_bias

@@ -15,7 +15,7 @@ import paddle
 import pytest
 
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
+from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.static_train import StaticTrainForward, apply_to_static
 from paddle_recipes.tasks.ocr.losses import CTCLoss
 from paddle_recipes.tasks.ocr.models import build_rec_model

@@ -12,7 +12,7 @@ import pytest
 from paddle_recipes.checkpoint import load_checkpoint
 from paddle_recipes.formats.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
+from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training
 from paddle_recipes.tasks.ocr.config import RecGlobal
 

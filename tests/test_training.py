@@ -11,7 +11,7 @@ import pytest
 
 from paddle_recipes.checkpoint import CheckpointError, save_checkpoint
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
+from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.recipe import Recipe, prepare_on_rank0
 from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training
 

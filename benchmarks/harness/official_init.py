@@ -106,7 +106,7 @@ def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Pat
     import paddle
 
     from paddle_recipes.config import load_config
-    from paddle_recipes.distributed import DistInfo, seed_everything
+    from paddle_recipes.runtime.distributed import DistInfo, seed_everything
 
     if recipe_cls is None:
         from paddle_recipes.recipes.ocr_rec import OcrRec as recipe_cls

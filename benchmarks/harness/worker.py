@@ -32,7 +32,7 @@ import paddle  # noqa: E402
 from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.amp import Amp, AmpConfig  # noqa: E402
 from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
-from paddle_recipes.distributed import build_batch_sampler, setup, setup_logging  # noqa: E402
+from paddle_recipes.runtime.distributed import build_batch_sampler, setup, setup_logging  # noqa: E402
 from paddle_recipes.trainer import Trainer, TrainerOptions  # noqa: E402
 
 logger = logging.getLogger("bench.worker")

@@ -244,7 +244,7 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
     docstring. ``reinit_prefixes``: class-dependent keys (None -> model.class_dependent_params()). ``dictionary``:
     the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt").
     Raises InferenceFormatError (one line)."""
-    from ..distributed import unwrap
+    from ..runtime.distributed import unwrap
 
     log = logger or _LOG
     target = unwrap(model)

@@ -21,7 +21,7 @@ from pathlib import Path
 import paddle
 import paddlenlp.transformers  # noqa: F401  (before logging setup, which drops its root handler)
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.config import ConfigError, to_dict
 from paddle_recipes.distill import DistillCallback, make_distill_step
 from paddle_recipes.recipe import Recipe

@@ -18,7 +18,7 @@ import json
 from functools import cached_property
 from pathlib import Path
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.config import ConfigError
 from paddle_recipes.compat.paddleclas_cls import paddleclas_cls_translator

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr_det import paddleocr_det_translator
 from paddle_recipes.data import LabelFileError, list_images

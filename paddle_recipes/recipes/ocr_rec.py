@@ -15,7 +15,7 @@ import logging
 import os
 from functools import cached_property, partial
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError

@@ -10,7 +10,7 @@ import os
 import numpy as np
 import paddle
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp
 

@@ -117,7 +117,7 @@ def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list,
 
     from paddle.static import InputSpec
 
-    from paddle_recipes.distributed import unwrap
+    from paddle_recipes.runtime.distributed import unwrap
     from paddle_recipes.export import export_model, fuse_conv_bn
 
     if layout not in ("ppdet", "paddlex"):

@@ -258,7 +258,7 @@ def load_ppdet_weights(model, path: str | os.PathLike | Mapping, *, num_classes_
         re-initialised (weight 0, bias for a ``prior_prob`` score) and one log line; False: error.
     Raises CheckpointError (one line: counts and the first names) for any other mismatch.
     """
-    from paddle_recipes.distributed import unwrap
+    from paddle_recipes.runtime.distributed import unwrap
 
     logger = logger or _log
     target = unwrap(model)
@@ -321,7 +321,7 @@ def to_ppdet_state(model, family: str = "ppyoloe_plus") -> dict:
     ``yolo_head.proj_conv.weight`` is written as ppdet expects (0..reg_max, [1, reg_max + 1, 1, 1]).
     Re-parameterised (fused) models cannot be exported: ppdet's training form has both branches.
     """
-    from paddle_recipes.distributed import unwrap
+    from paddle_recipes.runtime.distributed import unwrap
 
     if family not in ("ppyoloe_plus", "ppyoloe"):
         raise ValueError(f"family must be 'ppyoloe_plus' or 'ppyoloe', got {family!r}")

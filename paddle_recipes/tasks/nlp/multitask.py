@@ -22,7 +22,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from ...distributed import DistInfo, build_batch_sampler, unwrap
+from ...runtime.distributed import DistInfo, build_batch_sampler, unwrap
 from .synth_tasks import SEQ_CLS, TOKEN_CLS
 
 IGNORE_INDEX = -100

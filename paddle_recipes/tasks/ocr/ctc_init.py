@@ -20,7 +20,7 @@ import math
 
 import paddle
 
-from ...distributed import unwrap
+from ...runtime.distributed import unwrap
 
 
 def blank_logit(blank_prob: float, num_classes: int) -> float:

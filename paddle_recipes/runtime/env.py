@@ -1,7 +1,7 @@
 """Environment report: what paddle sees on this machine, plus advice on known mismatches.
 
-    python -m paddle_recipes.env                 # human-readable report + paddle.utils.run_check()
-    python -m paddle_recipes.env --json --no-run-check
+    python -m paddle_recipes.runtime.env                 # human-readable report + paddle.utils.run_check()
+    python -m paddle_recipes.runtime.env --json --no-run-check
 
 ``collect_env()`` returns the same facts as a JSON-serializable dict (stored with benchmarks).
 """
@@ -259,7 +259,7 @@ def format_report(info: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m paddle_recipes.env", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m paddle_recipes.runtime.env", description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="print the collect_env() dict as JSON")
     p.add_argument("--no-run-check", action="store_true", help="skip paddle.utils.run_check()")
     args = p.parse_args(argv)

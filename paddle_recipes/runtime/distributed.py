@@ -26,7 +26,7 @@ import paddle
 import paddle.distributed as dist
 
 from . import peers
-from .reproducible import ResumableBatchSampler
+from ..reproducible import ResumableBatchSampler
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def exit_distributed_run(exit_code: int = 0) -> None:
 
 def _set_device(device: str) -> None:
     """paddle.set_device; a device this paddle build or machine lacks is a ConfigError naming Global.device."""
-    from .config import ConfigError
+    from ..config import ConfigError
 
     if str(device).startswith("gpu") and not paddle.is_compiled_with_cuda():
         raise ConfigError(f"Global.device {device!r}: this paddle build has no CUDA (a CPU wheel); use "
@@ -249,7 +249,7 @@ def unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
 def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
     """state_dict names of the BatchNorm running statistics (``_mean``, ``_variance``) of `model`, in layer order:
     BatchNorm1D/2D/3D and paddle.nn.BatchNorm (not a _BatchNormBase; PaddleOCR's DB head uses it)."""
-    from .freeze_bn import BN_TYPES
+    from ..freeze_bn import BN_TYPES
 
     return [f"{name}.{stat}" for name, layer in unwrap(model).named_sublayers()
             if isinstance(layer, BN_TYPES) for stat in ("_mean", "_variance")]
