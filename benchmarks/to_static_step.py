@@ -124,8 +124,8 @@ def main(argv=None) -> int:
     import numpy as np
     import paddle
 
-    from paddle_recipes.affine_kernel import use_affine_kernel
-    from paddle_recipes.depthwise_kernel import use_depthwise_kernel
+    from paddle_recipes.kernels.affine import use_affine_kernel
+    from paddle_recipes.kernels.depthwise import use_depthwise_kernel
     from paddle_recipes.static_train import apply_to_static
 
     kernels = {"depthwise_kernel": use_depthwise_kernel, "affine_kernel": use_affine_kernel}  # in this order

@@ -36,9 +36,9 @@ from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
 from .resume import resume_from
 from .config import ConfigError, check_image_shape, check_number, to_dict
-from .affine_kernel import use_affine_kernel
-from .depthwise_kernel import use_depthwise_kernel
-from .kernel_build import KernelBuildError
+from .kernels.affine import use_affine_kernel
+from .kernels.depthwise import use_depthwise_kernel
+from .kernels.build import KernelBuildError
 from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
 from .freeze_bn import freeze_bn_stats, fresh_bns

@@ -1,4 +1,4 @@
-"""Global.cpu_depthwise_kernel (paddle_recipes.depthwise_kernel): our compiled depthwise conv equals paddle's
+"""Global.cpu_depthwise_kernel (paddle_recipes.kernels.depthwise): our compiled depthwise conv equals paddle's
 (output and both gradients) over strides, paddings, kernel shapes and a bias; switching a PP-OCR network keeps its
 weights and names, its eval forward bit for bit, and its training loss curve to float tolerance; through
 build_training with to_static too; jit.save never holds the custom op; a failed build is one line.
@@ -20,7 +20,7 @@ import pytest
 from conftest import SMALL_DET_ARCH, needs_cxx, rel_err, square_loss_grads
 from conftest import RandomImages as Pages
 
-from paddle_recipes import depthwise_kernel as dk
+from paddle_recipes.kernels import depthwise as dk
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.training import TrainingConfig, build_training

@@ -1,6 +1,6 @@
 """Global.cpu_depthwise_kernel: the depthwise convolutions of the training step run our compiled CPU kernel.
 
-    from paddle_recipes.depthwise_kernel import depthwise_conv2d, use_depthwise_kernel
+    from paddle_recipes.kernels.depthwise import depthwise_conv2d, use_depthwise_kernel
     y = depthwise_conv2d(x, weight, stride=(1, 1), padding=(1, 1))   # functional: NCHW float32 CPU, with gradient
     n = use_depthwise_kernel(model)    # in place: n eligible nn.Conv2D layers use it in training mode
 
@@ -9,7 +9,7 @@ in benchmarks/README.md). `kernels/depthwise_conv2d.cc` computes the same sums r
 products); only the float32 summation order differs, so losses agree to float tolerance
 (docs/cards/depthwise_kernel.md). It is built on first use with the system C++ compiler through
 paddle.utils.cpp_extension (~15 s once) into a cache folder keyed by the source, paddle, Python and this CPU's
-instruction set (kernel_build.py): $PADDLE_RECIPES_CACHE or ~/.cache/paddle_recipes, then
+instruction set (kernels/build.py): $PADDLE_RECIPES_CACHE or ~/.cache/paddle_recipes, then
 kernels/depthwise_conv2d-<key>.
 
 Eligible layers: nn.Conv2D with groups == in_channels == out_channels, dilation 1, zero padding given as an int or
@@ -25,8 +25,8 @@ from typing import Sequence, Tuple, Union
 import paddle
 from paddle import nn
 
-from . import kernel_build
-from .kernel_build import KernelBuildError
+from . import build as kernel_build
+from .build import KernelBuildError
 
 __all__ = ["KernelBuildError", "cache_dir", "load_kernel", "depthwise_conv2d", "DepthwiseKernelConv2D", "eligible",
            "use_depthwise_kernel"]

@@ -1,6 +1,6 @@
 """Our compiled CPU ops: a C++ source of kernels/ built once per machine with paddle.utils.cpp_extension, cached.
 
-    from paddle_recipes.kernel_build import load_ops
+    from paddle_recipes.kernels.build import load_ops
     ops = load_ops("pr_affine_ext", Path("kernels/affine.cc"), ("-O3", "-march=native", "-ffp-contract=off"))
 
 Used by depthwise_kernel.py (Global.cpu_depthwise_kernel) and affine_kernel.py (Global.cpu_affine_kernel). The
@@ -30,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-KERNELS = Path(__file__).with_name("kernels")
+KERNELS = Path(__file__).parent  # the .cc sources sit beside their wrappers
 
 
 class KernelBuildError(RuntimeError):

@@ -1,6 +1,6 @@
 """Global.cpu_affine_kernel: the training step's scalar affine maps and conv bias adds run our compiled CPU ops.
 
-    from paddle_recipes.affine_kernel import channel_bias, scalar_affine, use_affine_kernel
+    from paddle_recipes.kernels.affine import channel_bias, scalar_affine, use_affine_kernel
     y = scalar_affine(x, scale, bias)   # scale * x + bias, scale and bias of shape [1]; float32 CPU, with gradient
     y = channel_bias(x, bias)           # x + bias[c] for x [N, C, ...], bias [C]
     n = use_affine_kernel(model)        # in place: n layers use them in training mode
@@ -12,7 +12,7 @@ each as a broadcast multiply and a broadcast add, and their gradients as broadca
 pass (benchmarks/README.md). `kernels/affine.cc` does each map in one pass, bit for bit paddle's forward and input
 gradient; the parameter gradients (sums over the tensor) are accumulated in double, so they differ from paddle's
 float sums by float32 rounding only (docs/cards/affine_kernel.md). Built once like the depthwise kernel
-(kernel_build.py: ~15 s, cached).
+(kernels/build.py: ~15 s, cached).
 
 Switched layers: LearnableAffineBlock; nn.Conv2D and nn.Conv2DTranspose with a bias, NCHW, zero padding (the conv
 itself stays paddle's, or our depthwise kernel's). Training-mode float32 calls use the ops; evaluation, export
@@ -27,10 +27,10 @@ import paddle
 import paddle.nn.functional as F
 from paddle import nn
 
-from . import kernel_build
-from .depthwise_kernel import DepthwiseKernelConv2D, depthwise_conv2d
-from .kernel_build import KernelBuildError
-from .nn.layers import LearnableAffineBlock
+from . import build as kernel_build
+from .depthwise import DepthwiseKernelConv2D, depthwise_conv2d
+from .build import KernelBuildError
+from ..nn.layers import LearnableAffineBlock
 
 __all__ = ["KernelBuildError", "load_kernel", "scalar_affine", "channel_bias", "use_affine_kernel", "eligible"]
 
