@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import paddle
 
 from .config import check_name
-from .finite import all_finite
+from .checkpoint.finite import all_finite
 from .optim import param_list
 
 logger = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ import paddle
 
 from .config import check_name
 from .runtime.distributed import unwrap
-from .finite import FLOAT_DTYPES
+from .checkpoint.finite import FLOAT_DTYPES
 
 WARMUPS = ("threshold", "exponential", "none")
 

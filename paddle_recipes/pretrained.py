@@ -30,8 +30,8 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from .checkpoint import CheckpointError, weights_file_at
-from .serialization import UnsafeWeightsError, load_weights_file, match_dtypes
+from .checkpoint.format import CheckpointError, weights_file_at
+from .checkpoint.serialization import UnsafeWeightsError, load_weights_file, match_dtypes
 
 _LOG = logging.getLogger("paddle_recipes.pretrained")
 

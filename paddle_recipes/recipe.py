@@ -38,13 +38,13 @@ import paddle
 
 from .runtime import distributed as dist_utils
 from .assets import resolve_path
-from .checkpoint import LATEST, CheckpointError
+from .checkpoint.format import LATEST, CheckpointError
 from .cli import exit_on_user_error, run_recipe
 from .config import ConfigError
 from .data import DataError, build_loader
 from .formats.ppocr_logs import PPOCREvalLog
 from .nn.reparam import fuse_in_place
-from .serialization import save_safetensors
+from .checkpoint.serialization import save_safetensors
 from .training import Run, build_training, count_params
 from .weights import check_finite_weights, load_weights
 
@@ -285,7 +285,7 @@ class Recipe:
         from .finetune_released import Form, form_of_keys, training_branches
         from .nn.reparam import rep_blocks
         from .pretrained import resolve_weights_file
-        from .serialization import load_weights_file
+        from .checkpoint.serialization import load_weights_file
 
         net = dist_utils.unwrap(model)
         if not rep_blocks(net) and not training_branches(net):  # no form but the training form: skip the file read
@@ -344,7 +344,7 @@ class Recipe:
         from .finetune_released import Form, decide, log_line, to_released_form
         from .freeze_bn import mark_fresh_bns
         from .formats.inference_files import is_inference_model
-        from .resume import resume_source
+        from .checkpoint.resume import resume_source
 
         g = self.cfg.Global
         path = self.init_weights_source()

@@ -29,15 +29,15 @@ from typing import Any, Callable
 
 import paddle
 
-from . import checkpoint as ckpt
-from .checkpoint_compare import check_compatible, optimizer_changes
-from .checkpoint_state import RNG, PortableOptimizer, collect_state, restore_state
+from .checkpoint import format as ckpt
+from .checkpoint.compare import check_compatible, optimizer_changes
+from .checkpoint.state import RNG, PortableOptimizer, collect_state, restore_state
 from .accumulate import GradAccumulator
 from .amp import Amp
 from .data import DataError
 from .runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
-from .finite import FLOAT_DTYPES, first_nonfinite
-from .rundir import OutputLock
+from .checkpoint.finite import FLOAT_DTYPES, first_nonfinite
+from .checkpoint.rundir import OutputLock
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ import paddle
 from .runtime import distributed as dist_utils
 from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
-from .resume import resume_from
+from .checkpoint.resume import resume_from
 from .config import ConfigError, check_image_shape, check_number, to_dict
 from .kernels.affine import use_affine_kernel
 from .kernels.depthwise import use_depthwise_kernel

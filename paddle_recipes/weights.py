@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from .checkpoint import CheckpointError, weights_file_at
-from .finite import first_nonfinite
-from .serialization import load_weights_file, match_dtypes
+from .checkpoint.format import CheckpointError, weights_file_at
+from .checkpoint.finite import first_nonfinite
+from .checkpoint.serialization import load_weights_file, match_dtypes
 
 
 def check_finite_weights(state_dict: dict, source: str) -> None:

@@ -88,7 +88,7 @@ def test_ranks_evaluate_and_save_the_mean_of_their_bn_statistics(tmp_path, launc
     # them and the checkpoints hold them
     assert len(r0["own"]) == 4 and r0["own"] == r1["own"] and r0["own"][0] != r0["own"][-1]
     assert len(r0["seen"]) == 1 and r0["seen"] == r1["seen"] == [r0["own"][-1]] and r0["final"] == r0["own"][-1]
-    from paddle_recipes import checkpoint as ckpt
+    from paddle_recipes.checkpoint import format as ckpt
 
     for where in (out / "checkpoints" / "best", out / "checkpoints"):  # best, and the root: the latest
         saved = ckpt.load_checkpoint(where)["model"]

@@ -10,7 +10,7 @@ import paddle
 import paddle.nn.functional as F
 import pytest
 
-from paddle_recipes.checkpoint import CheckpointError
+from paddle_recipes.checkpoint.format import CheckpointError
 from paddle_recipes.tasks.det.model import build_ppyoloe
 from paddle_recipes.tasks.det.ppdet_weights import (convert_ppdet_state, is_ppdet_checkpoint, load_ppdet_weights,
                                                     map_name, spp_index_of)

@@ -15,7 +15,7 @@ from conftest import hang_watchdog
 
 from paddle_recipes.accumulate import GradAccumulator
 from paddle_recipes.amp import Amp, AmpConfig
-from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.checkpoint.format import load_checkpoint
 from paddle_recipes.training import GlobalConfig
 from paddle_recipes.config import ConfigError, from_dict, load_config
 from paddle_recipes.data import DataError, LoaderConfig, build_loader

@@ -16,7 +16,7 @@ import yaml
 from paddle_recipes.finetune_released import Form, decide, form_of_keys, to_released_form
 from paddle_recipes.pretrained import resolve_weights_file
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.serialization import load_weights_file
+from paddle_recipes.checkpoint.serialization import load_weights_file
 from test_paddleocr_inference import VENV2_PY, _run_json
 from test_paddleocr_recipe import (DICT_A, FIXTURES, SCORE_TOL, V4, fresh_logging, paddleocr3_results, paddleocr_opts,
                                    run, write_label_set)

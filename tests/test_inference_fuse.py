@@ -14,7 +14,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import save_checkpoint
+from paddle_recipes.checkpoint.format import save_checkpoint
 from paddle_recipes.recipe import Recipe
 from paddle_recipes.training import GlobalConfig
 

@@ -10,7 +10,8 @@ import paddle
 import pytest
 from paddle.static import InputSpec
 
-from paddle_recipes.checkpoint import CheckpointError, load_weights, save_checkpoint
+from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
+from paddle_recipes.weights import load_weights
 from paddle_recipes.export import create_predictor, export_model, predict
 from paddle_recipes.pretrained import load_pretrained
 from paddle_recipes.tasks.ocr.multiscale import MultiScaleBatchSampler, MultiScaleDataset, scale_plan

@@ -26,7 +26,7 @@ from paddle_recipes.formats.ppocr_import import import_inference_model
 from paddle_recipes.export import create_predictor, export_model, predict
 from paddle_recipes.nn.reparam import calibrate_unfused_bn, fused_copy, passthrough_bns
 from paddle_recipes.pretrained import load_pretrained
-from paddle_recipes.serialization import dump_plain, load_plain
+from paddle_recipes.checkpoint.serialization import dump_plain, load_plain
 from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
 from paddle_recipes.tasks.ocr_det.models import PPOCR_MOBILE_DET_ARCH, DetInferenceModel, build_ppocr_det_model
 from paddle_recipes.tasks.ocr_det.transforms import IMAGENET_MEAN, IMAGENET_STD
@@ -407,7 +407,7 @@ def test_train_from_official_inference_dir_through_the_cli(tmp_path, caplog):
     line = [r.getMessage() for r in caplog.records if "PaddleOCR inference model" in r.getMessage()]
     assert len(line) == 1 and f"dict {data / 'dict.txt'}" in line[0], line
     assert "classes 6625 in the file, 18 in the model (dict" in line[0] and "class layer re-initialised" in line[0]
-    from paddle_recipes.serialization import load_weights_file
+    from paddle_recipes.checkpoint.serialization import load_weights_file
 
     saved = load_weights_file(tmp_path / "out" / "checkpoints" / "best" / "model.pdparams", return_numpy=True)
     assert saved["head.ctc_head.fc.weight"].shape == (120, 18) and all(np.isfinite(v).all() for v in saved.values())
@@ -555,7 +555,7 @@ def test_dict_carried_by_a_paddlex_model_folder(tmp_path, caplog):
     assert [t for _, t, _ in carried] == [t for _, t, _ in named] == ["登机牌", "航班 FLIGHT", "71,243,800"]
     wrong = tmp_path / "abc.txt"
     wrong.write_text("a\nb\nc\n", encoding="utf-8")
-    from paddle_recipes.checkpoint import CheckpointError
+    from paddle_recipes.checkpoint.format import CheckpointError
 
     with pytest.raises(CheckpointError, match=r"head\.ctc_head\.fc\.bias has shape \[6625\], the model \[5\]"):
         predict(f"Global.pretrained_model={px}", f"Global.character_dict_path={wrong}")  # abc + space + blank

@@ -11,7 +11,7 @@ import paddle
 import pytest
 
 from conftest import REPO_ROOT, run_python
-from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.checkpoint.format import load_checkpoint
 from paddle_recipes.config import ConfigError, load_config
 from paddle_recipes.runtime.device_defaults import choose_defaults
 from paddle_recipes.runtime.distributed import DistInfo, set_cpu_threads_per_rank

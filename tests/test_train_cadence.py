@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.checkpoint.format import load_checkpoint
 from paddle_recipes.formats.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo

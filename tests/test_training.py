@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import CheckpointError, save_checkpoint
+from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.recipe import Recipe, prepare_on_rank0
@@ -115,7 +115,7 @@ def test_global_weights_in_train_mode_load_or_fail_in_one_line(tmp_path):
 def test_paddleocr_checkpoints_resumes_and_init_conflicts_only_in_training(tmp_path):
     """Global.checkpoints (PaddleOCR's key) is ours too: in train mode it is the checkpoint to continue from, over
     resume "auto"; naming another checkpoint than Global.resume is an error (docs/weights.md for the other modes)."""
-    from paddle_recipes.resume import resume_from
+    from paddle_recipes.checkpoint.resume import resume_from
 
     assert from_dict(GlobalConfig, {"checkpoints": None}).checkpoints == ""
     save_checkpoint(tmp_path / "a", {"model": paddle.nn.Linear(2, 2).state_dict()}, "step_1")

@@ -13,12 +13,12 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import save_checkpoint
+from paddle_recipes.checkpoint.format import save_checkpoint
 from paddle_recipes.config import load_config
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.recipes.ocr_system import OcrSystem
-from paddle_recipes.serialization import save_safetensors
+from paddle_recipes.checkpoint.serialization import save_safetensors
 
 from test_paddleocr_det_config import FIXTURES as DET_FIXTURES, tiny_opts
 from test_paddleocr_recipe import DICT_A, FIXTURES as REC_FIXTURES, V5M, paddleocr_opts, write_label_set

@@ -12,9 +12,9 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import CheckpointError, save_checkpoint
+from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
 from paddle_recipes.recipe import Recipe
-from paddle_recipes.serialization import save_safetensors
+from paddle_recipes.checkpoint.serialization import save_safetensors
 from paddle_recipes.training import GlobalConfig
 
 

@@ -81,7 +81,7 @@ def evaluate(args) -> dict:
     from paddle_recipes.tasks.det.config import ArchitectureConfig, LossConfig, NmsConfig, build_model
     from paddle_recipes.tasks.det.evaluate import evaluate_detector
     from paddle_recipes.tasks.det.ppdet_weights import load_ppdet_weights
-    from paddle_recipes.serialization import load_weights_file
+    from paddle_recipes.checkpoint.serialization import load_weights_file
 
     paddle.set_device("cpu")
     index = load_coco(args.ann, args.image_dir)

@@ -32,9 +32,9 @@ from typing import Callable, Mapping
 import numpy as np
 import paddle
 
-from paddle_recipes.checkpoint import CheckpointError
+from paddle_recipes.checkpoint.format import CheckpointError
 from paddle_recipes.pretrained import resolve_weights_file
-from paddle_recipes.serialization import UnsafeWeightsError, load_weights_file
+from paddle_recipes.checkpoint.serialization import UnsafeWeightsError, load_weights_file
 
 from .neck import SPP
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from ...serialization import load_weights_file
+from ...checkpoint.serialization import load_weights_file
 from .ptq import quantize_ptq
 from . import int8 as int8_pack
 from .multitask import IGNORE_INDEX, evaluate_tasks, make_batch, predict

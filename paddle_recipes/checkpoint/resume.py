@@ -5,10 +5,10 @@ import logging
 import os
 from pathlib import Path
 
-from .runtime import distributed as dist_utils
-from .checkpoint import LATEST, CheckpointError, latest_tag, resolve_checkpoint
+from ..runtime import distributed as dist_utils
+from .format import LATEST, CheckpointError, latest_tag, resolve_checkpoint
 
-logger = logging.getLogger("paddle_recipes.checkpoint")  # one logger for the checkpoint area
+logger = logging.getLogger("paddle_recipes.checkpoint.format")  # one logger for the checkpoint area
 
 
 def resume_source(resume: str, output_dir: str | os.PathLike, log: bool = True) -> str | None:

@@ -1,7 +1,7 @@
 """Does a checkpoint fit the current run? Its weights and saved config against the model and config now."""
 from __future__ import annotations
 
-from .checkpoint import CheckpointError
+from .format import CheckpointError
 
 
 def check_compatible(state: dict, model_state: dict, config: dict | None = None,

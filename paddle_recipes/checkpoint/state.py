@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import paddle
 
-from .checkpoint import CheckpointError
-from .optim import param_list
+from .format import CheckpointError
+from ..optim import param_list
 
 
 def rng_state() -> dict:

@@ -23,7 +23,6 @@ run continues from), rundir (the output-dir lock), weights (eval / predict / exp
 from __future__ import annotations
 
 import errno
-import importlib
 import logging
 import os
 import re
@@ -302,15 +301,3 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     state["path"] = str(folder)
     return state
 
-
-# Names that moved to their own modules, still importable from here (from paddle_recipes.checkpoint import ...).
-_MOVED = {**dict.fromkeys(("OutputLock", "LOCK_FILE"), "rundir"), "resume_source": "resume", "load_weights": "weights",
-          **dict.fromkeys(("check_compatible", "optimizer_changes"), "checkpoint_compare"),
-          **dict.fromkeys(("rng_state", "set_rng_state", "RNG", "collect_state", "restore_state", "PortableOptimizer",
-                           "portable_optimizer_state", "load_portable_optimizer_state"), "checkpoint_state")}
-
-
-def __getattr__(name: str):
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_MOVED[name]}", __package__), name)

@@ -6,10 +6,10 @@ import os
 import socket
 from pathlib import Path
 
-from .checkpoint import CheckpointError
+from .format import CheckpointError
 
 LOCK_FILE = ".lock"
-logger = logging.getLogger("paddle_recipes.checkpoint")  # one logger for the checkpoint area
+logger = logging.getLogger("paddle_recipes.checkpoint.format")  # one logger for the checkpoint area
 
 
 def _pid_alive(pid: int) -> bool:
