@@ -41,7 +41,7 @@ from .kernels.depthwise import use_depthwise_kernel
 from .kernels.build import KernelBuildError
 from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
-from .freeze_bn import freeze_bn_stats, fresh_bns
+from .weights.freeze_bn import freeze_bn_stats, fresh_bns
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
 from .static_train import apply_to_static

@@ -116,7 +116,7 @@ def test_ppyoloe_plus_finetune_preset_is_the_plus_family():
 def test_eval_takes_a_ppdet_checkpoint_as_global_weights(finetuned, tmp_path):
     """--mode eval -o Global.weights=<ppdet-named .pdparams> scores exactly like our own checkpoint it was
     written from; a ppdet checkpoint of another class count is a one-line error (no random class head)."""
-    from paddle_recipes.weights import load_weights
+    from paddle_recipes.weights.load import load_weights
     from paddle_recipes.tasks.det.model import build_ppyoloe
     from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights
 
@@ -146,7 +146,7 @@ def test_ppdet_yaml_with_weights_for_eval_predict_export(finetuned, tmp_path):
     """A real-structured ppdet YAML sets pretrain_weights (a URL): that training-time init must not block
     eval / predict / export weights, in our spelling (-o Global.weights=..., Global.pretrained_model=null) or
     ppdet's (-o weights=..., pretrain_weights=null). Eval equals our own config's eval of the same file."""
-    from paddle_recipes.weights import load_weights
+    from paddle_recipes.weights.load import load_weights
     from paddle_recipes.tasks.det.model import build_ppyoloe
     from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights
     from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset

@@ -12,7 +12,7 @@ import paddle
 import pytest
 
 from conftest import REPO_ROOT, run_cli
-from paddle_recipes.weights import load_weights
+from paddle_recipes.weights.load import load_weights
 from paddle_recipes.checkpoint.format import save_checkpoint
 from paddle_recipes.cli import USER_ERRORS
 from paddle_recipes.config import ConfigError, load_config, load_yaml

@@ -1,4 +1,4 @@
-"""Global.finetune_released (paddle_recipes/finetune_released.py): a released (inference) model fine-tuned in its
+"""Global.finetune_released (paddle_recipes/weights/released.py): a released (inference) model fine-tuned in its
 released form (rep blocks fused, no GTC branch, CTC loss only), its checkpoints resumed exactly and used by eval /
 predict / export / Global.pretrained_model, its export read by paddleocr 3.7 and 2.10; the learning-rate multipliers
 of the fused convs; the det network. The "released" model is a tiny PP-OCRv4 mobile rec (PPLCNetV3 scale 0.25,
@@ -13,8 +13,8 @@ import paddle
 import pytest
 import yaml
 
-from paddle_recipes.finetune_released import Form, decide, form_of_keys, to_released_form
-from paddle_recipes.pretrained import resolve_weights_file
+from paddle_recipes.weights.released import Form, decide, form_of_keys, to_released_form
+from paddle_recipes.weights.pretrained import resolve_weights_file
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.checkpoint.serialization import load_weights_file
 from test_paddleocr_inference import VENV2_PY, _run_json
@@ -212,7 +212,7 @@ def test_freeze_bn_stats_auto_is_on_exactly_for_the_released_form(released, tmp_
 def test_freeze_keeps_imported_bn_statistics_and_lets_fresh_ones_estimate():
     """A BN whose statistics the init weights lacked (flagged by mark_fresh_bns from a report's kept_init) keeps
     training its statistics under freeze_bn_stats; the imported one keeps its own bit for bit."""
-    from paddle_recipes.freeze_bn import freeze_bn_stats, fresh_bns, mark_fresh_bns
+    from paddle_recipes.weights.freeze_bn import freeze_bn_stats, fresh_bns, mark_fresh_bns
 
     net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 1), paddle.nn.BatchNorm2D(4), paddle.nn.BatchNorm2D(4))
     assert mark_fresh_bns(net, ["2._mean", "2._variance", "2.weight"]) == ["2"] == fresh_bns(net)

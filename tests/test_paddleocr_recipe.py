@@ -310,7 +310,7 @@ def test_multiscale_training_resumes_exactly(tmp_path):
     (same weights bit for bit: the multi-scale plan depends only on (seed, epoch))."""
     import paddle
 
-    from paddle_recipes.pretrained import resolve_weights_file
+    from paddle_recipes.weights.pretrained import resolve_weights_file
 
     data = write_label_set(tmp_path / "data", DICT_A)
     smoke = str(REPO / "recipes" / "configs" / "ocr_rec_smoke.yml")

@@ -25,7 +25,7 @@ from paddle_recipes.formats.inference_files import (InferenceFormatError, find_i
 from paddle_recipes.formats.ppocr_import import import_inference_model
 from paddle_recipes.export import create_predictor, export_model, predict
 from paddle_recipes.nn.reparam import calibrate_unfused_bn, fused_copy, passthrough_bns
-from paddle_recipes.pretrained import load_pretrained
+from paddle_recipes.weights.pretrained import load_pretrained
 from paddle_recipes.checkpoint.serialization import dump_plain, load_plain
 from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
 from paddle_recipes.tasks.ocr_det.models import PPOCR_MOBILE_DET_ARCH, DetInferenceModel, build_ppocr_det_model
@@ -215,7 +215,7 @@ def test_dict_change_reinitialises_the_class_layer(tmp_path, caplog):
     keeps its fresh init, everything else is imported; one log line says so."""
     model = build_ppocr_rec_model(PPOCR_MOBILE_REC_ARCH, 500)
     fresh = {k: v.numpy().copy() for k, v in model.state_dict().items() if k.startswith("head.ctc_head.fc.")}
-    with caplog.at_level(logging.INFO, logger="paddle_recipes.pretrained"):
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.weights.pretrained"):
         rep = load_pretrained(model, without_info(REC_DIR, tmp_path / "rec"), deploy=rec_deploy)
     assert set(rep.reinitialized) == {"head.ctc_head.fc.weight", "head.ctc_head.fc.bias"} and rep.classes == (6625, 500)
     assert all(np.array_equal(model.state_dict()[k].numpy(), v) for k, v in fresh.items())
@@ -434,7 +434,7 @@ def test_plain_trace_failure_falls_back_to_dy2static(tmp_path, caplog):
     src = _DataDependent()
     export_model(src, spec, tmp_path / "dd" / "inference")
     dst = _DataDependent()
-    with caplog.at_level(logging.DEBUG, logger="paddle_recipes.pretrained"):
+    with caplog.at_level(logging.DEBUG, logger="paddle_recipes.weights.pretrained"):
         rep = import_inference_model(dst, tmp_path / "dd", lambda m: (m, spec))
     assert "plain trace of our program did not match" in caplog.text
     assert len(rep.loaded) == 4 and all(np.array_equal(v.numpy(), src.state_dict()[k].numpy())
@@ -476,7 +476,7 @@ def test_calibration_at_start_closes_the_gap_and_keeps_the_first_loss_low(offici
     first training step's CTC loss on lines the released model reads (its own greedy readings as labels) is far
     below the uncalibrated one, the global random states are left as they were, and two ranks' statistics
     (summed by `reduce`) equal one process's over the same images."""
-    from paddle_recipes.bn_calibration import calibrate_at_start
+    from paddle_recipes.weights.bn_calibration import calibrate_at_start
     from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
     from paddle_recipes.tasks.ocr.charset import CharDict
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from paddle_recipes.nn.lcnetv4 import PPLCNetV4
-from paddle_recipes.pretrained import load_pretrained
+from paddle_recipes.weights.pretrained import load_pretrained
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
 from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
@@ -126,7 +126,7 @@ def test_paddleocr_v6_file_loads_with_no_renaming(tmp_path, size, caplog):
     m = manifest(size)
     ref = paddleocr_file(m, tmp_path / f"PP-OCRv6_{size}_rec_train" / "best_accuracy.pdparams", 40)
     model = build_ppocr_rec_model(m["architecture"], 40)
-    with caplog.at_level(logging.INFO, logger="paddle_recipes.pretrained"):
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.weights.pretrained"):
         rep = load_pretrained(model, tmp_path / f"PP-OCRv6_{size}_rec_train" / "best_accuracy")
     assert len(rep.loaded) == m["num_tensors"]
     assert not (rep.reinitialized or rep.skipped or rep.missing or rep.unexpected)

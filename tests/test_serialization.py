@@ -328,8 +328,8 @@ def _tiny():
 
 
 def _loaders():
-    from paddle_recipes.weights import load_weights
-    from paddle_recipes.pretrained import load_pretrained
+    from paddle_recipes.weights.load import load_weights
+    from paddle_recipes.weights.pretrained import load_pretrained
 
     return {"load_weights": load_weights, "load_pretrained": load_pretrained}
 

@@ -542,7 +542,7 @@ def test_official_weights_file_is_the_released_model_in_train_form(tmp_path):
     from benchmarks.harness import official_init as OI
     from paddle_recipes.config import load_config
     from paddle_recipes.runtime.distributed import DistInfo
-    from paddle_recipes.pretrained import load_pretrained
+    from paddle_recipes.weights.pretrained import load_pretrained
     from paddle_recipes.recipes.ocr_rec import OcrRec
 
     released = OI.official_paths()

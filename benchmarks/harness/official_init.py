@@ -117,7 +117,7 @@ def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Pat
     recipe.check()
     seed_everything(cfg.Global.seed)  # the fresh tensors (un-fused side branches, det's thresh): the same file each time
     model = recipe.build_model()
-    from paddle_recipes.pretrained import load_pretrained
+    from paddle_recipes.weights.pretrained import load_pretrained
 
     report = load_pretrained(model, str(model_dir), deploy=recipe.inference_deploy, dictionary=recipe.label_set())
     calibration = recipe.calibrate_imported_bn(model, recipe.build_dataset("train"))

@@ -249,7 +249,7 @@ def unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
 def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
     """state_dict names of the BatchNorm running statistics (``_mean``, ``_variance``) of `model`, in layer order:
     BatchNorm1D/2D/3D and paddle.nn.BatchNorm (not a _BatchNormBase; PaddleOCR's DB head uses it)."""
-    from ..freeze_bn import BN_TYPES
+    from ..weights.freeze_bn import BN_TYPES
 
     return [f"{name}.{stat}" for name, layer in unwrap(model).named_sublayers()
             if isinstance(layer, BN_TYPES) for stat in ("_mean", "_variance")]

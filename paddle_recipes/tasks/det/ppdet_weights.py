@@ -33,7 +33,7 @@ import numpy as np
 import paddle
 
 from paddle_recipes.checkpoint.format import CheckpointError
-from paddle_recipes.pretrained import resolve_weights_file
+from paddle_recipes.weights.pretrained import resolve_weights_file
 from paddle_recipes.checkpoint.serialization import UnsafeWeightsError, load_weights_file
 
 from .neck import SPP

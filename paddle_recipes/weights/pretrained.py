@@ -30,10 +30,10 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from .checkpoint.format import CheckpointError, weights_file_at
-from .checkpoint.serialization import UnsafeWeightsError, load_weights_file, match_dtypes
+from ..checkpoint.format import CheckpointError, weights_file_at
+from ..checkpoint.serialization import UnsafeWeightsError, load_weights_file, match_dtypes
 
-_LOG = logging.getLogger("paddle_recipes.pretrained")
+_LOG = logging.getLogger("paddle_recipes.weights.pretrained")
 
 
 @dataclass
@@ -85,8 +85,8 @@ def import_inference(model: paddle.nn.Layer, path: str | os.PathLike, deploy, *,
     another dictionary size is re-initialised (train) rather than an error (eval / predict / export).
     ``dictionary``: the model's label set, named in the log line.
     Raises CheckpointError (one line)."""
-    from .formats.inference_files import InferenceFormatError, is_inference_model
-    from .formats.ppocr_import import import_inference_model
+    from ..formats.inference_files import InferenceFormatError, is_inference_model
+    from ..formats.ppocr_import import import_inference_model
 
     if not is_inference_model(path):
         return None
@@ -121,7 +121,7 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
     ``path`` may also be a PaddleOCR inference model when ``deploy`` is given (see import_inference; returns
     its ImportReport). Raises CheckpointError (one line).
     """
-    from .runtime.distributed import unwrap
+    from ..runtime.distributed import unwrap
 
     log = logger or _LOG
     imported = import_inference(model, path, deploy, dictionary=dictionary, logger=log) if not source_prefix else None

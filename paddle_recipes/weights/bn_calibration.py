@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 import paddle
 
-from .nn.reparam import calibrate_unfused_bn, passthrough_bns
+from ..nn.reparam import calibrate_unfused_bn, passthrough_bns
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from typing import Iterable, List, Optional, Tuple
 
 import paddle
 
-from .config import ConfigError
-from .nn.reparam import fuse_blocks, is_fused, rep_blocks
+from ..config import ConfigError
+from ..nn.reparam import fuse_blocks, is_fused, rep_blocks
 
 AUTO = "auto"
 

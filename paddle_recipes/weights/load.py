@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-from .checkpoint.format import CheckpointError, weights_file_at
-from .checkpoint.finite import first_nonfinite
-from .checkpoint.serialization import load_weights_file, match_dtypes
+from ..checkpoint.format import CheckpointError, weights_file_at
+from ..checkpoint.finite import first_nonfinite
+from ..checkpoint.serialization import load_weights_file, match_dtypes
 
 
 def check_finite_weights(state_dict: dict, source: str) -> None:
@@ -32,7 +32,7 @@ def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bo
     weights, source = load_weights_file(file), str(file)
     if not isinstance(weights, dict):
         raise CheckpointError(f"{source} holds a {type(weights).__name__}, not a state_dict")
-    from .runtime.distributed import unwrap
+    from ..runtime.distributed import unwrap
 
     target = unwrap(model)
     own = target.state_dict()
