@@ -126,7 +126,7 @@ def main(argv=None) -> int:
 
     from paddle_recipes.kernels.affine import use_affine_kernel
     from paddle_recipes.kernels.depthwise import use_depthwise_kernel
-    from paddle_recipes.static_train import apply_to_static
+    from paddle_recipes.train.to_static import apply_to_static
 
     kernels = {"depthwise_kernel": use_depthwise_kernel, "affine_kernel": use_affine_kernel}  # in this order
     switches = [w.strip() for w in a.switch.split(",") if w.strip()]

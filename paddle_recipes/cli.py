@@ -27,7 +27,7 @@ from .checkpoint.rundir import OutputLock
 from .config import (ConfigError, ConfigTranslator, OverrideNote, add_config_args, dump_config, flatten_opts,
                      load_config)
 from .data import DataError
-from .trainer import NonFiniteError
+from .train.trainer import NonFiniteError
 from .checkpoint.serialization import WeightsFileError
 
 USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError,

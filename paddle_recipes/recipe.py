@@ -45,7 +45,7 @@ from .data import DataError, build_loader
 from .formats.ppocr_logs import PPOCREvalLog
 from .nn.reparam import fuse_in_place
 from .checkpoint.serialization import save_safetensors
-from .training import Run, build_training, count_params
+from .train.build import Run, build_training, count_params
 from .weights.load import check_finite_weights, load_weights
 
 logger = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class Recipe:
         return dict(metrics)
 
     def batch_size(self, batch) -> int:
-        from .trainer import default_batch_size
+        from .train.trainer import default_batch_size
 
         return default_batch_size(batch)
 

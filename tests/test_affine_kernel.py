@@ -210,7 +210,7 @@ def test_the_yaml_key_through_build_training_with_the_depthwise_kernel(tmp_path,
     lab_calls = _forward_calls(model_off, lambda m: isinstance(m, LearnableAffineBlock))
     bias_calls = _forward_calls(model_off, lambda m: isinstance(m, (paddle.nn.Conv2D, paddle.nn.Conv2DTranspose))
                                 and m.bias is not None)
-    with caplog.at_level("INFO", logger="paddle_recipes.training"):
+    with caplog.at_level("INFO", logger="paddle_recipes.train.build"):
         on, model = _train(tmp_path, True)
     labs = sum(isinstance(m, ak.AffineKernelLAB) for m in model.sublayers())
     depthwise_with_bias = [m for m in model.sublayers() if isinstance(m, ak.BiasKernelDepthwiseConv2D)]

@@ -20,8 +20,8 @@ import json, sys
 import numpy as np, paddle
 sys.path.insert(0, {repo!r})
 from paddle_recipes.runtime.distributed import average_bn_stats, setup, wrap_model, unwrap
-from paddle_recipes.ema import ModelEMA
-from paddle_recipes.trainer import Callback, Trainer, TrainerOptions
+from paddle_recipes.train.ema import ModelEMA
+from paddle_recipes.train.trainer import Callback, Trainer, TrainerOptions
 
 out = sys.argv[1]
 info = setup(seed=0, device="cpu")

@@ -23,7 +23,7 @@ from paddle_recipes.checkpoint.format import (CheckpointError, NonFiniteStateErr
 from paddle_recipes.checkpoint.rundir import OutputLock
 from paddle_recipes.checkpoint.compare import check_compatible
 from paddle_recipes.checkpoint.resume import resume_source
-from paddle_recipes.trainer import Trainer, TrainerOptions
+from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 
 def _state(value: float, step: int) -> dict:

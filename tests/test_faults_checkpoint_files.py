@@ -11,8 +11,8 @@ import pytest
 
 import paddle_recipes.checkpoint.format as ckpt
 from paddle_recipes.checkpoint.format import CheckpointError, clean_stale, save_checkpoint
-from paddle_recipes.ema import ModelEMA
-from paddle_recipes.trainer import Trainer, TrainerOptions
+from paddle_recipes.train.ema import ModelEMA
+from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 
 def build(output_dir, max_steps):

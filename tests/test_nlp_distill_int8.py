@@ -8,7 +8,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.distill import ConstantT, DistillLoss, make_distill_step
+from paddle_recipes.train.distill import ConstantT, DistillLoss, make_distill_step
 from paddle_recipes.tasks.nlp.ptq import quantize_ptq
 from paddle_recipes.tasks.nlp import int8 as int8_pack
 from paddle_recipes.tasks.nlp.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, build_ernie,

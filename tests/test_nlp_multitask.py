@@ -119,7 +119,7 @@ def test_evaluate_tasks_reports_per_task_and_average():
 
 
 def test_distill_step_with_hidden_and_attention_terms():
-    from paddle_recipes.distill import DistillLoss, EntropyAdaptiveT, make_distill_step
+    from paddle_recipes.train.distill import DistillLoss, EntropyAdaptiveT, make_distill_step
 
     paddle.seed(1)
     teacher = MultiTaskModel(build_ernie(100, 16, 2, 2, max_len=16), [("s", SEQ_CLS, 3), ("t", TOKEN_CLS, 5)])

@@ -11,7 +11,7 @@ import pytest
 
 from paddle_recipes.compat.paddleocr import translate_rec_config
 from paddle_recipes.config import ConfigError, load_config, load_yaml
-from paddle_recipes.optim import build_lr_scheduler, resolve_warmup
+from paddle_recipes.train.optim import build_lr_scheduler, resolve_warmup
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.tasks.ocr.charset import CharDict
 from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig

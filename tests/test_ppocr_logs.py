@@ -21,7 +21,7 @@ def test_cur_metric_line_matches_paddleocr():
 
 
 def test_best_metric_follows_paddleocr_rules():
-    from paddle_recipes.trainer import BestMetric
+    from paddle_recipes.train.trainer import BestMetric
 
     best, log = BestMetric("acc"), PPOCREvalLog()
     assert best.update({"acc": 0.5, "norm_edit_dis": 0.7, "fps": 10.0}, epoch=1)

@@ -4,12 +4,12 @@ import paddle
 import pytest
 
 from paddle_recipes.runtime import distributed as dist_utils
-from paddle_recipes.accumulate import GradAccumulator
-from paddle_recipes.amp import Amp, AmpConfig
+from paddle_recipes.train.accumulate import GradAccumulator
+from paddle_recipes.train.amp import Amp, AmpConfig
 from paddle_recipes.checkpoint.format import CheckpointError, load_checkpoint, save_checkpoint
-from paddle_recipes.ema import ModelEMA
+from paddle_recipes.train.ema import ModelEMA
 from paddle_recipes.reproducible import SeededDataset, sample_seed
-from paddle_recipes.trainer import Callback, Trainer, TrainerOptions
+from paddle_recipes.train.trainer import Callback, Trainer, TrainerOptions
 
 
 class NoisyDataset(paddle.io.Dataset):

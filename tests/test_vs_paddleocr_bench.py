@@ -78,7 +78,7 @@ def test_wall_seconds_per_step_come_from_timestamps_and_skip_evals():
 
 def test_our_log_lines_parse_the_same():
     """Our StepTimer / PPOCREvalLog print the same shapes (the recipe's log is read by the same parser)."""
-    from paddle_recipes.meters import StepTimer  # noqa: F401  (the format under test lives there)
+    from paddle_recipes.train.meters import StepTimer  # noqa: F401  (the format under test lives there)
     from paddle_recipes.formats.ppocr_logs import format_cur_metric
 
     line = ("[2026/12/03 10:00:00] root INFO: epoch: [1/1], global_step: 2, lr: 0.001, loss: 3.5, acc: 0.5, "

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from paddle_recipes.trainer import Callback  # noqa: E402
+from paddle_recipes.train.trainer import Callback  # noqa: E402
 
 
 class StepClock(Callback):

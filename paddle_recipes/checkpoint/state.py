@@ -10,7 +10,7 @@ import numpy as np
 import paddle
 
 from .format import CheckpointError
-from ..optim import param_list
+from ..train.optim import param_list
 
 
 def rng_state() -> dict:

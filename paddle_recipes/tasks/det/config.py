@@ -5,12 +5,12 @@ import copy
 from dataclasses import asdict, dataclass, field
 from typing import Union
 
-from ...amp import DEFAULT_FP16_BLACK_LIST, AmpConfig
-from ...ema import EmaConfig
-from ...optim import OptimizerConfig
+from ...train.amp import DEFAULT_FP16_BLACK_LIST, AmpConfig
+from ...train.ema import EmaConfig
+from ...train.optim import OptimizerConfig
 from ...config import ConfigError, check_name
 from ...export import TrtConfig
-from ...training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainLoaderConfig, TrainSection
+from ...train.build import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainLoaderConfig, TrainSection
 from .model import SIZES, build_ppyoloe
 from .normalize import NORMALIZE_PRESETS, NormalizeConfig
 from .synth import ShapesSpec

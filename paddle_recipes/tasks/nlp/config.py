@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 import paddle
 
 from ...config import check_name, check_number
-from ...distill import DistillLoss, build_temperature
-from ...optim import OptimizerConfig
-from ...training import GlobalConfig, TrainingConfig
+from ...train.distill import DistillLoss, build_temperature
+from ...train.optim import OptimizerConfig
+from ...train.build import GlobalConfig, TrainingConfig
 from .multitask import MultiTaskModel, TaskSampler, build_ernie
 
 

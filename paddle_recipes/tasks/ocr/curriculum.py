@@ -28,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...trainer import Callback
+from ...train.trainer import Callback
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ class GradAccumulator:
 
     def __init__(self, steps: int = 1):
         if int(steps) < 1:
-            from .config import ConfigError
+            from ..config import ConfigError
 
             raise ConfigError(f"accumulation steps (Train.accumulate_steps) must be >= 1, got {steps}")
         self.steps = int(steps)

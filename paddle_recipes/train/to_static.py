@@ -21,7 +21,7 @@ import traceback
 import paddle
 from paddle.static import InputSpec
 
-from .config import ConfigError
+from ..config import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -31,20 +31,20 @@ from typing import Any, Callable, List, Literal, Optional, Union
 import numpy as np
 import paddle
 
-from .runtime import distributed as dist_utils
+from ..runtime import distributed as dist_utils
 from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
-from .checkpoint.resume import resume_from
-from .config import ConfigError, check_image_shape, check_number, to_dict
-from .kernels.affine import use_affine_kernel
-from .kernels.depthwise import use_depthwise_kernel
-from .kernels.build import KernelBuildError
-from .data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
+from ..checkpoint.resume import resume_from
+from ..config import ConfigError, check_image_shape, check_number, to_dict
+from ..kernels.affine import use_affine_kernel
+from ..kernels.depthwise import use_depthwise_kernel
+from ..kernels.build import KernelBuildError
+from ..data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig, build_loader
 from .ema import EmaConfig, build_ema
-from .weights.freeze_bn import freeze_bn_stats, fresh_bns
+from ..weights.freeze_bn import freeze_bn_stats, fresh_bns
 from .meters import ScalarWriter
 from .optim import OptimizerConfig, build_optimizer, resolve_warmup
-from .static_train import apply_to_static
+from .to_static import apply_to_static
 from .trainer import EvalLog, Trainer, TrainerOptions, default_batch_size, planned_steps
 
 logger = logging.getLogger(__name__)

@@ -29,15 +29,15 @@ from typing import Any, Callable
 
 import paddle
 
-from .checkpoint import format as ckpt
-from .checkpoint.compare import check_compatible, optimizer_changes
-from .checkpoint.state import RNG, PortableOptimizer, collect_state, restore_state
+from ..checkpoint import format as ckpt
+from ..checkpoint.compare import check_compatible, optimizer_changes
+from ..checkpoint.state import RNG, PortableOptimizer, collect_state, restore_state
 from .accumulate import GradAccumulator
 from .amp import Amp
-from .data import DataError
-from .runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
-from .checkpoint.finite import FLOAT_DTYPES, first_nonfinite
-from .checkpoint.rundir import OutputLock
+from ..data import DataError
+from ..runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
+from ..checkpoint.finite import FLOAT_DTYPES, first_nonfinite
+from ..checkpoint.rundir import OutputLock
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ class Trainer:
         progress = {"epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch, "global_step": self.global_step,
                     "samples_seen": self.samples_seen, "world_size": self.info.world_size}
         if self.config is not None:
-            from .config import to_dict
+            from ..config import to_dict
 
             progress["config"] = to_dict(self.config)
         return {**collect_state(self.checkpoint_objects()), **progress}
@@ -296,7 +296,7 @@ class Trainer:
     def load_state_dict(self, state: dict) -> None:
         current_cfg = None
         if self.config is not None:
-            from .config import to_dict
+            from ..config import to_dict
 
             current_cfg = to_dict(self.config)
         check_compatible(state, unwrap(self.model).state_dict(), current_cfg)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import paddle
 
-from .config import ConfigError, check_name
+from ..config import ConfigError, check_name
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
 SCHEDULES = ("constant", "cosine", "linear", "step", "piecewise")
@@ -51,7 +51,7 @@ class OptimizerConfig:
     lr_factors: list[float] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        from .config import check_number
+        from ..config import check_number
 
         check_name("Optimizer.name", self.name, OPTIMIZERS)
         check_name("Optimizer.schedule", self.schedule, SCHEDULES)

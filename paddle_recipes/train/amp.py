@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import paddle
 
-from .config import check_name
-from .checkpoint.finite import all_finite
+from ..config import check_name
+from ..checkpoint.finite import all_finite
 from .optim import param_list
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class AmpConfig:
     def __post_init__(self):
         check_name("AMP.level", self.level, ("O1", "O2"))
         check_name("AMP.dtype", self.dtype, ("float16", "bfloat16"))
-        from .config import check_number
+        from ..config import check_number
 
         check_number("AMP.init_loss_scaling", self.init_loss_scaling, low=0, low_open=True)
         check_number("AMP.min_loss_scaling", self.min_loss_scaling, low=0, low_open=True)

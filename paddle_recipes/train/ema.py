@@ -24,9 +24,9 @@ from typing import Optional
 
 import paddle
 
-from .config import check_name
-from .runtime.distributed import unwrap
-from .checkpoint.finite import FLOAT_DTYPES
+from ..config import check_name
+from ..runtime.distributed import unwrap
+from ..checkpoint.finite import FLOAT_DTYPES
 
 WARMUPS = ("threshold", "exponential", "none")
 
@@ -44,7 +44,7 @@ class EmaConfig:
     device: Optional[str] = None
 
     def __post_init__(self):
-        from .config import check_number
+        from ..config import check_number
 
         check_name("EMA.warmup", self.warmup, WARMUPS)
         check_number("EMA.decay", self.decay, low=0, high=1, low_open=True, high_open=True)
