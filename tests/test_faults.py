@@ -203,7 +203,7 @@ def test_stuck_eval_worker_names_the_eval_key():
 
     from paddle_recipes.data import LoaderTimeout
     from paddle_recipes.runtime.distributed import DistInfo
-    from paddle_recipes.recipe import Recipe
+    from paddle_recipes.recipes.base import Recipe
     from paddle_recipes.train.build import EvalLoaderConfig
 
     cfg = SimpleNamespace(Eval=SimpleNamespace(loader=EvalLoaderConfig(batch_size_per_card=2, num_workers=1,

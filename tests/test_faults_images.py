@@ -288,7 +288,7 @@ def test_det_and_system_predict_skip_bad_files_and_write_the_good(tmp_path, bad_
 
 
 def test_predict_with_nothing_readable_is_an_error():
-    from paddle_recipes.recipe import Recipe
+    from paddle_recipes.recipes.base import Recipe
 
     recipe = Recipe.__new__(Recipe)
     recipe.name, recipe.cfg = "ocr_det", SimpleNamespace(Predict=SimpleNamespace(images="pages/"))

@@ -8,7 +8,7 @@ from paddle_recipes.train.accumulate import GradAccumulator
 from paddle_recipes.train.amp import Amp, AmpConfig
 from paddle_recipes.checkpoint.format import CheckpointError, load_checkpoint, save_checkpoint
 from paddle_recipes.train.ema import ModelEMA
-from paddle_recipes.reproducible import SeededDataset, sample_seed
+from paddle_recipes.data.reproducible import SeededDataset, sample_seed
 from paddle_recipes.train.trainer import Callback, Trainer, TrainerOptions
 
 

@@ -422,7 +422,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     if workers and cfg.opencv_num_threads >= 0:
         set_opencv_threads(cfg.opencv_num_threads)
     unwrap = False
-    from ..reproducible import ResumableBatchSampler
+    from .reproducible import ResumableBatchSampler
 
     if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
         batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices

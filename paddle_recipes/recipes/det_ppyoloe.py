@@ -17,7 +17,7 @@ import paddle
 
 from paddle_recipes.compat.ppdet import ppdet_config_translator
 from paddle_recipes.config import ConfigError
-from paddle_recipes.recipe import Recipe
+from paddle_recipes.recipes.base import Recipe
 from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, DetDataError, build_train_augment, load_coco
 from paddle_recipes.tasks.det.config import DetConfig, build_model
 from paddle_recipes.tasks.det.deploy import export_ppdet_checked

@@ -24,7 +24,7 @@ from paddle_recipes.config import ConfigError
 from paddle_recipes.compat.paddleclas_cls import paddleclas_cls_translator
 from paddle_recipes.compat.paddleocr_cls import paddleocr_cls_translator
 from paddle_recipes.data import DataError, LabelFileError, LmdbFormatError, list_images
-from paddle_recipes.recipe import Recipe
+from paddle_recipes.recipes.base import Recipe
 from paddle_recipes.tasks.ocr.dataset import DataPathError
 from paddle_recipes.tasks.ocr.synth import build_dataset as build_lines, dataset_fingerprint
 from paddle_recipes.tasks.ocr_cls.config import ClsConfig, ClsInput, resolve_input

@@ -20,7 +20,7 @@ from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
 from paddle_recipes.formats.inference_files import is_inference_model
-from paddle_recipes.recipe import Recipe
+from paddle_recipes.recipes.base import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
 from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc

@@ -23,7 +23,7 @@ from pathlib import Path
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.config import ConfigError, load_config
 from paddle_recipes.data import DataError, list_images
-from paddle_recipes.recipe import Recipe, merge_skips
+from paddle_recipes.recipes.base import Recipe, merge_skips
 from paddle_recipes.recipes.ocr_cls import OcrCls
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec

@@ -26,7 +26,7 @@ import paddle
 import paddle.distributed as dist
 
 from . import peers
-from ..reproducible import ResumableBatchSampler
+from ..data.reproducible import ResumableBatchSampler
 
 logger = logging.getLogger(__name__)
 

@@ -68,7 +68,7 @@ class AlbumentationsAdapter:
             raise TypeError(f"AlbumentationsAdapter expects an HWC uint8 numpy image, got {desc}")
         key = current_sample_key()
         if key is not None and self.seed is not None:  # per-sample stream: resumable, worker-independent
-            from ...reproducible import sample_seed
+            from ...data.reproducible import sample_seed
 
             self.transform.set_random_seed(sample_seed(int(self.seed), *key))
         else:

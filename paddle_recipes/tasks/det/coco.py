@@ -303,7 +303,7 @@ class DetCollate:
         """Seeded by the batch's last (epoch, index) when the loader publishes sample keys (exact
         resume, independent of workers); otherwise the running generator."""
         from paddle_recipes.data import current_sample_key
-        from paddle_recipes.reproducible import sample_seed
+        from paddle_recipes.data.reproducible import sample_seed
 
         key = current_sample_key()
         return np.random.default_rng(sample_seed(self.seed, *key)) if key is not None else self.rng

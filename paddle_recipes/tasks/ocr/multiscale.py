@@ -7,7 +7,7 @@ PaddleOCR's configs: ``scales [[320, 32], [320, 48], [320, 64]]``, ``first_bs`` 
 
 Differences from PaddleOCR, on purpose: the plan is a pure function of (seed, epoch), so runs are
 reproducible and an exact mid-epoch resume only needs ``set_epoch(e)`` + ``skip_next(n)`` (like
-``paddle_recipes.reproducible.ResumableBatchSampler``). Every epoch reshuffles the samples and
+``paddle_recipes.data.reproducible.ResumableBatchSampler``). Every epoch reshuffles the samples and
 the batch order (PaddleOCR shuffles samples once at start-up). Like PaddleOCR, scales are
 assigned to consecutive batches in a fixed cycle, so the count of batches per scale is the same
 every epoch, and the last batch is topped up with samples from the start of the epoch's order.
@@ -27,7 +27,7 @@ from typing import Iterator, List, Sequence, Tuple
 import numpy as np
 import paddle
 
-from ...reproducible import sample_seed
+from ...data.reproducible import sample_seed
 
 
 def scale_plan(scales: Sequence[Sequence[int]], first_bs: int, fix_bs: bool = False,

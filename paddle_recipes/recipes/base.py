@@ -36,17 +36,17 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 import paddle
 
-from .runtime import distributed as dist_utils
-from .assets import resolve_path
-from .checkpoint.format import LATEST, CheckpointError
-from .cli import exit_on_user_error, run_recipe
-from .config import ConfigError
-from .data import DataError, build_loader
-from .formats.ppocr_logs import PPOCREvalLog
-from .nn.reparam import fuse_in_place
-from .checkpoint.serialization import save_safetensors
-from .train.build import Run, build_training, count_params
-from .weights.load import check_finite_weights, load_weights
+from ..runtime import distributed as dist_utils
+from ..assets import resolve_path
+from ..checkpoint.format import LATEST, CheckpointError
+from ..cli import exit_on_user_error, run_recipe
+from ..config import ConfigError
+from ..data import DataError, build_loader
+from ..formats.ppocr_logs import PPOCREvalLog
+from ..nn.reparam import fuse_in_place
+from ..checkpoint.serialization import save_safetensors
+from ..train.build import Run, build_training, count_params
+from ..weights.load import check_finite_weights, load_weights
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -162,7 +162,7 @@ class Recipe:
         return dict(metrics)
 
     def batch_size(self, batch) -> int:
-        from .train.trainer import default_batch_size
+        from ..train.trainer import default_batch_size
 
         return default_batch_size(batch)
 
@@ -193,7 +193,7 @@ class Recipe:
 
     def export_files(self, deploy, prefix: str):
         """Write the inference files of `deploy` for `prefix`; returns (export.ExportedModel, report entries)."""
-        from .export import export_model
+        from ..export import export_model
 
         return export_model(deploy, self.input_spec(), prefix), {}
 
@@ -268,7 +268,7 @@ class Recipe:
         Global.use_ema_weights) or a PaddleOCR inference model (folder or prefix, pretrained.import_inference);
         returns the source loaded. Weights in the released form (a Global.finetune_released run: fused rep blocks,
         no GTC branch) get the model built in that form first. Override to accept a foreign checkpoint format."""
-        from .weights.pretrained import import_inference, resolve_weights_file
+        from ..weights.pretrained import import_inference, resolve_weights_file
 
         if import_inference(model, source, self.inference_deploy, for_training=False, dictionary=self.label_set(),
                             logger=self.log) is not None:
@@ -282,10 +282,10 @@ class Recipe:
         """The form the weights at `path` hold for `model` (finetune_released.form_of_keys: fused rep blocks, absent
         training branches), or None when the file cannot be read (its loader then says why). A model with neither
         rep blocks nor training branches has only the training form: Form(), without reading the file."""
-        from .weights.released import Form, form_of_keys, training_branches
-        from .nn.reparam import rep_blocks
-        from .weights.pretrained import resolve_weights_file
-        from .checkpoint.serialization import load_weights_file
+        from ..weights.released import Form, form_of_keys, training_branches
+        from ..nn.reparam import rep_blocks
+        from ..weights.pretrained import resolve_weights_file
+        from ..checkpoint.serialization import load_weights_file
 
         net = dist_utils.unwrap(model)
         if not rep_blocks(net) and not training_branches(net):  # no form but the training form: skip the file read
@@ -298,7 +298,7 @@ class Recipe:
 
     def match_weights_form(self, model, path, prefer_ema: bool = True) -> None:
         """Build `model` in the form the weights at `path` hold (weights_form; logged when not the training form)."""
-        from .weights.released import to_form
+        from ..weights.released import to_form
 
         form = self.weights_form(model, path, prefer_ema)
         if form is not None and form.released:
@@ -320,7 +320,7 @@ class Recipe:
         under the model's class_dependent_params() (output layers sized by the label set), which are
         re-initialised when their shape differs; the log lists what was loaded, re-initialised, skipped. Returns the
         report (LoadReport / ImportReport: its kept_init names the tensors left at their initial values)."""
-        from .weights.pretrained import load_pretrained
+        from ..weights.pretrained import load_pretrained
 
         if path.startswith(("http://", "https://")):
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
@@ -341,10 +341,10 @@ class Recipe:
         removed) and the init_weights_source(), when set, initialises it: weights in the released form (an inference
         model, imported as it is: nothing un-fused) after the conversion, weights in the training form before it.
         Both before the optimizer is built."""
-        from .weights.released import Form, decide, log_line, to_released_form
-        from .weights.freeze_bn import mark_fresh_bns
-        from .formats.inference_files import is_inference_model
-        from .checkpoint.resume import resume_source
+        from ..weights.released import Form, decide, log_line, to_released_form
+        from ..weights.freeze_bn import mark_fresh_bns
+        from ..formats.inference_files import is_inference_model
+        from ..checkpoint.resume import resume_source
 
         g = self.cfg.Global
         path = self.init_weights_source()
@@ -374,8 +374,8 @@ class Recipe:
     def calibrate_imported_bn(self, model, train_set) -> dict | None:
         """Train mode: an imported inference model's un-fused BNs are calibrated on Global.calibrate_bn_batches
         batches per process of `train_set` (bn_calibration; summed over ranks, data order unchanged)."""
-        from .weights.bn_calibration import calibrate_at_start
-        from .nn.reparam import passthrough_bns
+        from ..weights.bn_calibration import calibrate_at_start
+        from ..nn.reparam import passthrough_bns
 
         if not passthrough_bns(model):  # not an imported inference model
             return None
@@ -451,7 +451,7 @@ class Recipe:
     def export(self) -> dict:
         """Export the (EMA) model (export_files; default jit.save at Export.out_prefix, "" = output_dir/inference/model)
         and compare Paddle Inference with dygraph on parity_inputs(); writes <export folder>/export_report.json."""
-        from .export import create_predictor, predict as run_predictor
+        from ..export import create_predictor, predict as run_predictor
 
         model, src = self.load_for_inference(fuse=False)
         prefix = self.cfg.Export.out_prefix or str(Path(self.cfg.Global.output_dir) / "inference" / "model")
