@@ -30,8 +30,8 @@ def main(argv=None) -> int:
     import paddle
 
     from paddle_recipes.runtime import distributed as D
-    from paddle_recipes.tasks.ocr.losses import CTCLoss
-    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
+    from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 
     info = D.setup(seed=0, device="cpu")
     m = build_rec_model({"Backbone": {"name": a.backbone, "scale": a.scale, "width_stride": 8},

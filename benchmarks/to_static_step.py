@@ -43,8 +43,8 @@ def rec_case(batch: int, rng, no_dropout: bool):
     import numpy as np
     import paddle
 
-    from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
-    from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss, nrtr_labels
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model
 
     arch = json.loads(json.dumps(REC_ARCH))
     lengths = rng.integers(4, MAX_LEN - 1, batch)

@@ -11,7 +11,7 @@ import yaml
 from paddle_recipes.compat.ppdet import (PpdetLoader, import_ppdet_config, load_ppdet_yaml, ppdet_config_translator,
                                          translate_ppdet_config)
 from paddle_recipes.config import ConfigError, load_config
-from paddle_recipes.tasks.det.config import DetConfig
+from paddle_recipes.tasks.det_ppyoloe.config import DetConfig
 
 CFG = Path(__file__).parent / "fixtures" / "ppdet_configs"
 

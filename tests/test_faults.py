@@ -412,7 +412,7 @@ class AllBadSet(paddle.io.Dataset):
 
 def test_fully_corrupt_ocr_set_is_an_error_not_zero_steps(tmp_path):
     from paddle_recipes.data.skips import unpack_skipped
-    from paddle_recipes.tasks.ocr.dataset import collate
+    from paddle_recipes.tasks.ocr_rec.dataset import collate
 
     ds = AllBadSet()
     loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(), collate_fn=collate)
@@ -432,7 +432,7 @@ def test_fully_corrupt_ocr_set_is_an_error_not_zero_steps(tmp_path):
 
 
 def test_eval_on_zero_samples_is_an_error():
-    from paddle_recipes.tasks.ocr.metrics import RecMetric
+    from paddle_recipes.tasks.ocr_rec.metrics import RecMetric
 
     with pytest.raises(DataError, match="0 readable samples"):
         RecMetric.from_state({"correct": 0.0, "total": 0.0, "norm_ed_sum": 0.0})
@@ -460,7 +460,7 @@ def _det_set(tmp_path, n=8):
 @pytest.mark.parametrize("resume_workers", [0, 1])
 def test_det_augment_and_sizes_resume_exactly(tmp_path, resume_workers):
     from paddle_recipes.runtime.distributed import build_batch_sampler
-    from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, build_train_augment, load_coco
+    from paddle_recipes.tasks.det_ppyoloe.coco import CocoDetDataset, DetCollate, build_train_augment, load_coco
 
     ann, img = _det_set(tmp_path)
     index = load_coco(ann, img)

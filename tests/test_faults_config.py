@@ -18,7 +18,7 @@ from paddle_recipes.cli import USER_ERRORS
 from paddle_recipes.config import ConfigError, load_config, load_yaml
 from paddle_recipes.train.optim import OptimizerConfig, build_optimizer
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.ocr.config import RecConfig
+from paddle_recipes.tasks.ocr_rec.config import RecConfig
 from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 OCR_SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"

@@ -171,8 +171,8 @@ def test_hdr_bomb_named_jpg_is_refused_with_bounded_memory(tmp_path):
 
 
 def _rec_set(tmp_path, names):
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig, RecDataset
 
     lf = tmp_path / "rec.txt"
     lf.write_text("".join(f"{n}\tab\n" for n in names), encoding="utf-8")

@@ -332,7 +332,7 @@ def test_pseudo_labels_from_predict_mix_in_by_ratio_list(released, tmp_path):
     from types import SimpleNamespace
 
     from paddle_recipes.config import load_config
-    from paddle_recipes.tasks.ocr.config import RecConfig
+    from paddle_recipes.tasks.ocr_rec.config import RecConfig
 
     data, _, ft, _ = released
     res = tmp_path / "predicts.txt"
@@ -376,7 +376,7 @@ def test_official_rec_released_form_is_the_files_as_they_are():
     from paddle_recipes.formats.inference_files import (find_inference_files, read_params_info, read_pdiparams,
                                                        read_program)
     from paddle_recipes.formats.ppocr_import import import_inference_model
-    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
     from test_ppocr_import import REC_DIR, TOL, eval_out, rec_deploy, rec_input, rel
 
     if REC_DIR is None:

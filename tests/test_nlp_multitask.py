@@ -4,9 +4,10 @@ import paddle
 import pytest
 
 from paddle_recipes.runtime.distributed import DistInfo
-from paddle_recipes.tasks.nlp.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, bio_spans, build_ernie,
-                                                evaluate_tasks, make_multitask_step, span_f1, task_loss)
-from paddle_recipes.tasks.nlp.synth_tasks import SEQ_CLS, TOKEN_CLS
+from paddle_recipes.tasks.ernie_multitask.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, bio_spans,
+                                                            build_ernie, evaluate_tasks, make_multitask_step, span_f1,
+                                                            task_loss)
+from paddle_recipes.tasks.ernie_multitask.synth_tasks import SEQ_CLS, TOKEN_CLS
 
 
 def _arrays(n, kind, num_labels, seed):

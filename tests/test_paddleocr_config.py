@@ -39,7 +39,7 @@ EXPECTED = yaml.safe_load((REPO / "tests" / "fixtures" / "paddleocr_rec_expected
 NAMES = [n for n, v in EXPECTED.items() if v == "trains"] + [R34]  # every file that translates (R34 with a dict)
 
 
-from paddle_recipes.tasks.ocr import config as REC  # noqa: E402  (the OCR recipe's schema)
+from paddle_recipes.tasks.ocr_rec import config as REC  # noqa: E402  (the OCR recipe's schema)
 
 
 # ----------------------------------------------------------------------------- the proposed schema keys

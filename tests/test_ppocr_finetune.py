@@ -14,10 +14,9 @@ from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
 from paddle_recipes.weights.load import load_weights
 from paddle_recipes.export import create_predictor, export_model, predict
 from paddle_recipes.weights.pretrained import load_pretrained
-from paddle_recipes.tasks.ocr.multiscale import MultiScaleBatchSampler, MultiScaleDataset, scale_plan
-from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
-from paddle_recipes.tasks.ocr.ppocr_models import (PPOCR_CRNN_R34_ARCH, PPOCR_MOBILE_REC_ARCH,
-                                                    build_ppocr_rec_model)
+from paddle_recipes.tasks.ocr_rec.multiscale import MultiScaleBatchSampler, MultiScaleDataset, scale_plan
+from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss, nrtr_labels
+from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_CRNN_R34_ARCH, PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
 
@@ -213,7 +212,7 @@ def test_multiscale_plan_determinism_and_resume():
 
 def test_paddleocr_v5_dict_flag_entries_keep_their_class(tmp_path):
     """ppocrv5_dict.txt has 10 two-code-point flag lines; PaddleOCR counts them as classes (18,385 in all)."""
-    from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError
 
     (tmp_path / "d.txt").write_text("中\n🇩🇪\n🇨🇳\nA\n", encoding="utf-8")
     d = CharDict.from_file(tmp_path / "d.txt", use_space_char=True)

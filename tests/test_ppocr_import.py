@@ -27,7 +27,7 @@ from paddle_recipes.export import create_predictor, export_model, predict
 from paddle_recipes.nn.reparam import calibrate_unfused_bn, fused_copy, passthrough_bns
 from paddle_recipes.weights.pretrained import load_pretrained
 from paddle_recipes.checkpoint.serialization import dump_plain, load_plain
-from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
+from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
 from paddle_recipes.tasks.ocr_det.models import PPOCR_MOBILE_DET_ARCH, DetInferenceModel, build_ppocr_det_model
 from paddle_recipes.tasks.ocr_det.transforms import IMAGENET_MEAN, IMAGENET_STD
 
@@ -461,7 +461,7 @@ class _Lines(paddle.io.Dataset):
 
 
 def _ctc_loss_train_mode(model, x, labels, lengths) -> float:
-    from paddle_recipes.tasks.ocr.losses import CTCLoss
+    from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
     m = copy.deepcopy(model)
     m.train()
     with paddle.no_grad():
@@ -477,8 +477,8 @@ def test_calibration_at_start_closes_the_gap_and_keeps_the_first_loss_low(offici
     below the uncalibrated one, the global random states are left as they were, and two ranks' statistics
     (summed by `reduce`) equal one process's over the same images."""
     from paddle_recipes.weights.bn_calibration import calibrate_at_start
-    from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
-    from paddle_recipes.tasks.ocr.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.postprocess import ctc_greedy_decode
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
 
     data = _Lines()
     x = paddle.to_tensor(np.stack(data.x[:8]))
@@ -562,7 +562,7 @@ def test_dict_carried_by_a_paddlex_model_folder(tmp_path, caplog):
 
 
 def test_charset_reads_an_inference_yml_and_says_what_is_wrong(tmp_path):
-    from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file
 
     good = tmp_path / "m" / "inference.yml"
     good.parent.mkdir()

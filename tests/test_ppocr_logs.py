@@ -55,10 +55,10 @@ def test_log_prefix_is_paddleocr_style():
 def test_eval_state_times_inference_for_fps():
     import paddle
 
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec
-    from paddle_recipes.tasks.ocr.metrics import RecMetric
-    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.evaluate import evaluate_rec
+    from paddle_recipes.tasks.ocr_rec.metrics import RecMetric
+    from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 
     paddle.seed(0)
     charset = CharDict(list("abc"))

@@ -17,8 +17,8 @@ import pytest
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.train.to_static import StaticTrainForward, apply_to_static
-from paddle_recipes.tasks.ocr.losses import CTCLoss
-from paddle_recipes.tasks.ocr.models import build_rec_model
+from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
+from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.train.build import TrainingConfig, build_training
 
 REL_TOL = 1e-5
@@ -108,8 +108,8 @@ def _no_dropout(model):
 def test_multihead_targets_several_shapes_and_eval_stay_exact():
     """PP-OCRv4 mobile rec's MultiHead (CTC + NRTR, targets as a list argument), small; two batch shapes (as the
     multi-scale sampler gives) trace two programs; an eval-mode call traces nothing and equals dygraph."""
-    from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
-    from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss, nrtr_labels
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model
 
     arch = {"Backbone": {"name": "PPLCNetV3", "scale": 0.25},
             "Head": {"name": "MultiHead", "head_list": [

@@ -14,7 +14,7 @@ from paddle_recipes.formats.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.train.build import GlobalConfig, TrainingConfig, build_training
-from paddle_recipes.tasks.ocr.config import RecGlobal
+from paddle_recipes.tasks.ocr_rec.config import RecGlobal
 
 
 class Squares(paddle.io.Dataset):

@@ -146,7 +146,7 @@ def test_fast_row_keys_load_on_the_real_yamls_and_take_effect(tmp_path, yn, fixt
     config loads, every speedup is in effect, and the one extensions line names them."""
     from paddle_recipes.config import load_config
     from paddle_recipes.recipes.ocr_rec import OcrRec
-    from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, SamplerConfig
+    from paddle_recipes.tasks.ocr_rec.config import CurriculumSamplerConfig, SamplerConfig
 
     raw = yaml.safe_load((REPO_ROOT / "tests/fixtures/paddleocr_configs" / fixture).read_text(encoding="utf-8"))
     o = H.common_overrides(str(tmp_path), str(REPO_ROOT / "datasets/ocr_rec/ch_hanzi_100.txt"), str(tmp_path / "o"),

@@ -266,8 +266,8 @@ def test_ernie_eval_scores_the_named_weights(tmp_path, capsys):
     """ERNIE's eval mode (the student): <output_dir>/distill/checkpoints/best by default, a step folder named by
     Global.checkpoints, Global.weights over pretrained_model; training still refuses the keys."""
     from paddle_recipes.recipes.ernie_multitask import ErnieMultitask
-    from paddle_recipes.tasks.nlp.config import build_model as build_ernie
-    from paddle_recipes.tasks.nlp.phases import build_task_data
+    from paddle_recipes.tasks.ernie_multitask.config import build_model as build_ernie
+    from paddle_recipes.tasks.ernie_multitask.phases import build_task_data
 
     fresh_logging()  # build_task_data logs: not through a handler an earlier test's main() left
     smoke, out = "recipes/configs/ernie_multitask_smoke.yml", tmp_path / "out"

@@ -25,9 +25,11 @@ from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.config import ConfigError, to_dict
 from paddle_recipes.train.distill import DistillCallback, make_distill_step
 from paddle_recipes.recipes.base import Recipe
-from paddle_recipes.tasks.nlp.config import ErnieConfig, build_model
-from paddle_recipes.tasks.nlp.multitask import MultiTaskLoader, TaskSampler, evaluate_tasks, make_multitask_step
-from paddle_recipes.tasks.nlp.phases import build_task_data, load_phase_model, quant_phase, student_sets, write_report
+from paddle_recipes.tasks.ernie_multitask.config import ErnieConfig, build_model
+from paddle_recipes.tasks.ernie_multitask.multitask import (MultiTaskLoader, TaskSampler, evaluate_tasks,
+                                                            make_multitask_step)
+from paddle_recipes.tasks.ernie_multitask.phases import (build_task_data, load_phase_model, quant_phase, student_sets,
+                                                         write_report)
 from paddle_recipes.train.build import build_training, count_params
 
 class ErnieMultitask(Recipe):

@@ -81,7 +81,7 @@ class AlbumentationsAdapter:
             return self.transform(image=image)["image"]
         if not self.has_bboxes:
             raise ValueError("bboxes given but the Compose has no bbox_params; build it with "
-                             "paddle_recipes.tasks.det.augment.bbox_compose(...) or A.Compose(..., bbox_params=...)")
+                             "paddle_recipes.tasks.det_ppyoloe.augment.bbox_compose(...) or A.Compose(..., bbox_params=...)")
         if len(self.label_fields) != 1:
             raise ValueError(f"bbox Compose must have exactly one label field, has {self.label_fields}")
         bboxes = np.asarray(bboxes, dtype=np.float32).reshape(-1, 4)

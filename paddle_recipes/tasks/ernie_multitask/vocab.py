@@ -3,7 +3,7 @@
 Layout of vocab.txt (one token a line, id = line number):
   [PAD] [UNK] [CLS] [SEP] [MASK], then digits 0-9, latin a-z (the tokenizer lower-cases),
   common Chinese punctuation, then the 3755 GB2312 level-1 hanzi (bytes 0xB0A1-0xD7F9
-  decoded as gb2312, in GB2312 order). Build: `python -m paddle_recipes.tasks.nlp.vocab [out]`.
+  decoded as gb2312, in GB2312 order). Build: `python -m paddle_recipes.tasks.ernie_multitask.vocab [out]`.
 """
 from __future__ import annotations
 
