@@ -12,7 +12,13 @@ PaddleOCR's ch_PP-OCRv4_rec_infer, ppocr_keys_v1):
 - **weak domain** (`--domain`): `dot_matrix` (default): our generator's clean lines re-printed by a 9-pin-like
   dot-matrix head (benchmarks/harness/dot_matrix.py, `--dots-per-line`, `--dot-coverage`; the released model reads
   0.45 of them), `seven_segment`: meter readings on LCD / LED seven-segment displays (harness/seven_segment.py;
-  it reads 0.44), or `small`: 8-10 px lines resized to 48 high (`--font-size`); `--freq-mix` of real-usage
+  it reads 0.44), `small`: 8-10 px lines resized to 48 high (`--font-size`), or `new_chars`: clean generator lines
+  with characters the released dict lacks inserted (harness/new_chars.py, `--new-chars`, default 20 unit signs,
+  symbols and rare hanzi; issue 50 item 3): prep writes the extended dict <root>/dict_ext.txt (ppocr_keys_v1 + the
+  new characters) and `--num-general` lines of the same look without them (<root>/general: `--general-ratio` mixes
+  its train half in; its val half measures what the model still reads of such lines), and run trains with
+  Global.character_dict_path=dict_ext.txt, Global.pretrained_dict=ppocr_keys_v1 (rows follow characters) and scores
+  the new characters (exact on their lines, per character); `--freq-mix` of real-usage
   character frequencies, default 1.0; train `--num-train` lines, val `--num-val` (default 200; other seed);
 - **real photos**: tests/fixtures/real_crops (305 hand-checked line crops of 13 PaddleOCR doc photos; NOTICE.md);
 - **replay** (optional): other real line crops (`--replay-pool`, e.g. made by datasets/make_replay_pool.py), read by
@@ -34,6 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.harness.cli import finetune_parser, run_label  # noqa: E402
+from benchmarks.harness.new_chars import (NEW_CHARS, check_new_chars, make_new_char_split,  # noqa: E402
+                                          new_char_scores, write_extended_dict)
 from benchmarks.harness.official_init import make_weak_splits, official_paths  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
 from benchmarks.harness.runner import run_recipe  # noqa: E402
@@ -103,6 +111,39 @@ def label_map(folder: Path) -> dict:
     return {p.name: t for p, t in read_label_file(folder)}
 
 
+def extended_dict(root: Path) -> Path | None:
+    """<root>/dict_ext.txt when prep made a new_chars domain (the run's dict), else None."""
+    path = root / "dict_ext.txt"
+    return path if path.is_file() else None
+
+
+def new_chars_of(root: Path) -> list:
+    """The characters dict_ext.txt adds to the released dict (empty: another domain)."""
+    ext = extended_dict(root)
+    if ext is None:
+        return []
+    _, keys = released_files()
+    known = set(keys.read_text(encoding="utf-8").splitlines())
+    return [c for c in ext.read_text(encoding="utf-8").splitlines() if c not in known]
+
+
+def prep_new_chars(a, root: Path, keys: Path) -> None:
+    """The new_chars domain: dict_ext.txt, weak/{train,val} with new characters, general/{train,val} without, and
+    general_train.txt (general/train's lines with absolute paths, for ratio_list)."""
+    try:
+        new = check_new_chars(list(a.new_chars), keys)
+    except ValueError as exc:
+        sys.exit(f"finetune_forgetting.py: --new-chars: {exc}")
+    write_extended_dict(keys, new, root / "dict_ext.txt")
+    for split, num, seed in (("train", a.num_train, 21), ("val", a.num_val, 11)):
+        make_new_char_split(root / "weak" / split, keys, new, num, seed)
+        make_new_char_split(root / "general" / split, keys, new, a.num_general if split == "train" else a.num_val,
+                            seed + 100, plain=True)
+    train = root / "general/train"
+    (root / "general_train.txt").write_text("".join(f"{p}\t{t}\n" for p, t in read_label_file(train)),
+                                            encoding="utf-8")
+
+
 def prep(a, root: Path):
     from paddle_recipes.tasks.ocr_rec.charset import CharDict
 
@@ -110,12 +151,17 @@ def prep(a, root: Path):
     chars = CharDict.from_file(str(keys), use_space_char=True).chars
     synth = {"freq_mix": a.freq_mix} | ({"font_size": tuple(a.font_size)} if a.domain == "small" else {})
     prints = {"dots_per_line": tuple(a.dots_per_line), "coverage": a.dot_coverage}
-    for split, num, seed in (("train", a.num_train, 21), ("val", a.num_val, 11)):  # seeds as in every earlier run
-        make_weak_splits(root / "weak", chars, {split: num}, a.domain, seed, {split: seed}, prints, **synth)
+    if a.domain == "new_chars":
+        prep_new_chars(a, root, keys)
+    else:
+        for split, num, seed in (("train", a.num_train, 21), ("val", a.num_val, 11)):  # seeds as in every earlier run
+            make_weak_splits(root / "weak", chars, {split: num}, a.domain, seed, {split: seed}, prints, **synth)
     (root / "domain.txt").write_text(domain_name(a), encoding="utf-8")
     key = f"Global.pretrained_model={model}"
     reads = {"weak_val": predict(key, root / "weak/val/images", root / "released/weak_val", keys),
              "real": predict(key, REAL_CROPS / "images", root / "released/real", keys)}
+    if a.domain == "new_chars":
+        reads["general_val"] = predict(key, root / "general/val/images", root / "released/general_val", keys)
     if a.replay_pool:
         pool = Path(a.replay_pool).resolve()
         res = root / "released/replay.txt"
@@ -125,14 +171,24 @@ def prep(a, root: Path):
         (root / "replay_pseudo.txt").write_text("".join(f"{p}\t{t}\n" for p, t in kept), encoding="utf-8")
         reads["replay_kept"] = len(kept)
     (root / "released_reads.json").write_text(json.dumps(reads, ensure_ascii=False), encoding="utf-8")
-    print(json.dumps({"released": score(root, reads["weak_val"], reads["real"], reads),
+    print(json.dumps({"released": score(root, reads["weak_val"], reads["real"], reads, reads.get("general_val")),
                       "replay_kept": reads.get("replay_kept")}))
 
 
-def score(root: Path, weak: dict, real: dict, released: dict) -> dict:
+def score(root: Path, weak: dict, real: dict, released: dict, general: dict | None = None) -> dict:
     """Exact-string accuracy on the weak val set and the real crops, and agreement with the released readings;
-    weak_acc_ppocr: the weak val accuracy as PaddleOCR's RecMetric counts it (spaces ignored)."""
+    weak_acc_ppocr: the weak val accuracy as PaddleOCR's RecMetric counts it (spaces ignored). A new_chars domain
+    adds new_char_scores and, with `general` (readings of general/val), general_acc and general_agree."""
     weak_truth = label_map(root / "weak/val")
+    new = new_chars_of(root)
+    extra = {}
+    if new:
+        extra = new_char_scores(weak_truth, weak, new)
+        if general is not None:
+            truth = label_map(root / "general/val")
+            extra["general_acc"] = round(sum(general.get(k) == t for k, t in truth.items()) / len(truth), 4)
+            extra["general_agree"] = round(sum(general.get(k) == released["general_val"][k] for k in truth)
+                                           / len(truth), 4)
     real_truth = label_map(REAL_CROPS)
     def no_space(text):
         return (text or "").replace(" ", "")
@@ -141,7 +197,8 @@ def score(root: Path, weak: dict, real: dict, released: dict) -> dict:
             "weak_acc_ppocr": round(sum(no_space(weak.get(k)) == no_space(t) for k, t in weak_truth.items())
                                     / len(weak_truth), 4),
             "real_acc": round(sum(real.get(k) == t for k, t in real_truth.items()) / len(real_truth), 4),
-            "real_agree": round(sum(real.get(k) == released["real"][k] for k in real_truth) / len(real_truth), 4)}
+            "real_agree": round(sum(real.get(k) == released["real"][k] for k in real_truth) / len(real_truth), 4),
+            **extra}
 
 
 def run(a, root: Path):
@@ -154,7 +211,12 @@ def run(a, root: Path):
     if a.replay_ratio > 0:
         files.append(str(root / "replay_pseudo.txt"))
         ratios.append(str(a.replay_ratio))
-    train = common(keys) + [
+    if a.general_ratio > 0:
+        files.append(str(root / "general_train.txt"))
+        ratios.append(str(a.general_ratio))
+    ext = extended_dict(root)  # new_chars: the run's dict; the released weights' rows follow their characters
+    run_keys = ext or keys
+    train = common(run_keys) + [f"Global.pretrained_dict={keys}"] * bool(ext) + [
         f"Global.pretrained_model={model}", f"Global.save_model_dir={out}", f"Train.dataset.data_dir={weak}",
         f"Train.dataset.label_file_list=[{','.join(files)}]", f"Train.dataset.ratio_list=[{','.join(ratios)}]",
         f"Eval.dataset.data_dir={root / 'weak/val'}", f"Eval.dataset.label_file_list=[{root / 'weak/val/label.txt'}]",
@@ -164,12 +226,15 @@ def run(a, root: Path):
         f"Optimizer.lr.learning_rate={a.lr}", f"Optimizer.lr.warmup_epoch={a.warmup_epoch}"] + a.o
     wall = recipe(train, out / "train.log", a.nproc, train_yaml(out, a.drop_transform))
     key = f"Global.checkpoints={out / 'checkpoints' / 'latest'}"
-    after = score(root, predict(key, root / "weak/val/images", out / "weak_val", keys),
-                  predict(key, REAL_CROPS / "images", out / "real", keys), released)
+    general = predict(key, root / "general/val/images", out / "general_val", run_keys) if ext else None
+    after = score(root, predict(key, root / "weak/val/images", out / "weak_val", run_keys),
+                  predict(key, REAL_CROPS / "images", out / "real", run_keys), released, general)
     domain = root / "domain.txt"
     row = {"name": a.name, "domain": domain.read_text(encoding="utf-8") if domain.exists() else "small", "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr,
            "dropped_transforms": a.drop_transform, "weak_ratio": a.weak_ratio, "replay_ratio": a.replay_ratio, "o": a.o, "train_wall_s": round(wall, 1),
-           "loadavg_after": os.getloadavg()[0], "before": score(root, released["weak_val"], released["real"], released),
+           **({"general_ratio": a.general_ratio, "new_chars": "".join(new_chars_of(root))} if ext else {}),
+           "loadavg_after": os.getloadavg()[0],
+           "before": score(root, released["weak_val"], released["real"], released, released.get("general_val")),
            "after": after, "date": time.strftime("%Y-%m-%d %H:%M")}
     with open(root / "results.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -190,9 +255,15 @@ def report(root: Path):
 
 def main(argv=None):
     p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16)
-    p.add_argument("--domain", choices=["dot_matrix", "small", "seven_segment"], default="dot_matrix",
-                   help="weak domain (prep): dot-matrix prints of clean lines, 8-10 px lines (--font-size), or "
-                        "seven-segment meter readings")
+    p.add_argument("--domain", choices=["dot_matrix", "small", "seven_segment", "new_chars"], default="dot_matrix",
+                   help="weak domain (prep): dot-matrix prints of clean lines, 8-10 px lines (--font-size), "
+                        "seven-segment meter readings, or clean lines with characters the released dict lacks")
+    p.add_argument("--new-chars", default=NEW_CHARS,
+                   help="new_chars (prep): the characters to add (each absent from ppocr_keys_v1, drawn by a train font)")
+    p.add_argument("--num-general", type=int, default=2000,
+                   help="new_chars (prep): general train lines (same look, released dict only)")
+    p.add_argument("--general-ratio", type=float, default=0.0,
+                   help="ratio_list entry of the general lines (run; new_chars domain)")
     p.add_argument("--font-size", type=int, nargs=2, default=[8, 10])
     p.add_argument("--freq-mix", type=float, default=1.0)
     p.add_argument("--dots-per-line", type=int, nargs=2, default=[10, 14], help="dot_matrix: dots per line height")
