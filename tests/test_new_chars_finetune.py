@@ -1,0 +1,101 @@
+"""Added characters are learned (issue 50 item 3): the released PP-OCRv4 rec loaded by the recipe with
+Global.character_dict_path = ppocr_keys_v1 + 3 new characters and Global.pretrained_dict = ppocr_keys_v1 reads every
+known class exactly as the released model does and never a new one; a short CTC fine-tune on lines holding the new
+characters (the class layer alone, on the released features: fast) makes it read them. The benchmark (benchmarks/finetune_forgetting.py --domain new_chars) measures the same
+at scale."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import paddle
+import pytest
+
+from paddle_recipes.config import load_config
+from paddle_recipes.recipes.ocr_rec import OcrRec
+from paddle_recipes.runtime.distributed import DistInfo
+from paddle_recipes.tasks.ocr_rec.synth import LineRenderer, SynthConfig
+from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_pad
+from test_ppocr_import import KEYS, REC_DIR, REC_YAML, needs_official
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.harness.new_chars import check_new_chars, write_extended_dict  # noqa: E402
+
+NEW = ["㎜", "赟", "∴"]  # a unit sign, a rare hanzi, a symbol: none in ppocr_keys_v1
+TEXTS = ["长12㎜", "王赟", "∴A成立", "宽8㎜", "赟的书", "∴3"]
+STEPS, LR = 40, 1e-2  # Adam on the class layer alone: the released features stay as they are
+
+
+def recipe_model(dict_file: Path, *extra: str):
+    """The v4 rec network our recipe builds for `dict_file`, with the released weights loaded as init weights (train
+    mode's Global.pretrained_model path), in eval mode (BN frozen) returning CTC logits."""
+    cfg = load_config(str(REC_YAML), [f"Global.character_dict_path={dict_file}", "Global.use_gpu=false", *extra],
+                      OcrRec.Config, translators=OcrRec.config_translators)
+    recipe = OcrRec(cfg, DistInfo())
+    paddle.seed(0)
+    model = recipe.build_model()
+    recipe.load_pretrained(model, str(REC_DIR))
+    model.eval()
+    model.set_eval_output("logits")
+    return model, recipe.charset.chars
+
+
+def lines(chars):
+    renderer = LineRenderer(SynthConfig(aug=False, fonts=("noto_sans_sc",)), list(chars) + NEW, "train")
+    rng = np.random.default_rng(0)
+    imgs = [resize_norm_pad(renderer.render(t, rng, 0)[..., ::-1], (3, 48, 160))[0] for t in TEXTS]
+    return paddle.to_tensor(np.stack(imgs).astype("float32"))
+
+
+def greedy(logits: np.ndarray, chars) -> list:
+    out = []
+    for path in logits.argmax(-1):
+        keep = [int(p) for i, p in enumerate(path) if p and (i == 0 or p != path[i - 1])]
+        out.append("".join(chars[p - 1] for p in keep))
+    return out
+
+
+@needs_official
+def test_new_characters_start_unread_and_a_short_finetune_learns_them(tmp_path):
+    ext = write_extended_dict(KEYS, check_new_chars(NEW, KEYS), tmp_path / "dict_ext.txt")
+    released, known_chars = recipe_model(KEYS)
+    model, chars = recipe_model(ext, f"Global.pretrained_dict={KEYS}")
+    assert set(chars) == set(known_chars) | set(NEW)  # use_space_char: " " stays the last row of both
+    x = lines(known_chars)
+    with paddle.no_grad():
+        before_rel, before = released(x).numpy(), model(x).numpy()
+    known_cols = [0] + [chars.index(c) + 1 for c in known_chars]  # blank + the released characters, in their order
+    np.testing.assert_allclose(before[..., known_cols], before_rel, rtol=0, atol=1e-4 * np.abs(before_rel).max())
+    new_cols = [chars.index(c) + 1 for c in NEW]
+    assert (before[..., new_cols].max(-1) < before[..., known_cols].max(-1)).all()  # never read before training
+    assert greedy(before, chars) == greedy(before_rel, known_chars)
+
+    # a short CTC fine-tune of the class layer (the rows the remap wrote) on the released features of the lines
+    layer = getattr(model.ctc_head, model.ctc_head.class_layer)
+    feats = []
+    hook = layer.register_forward_pre_hook(lambda _, inputs: feats.append(inputs[0].detach()))
+    with paddle.no_grad():
+        model(x)
+    hook.remove()
+    labels = paddle.to_tensor([[chars.index(c) + 1 for c in t] + [0] * (8 - len(t)) for t in TEXTS], dtype="int32")
+    label_len = paddle.to_tensor([len(t) for t in TEXTS], dtype="int64")
+    frames = paddle.full([len(TEXTS)], feats[0].shape[1], "int64")
+    opt = paddle.optimizer.Adam(learning_rate=LR, parameters=layer.parameters())
+    for _ in range(STEPS):
+        loss = paddle.nn.functional.ctc_loss(layer(feats[0]).transpose([1, 0, 2]), labels, frames, label_len,
+                                             blank=0, reduction="mean")
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+    with paddle.no_grad():
+        after = model(x).numpy()
+    def best_log_prob(out):  # per new character: its highest log-probability over every frame of every line
+        out = out - out.max(-1, keepdims=True)
+        return (out - np.log(np.exp(out).sum(-1, keepdims=True)))[..., new_cols].max(axis=(0, 1))
+
+    rise = best_log_prob(after) - best_log_prob(before)
+    assert (rise > 5.0).all(), rise  # learned: every new character became far likelier
+    read = greedy(after, chars)
+    for c in NEW:  # and the model reads each one on its lines only
+        assert all((c in r) == (c in t) for r, t in zip(read, TEXTS)), (c, read)
