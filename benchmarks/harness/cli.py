@@ -17,11 +17,13 @@ def parser(doc: str) -> argparse.ArgumentParser:
                                    epilog=doc)
 
 
-def finetune_parser(doc: str, name: str, root: str, steps: int, batch: int) -> argparse.ArgumentParser:
-    """The prep / run NAME / report command line of the fine-tune-and-forget scripts: --root, and for run --nproc,
-    --steps, --batch (per process), --lr and -o (more recipe keys); each script adds its own."""
+def finetune_parser(doc: str, name: str, root: str, steps: int, batch: int,
+                    more: tuple = ()) -> argparse.ArgumentParser:
+    """The prep / run NAME / report command line of the fine-tune-and-forget scripts (plus the script's `more`
+    commands): --root, and for run --nproc, --steps, --batch (per process), --lr and -o (more recipe keys); each
+    script adds its own."""
     p = parser(doc)
-    p.add_argument("what", choices=["prep", "run", "report"])
+    p.add_argument("what", choices=["prep", "run", "report", *more])
     p.add_argument("name", nargs="?", default=name, help="run name (run only)")
     p.add_argument("--root", default=root)
     p.add_argument("--nproc", type=int, default=2)
