@@ -99,3 +99,22 @@ def test_new_characters_start_unread_and_a_short_finetune_learns_them(tmp_path):
     read = greedy(after, chars)
     for c in NEW:  # and the model reads each one on its lines only
         assert all((c in r) == (c in t) for r, t in zip(read, TEXTS)), (c, read)
+
+
+@needs_official
+def test_new_characters_must_be_new_and_drawable():
+    from benchmarks.harness.new_chars import NEW_CHARS
+
+    assert len(check_new_chars(NEW_CHARS, KEYS)) == 20
+    with pytest.raises(ValueError, match=r"already in ppocr_keys_v1.txt: 中; no train font draws: 😀"):
+        check_new_chars(["㎜", "中", "😀"], KEYS)
+
+
+def test_new_character_scores_count_lines_and_occurrences():
+    from benchmarks.harness.new_chars import new_char_scores
+
+    truth = {"a": "12㎜长", "b": "王赟赟", "c": "没有"}
+    got = new_char_scores(truth, {"a": "12㎜长", "b": "王赟", "c": "没"}, ["㎜", "赟"])
+    assert got["new_lines"] == 2 and got["new_exact"] == 0.5  # line c has no new character: not counted
+    assert got["per_char"]["㎜"] == {"lines": 1, "exact": 1.0, "recall": 1.0}
+    assert got["per_char"]["赟"] == {"lines": 1, "exact": 0.0, "recall": 0.5}
