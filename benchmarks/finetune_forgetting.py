@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.harness.cli import finetune_parser, run_label  # noqa: E402
-from benchmarks.harness.new_chars import (NEW_CHARS, check_new_chars, make_new_char_split,  # noqa: E402
-                                          new_char_scores, write_extended_dict)
+from benchmarks.harness.new_chars import (NEW_CHARS, check_new_chars, fit_new_rows,  # noqa: E402
+                                          make_new_char_split, new_char_scores, write_extended_dict)
 from benchmarks.harness.official_init import make_weak_splits, official_paths  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
 from benchmarks.harness.runner import run_recipe  # noqa: E402
@@ -202,6 +202,31 @@ def score(root: Path, weak: dict, real: dict, released: dict, general: dict | No
             **extra}
 
 
+def new_rows_init(a, root: Path, out: Path) -> tuple:
+    """--fit-new-rows: the released model in its released form with the run's dict (rows follow characters), the new
+    characters' CTC rows fitted alone (harness.new_chars.fit_new_rows) on the first --fit-lines weak train lines,
+    saved to out/init_new_rows.pdparams: the run's init weights. Returns (file, the fit's record)."""
+    import paddle
+
+    from paddle_recipes.config import load_config
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+    from paddle_recipes.runtime.distributed import DistInfo
+    from paddle_recipes.weights.released import to_released_form
+
+    model_dir, keys = released_files()
+    cfg = load_config(str(YAML), [f"Global.character_dict_path={extended_dict(root)}", f"Global.pretrained_dict={keys}",
+                                  "Global.use_gpu=false"], OcrRec.Config, translators=OcrRec.config_translators)
+    recipe = OcrRec(cfg, DistInfo())
+    model = recipe.build_model()
+    to_released_form(model)
+    recipe.load_pretrained(model, str(model_dir))
+    lines = read_label_file(root / "weak/train")[:a.fit_lines]
+    record = fit_new_rows(model, recipe.charset.chars, new_chars_of(root), lines, steps=a.fit_new_rows)
+    path = out / "init_new_rows.pdparams"
+    paddle.save(model.state_dict(), str(path))
+    return path, record
+
+
 def run(a, root: Path):
     model, keys = released_files()
     released = json.loads((root / "released_reads.json").read_text(encoding="utf-8"))
@@ -217,7 +242,14 @@ def run(a, root: Path):
         ratios.append(str(a.general_ratio))
     ext = extended_dict(root)  # new_chars: the run's dict; the released weights' rows follow their characters
     run_keys = ext or keys
-    train = common(run_keys) + [f"Global.pretrained_dict={keys}"] * bool(ext) + [
+    fit = None
+    if a.fit_new_rows:
+        if not ext:
+            sys.exit("finetune_forgetting.py: --fit-new-rows needs a new_chars root (prep --domain new_chars)")
+        t0 = time.time()
+        model, fit = new_rows_init(a, root, out)  # init weights: the released rows + fitted new rows, run's order
+        fit["wall_s"] = round(time.time() - t0, 1)
+    train = common(run_keys) + [f"Global.pretrained_dict={keys}"] * bool(ext and not fit) + [
         f"Global.pretrained_model={model}", f"Global.save_model_dir={out}", f"Train.dataset.data_dir={weak}",
         f"Train.dataset.label_file_list=[{','.join(files)}]", f"Train.dataset.ratio_list=[{','.join(ratios)}]",
         f"Eval.dataset.data_dir={root / 'weak/val'}", f"Eval.dataset.label_file_list=[{root / 'weak/val/label.txt'}]",
@@ -225,8 +257,11 @@ def run(a, root: Path):
         "Train.loader.num_workers=0", "Eval.loader.num_workers=0", "Global.epoch_num=100",
         f"Global.max_steps={a.steps}", f"Global.eval_batch_step=[0,{a.steps}]", "Global.print_batch_step=10",
         f"Optimizer.lr.learning_rate={a.lr}", f"Optimizer.lr.warmup_epoch={a.warmup_epoch}"] + a.o
-    wall = recipe(train, out / "train.log", a.nproc, train_yaml(out, a.drop_transform))
-    key = f"Global.checkpoints={out / 'checkpoints' / 'latest'}"
+    if a.steps:
+        wall = recipe(train, out / "train.log", a.nproc, train_yaml(out, a.drop_transform))
+        key = f"Global.checkpoints={out / 'checkpoints' / 'latest'}"
+    else:  # --steps 0: score the init weights (with --fit-new-rows: the fitted new rows alone)
+        wall, key = 0.0, f"Global.pretrained_model={model}"
     general = predict(key, root / "general/val/images", out / "general_val", run_keys) if ext else None
     after = score(root, predict(key, root / "weak/val/images", out / "weak_val", run_keys),
                   predict(key, REAL_CROPS / "images", out / "real", run_keys), released, general)
@@ -234,6 +269,7 @@ def run(a, root: Path):
     row = {"name": a.name, "domain": domain.read_text(encoding="utf-8") if domain.exists() else "small", "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr,
            "dropped_transforms": a.drop_transform, "weak_ratio": a.weak_ratio, "replay_ratio": a.replay_ratio, "o": a.o, "train_wall_s": round(wall, 1),
            **({"general_ratio": a.general_ratio, "new_chars": "".join(new_chars_of(root))} if ext else {}),
+           **({"fit_new_rows": fit} if fit else {}),
            "loadavg_after": os.getloadavg()[0],
            "before": score(root, released["weak_val"], released["real"], released, released.get("general_val")),
            "after": after, "date": time.strftime("%Y-%m-%d %H:%M")}
@@ -320,6 +356,10 @@ def main(argv=None):
     p.add_argument("--replay-score", type=float, default=0.9)
     p.add_argument("--replay-ratio", type=float, default=0.0, help="ratio_list entry of the replay file (run)")
     p.add_argument("--weak-ratio", type=float, default=1.0, help="ratio_list entry of the weak-domain file (run)")
+    p.add_argument("--fit-new-rows", type=int, default=0, metavar="STEPS",
+                   help="run (new_chars): first fit the new characters' CTC rows alone for STEPS Adam steps on the "
+                        "frozen released features of --fit-lines weak train lines (then train from those weights)")
+    p.add_argument("--fit-lines", type=int, default=1000)
     p.add_argument("--crops", default="", help="agree: a folder with images/ (and label.txt) of real line crops")
     p.add_argument("--warmup-epoch", type=float, default=0)
     p.add_argument("--drop-transform", action="append", default=[], metavar="OP",

@@ -5,6 +5,7 @@ unit signs, symbols and rare hanzi inserted, for fine-tuning the released PP-OCR
     write_extended_dict(released_keys, chars, root / "dict_ext.txt")
     make_new_char_split(root / "weak/val", keys, chars, 200, seed=11)     # label.txt + images/, 1-2 new chars a line
     scores = new_char_scores(truth, reads, chars)              # exact on the lines, per character
+    info = fit_new_rows(model, chars_of_run, new, label_lines, steps=300)   # the new rows alone, on frozen features
 
 A line: a text of the released dict drawn by the generator (textgen.TextSampler over the train fonts, real-usage
 frequencies), 2-8 characters, with one or two "tokens" inserted at random places: a unit sign after a number
@@ -21,9 +22,11 @@ from typing import Dict, List, Sequence
 
 import cv2
 import numpy as np
+import paddle
 
 from paddle_recipes.tasks.ocr_rec.charset import CharDict
 from paddle_recipes.tasks.ocr_rec.synth import LineRenderer, SynthConfig, write_split
+from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_pad
 
 # 20 characters ppocr_keys_v1.txt lacks, all drawn by the train fonts (checked by check_new_chars)
 UNITS = "㎜㎝㎞㏄㎎㎖℉㎾"          # unit signs: after a number
@@ -111,3 +114,59 @@ def new_char_scores(truth: Dict[str, str], reads: Dict[str, str], new: Sequence[
     return {"new_lines": len(lines),
             "new_exact": round(sum(reads.get(k) == t for k, t in lines.items()) / max(len(lines), 1), 4),
             "per_char": per}
+
+
+def fit_new_rows(model, chars: Sequence[str], new: Sequence[str], lines: Sequence[tuple], steps: int = 300,
+                 lr: float = 1e-2, batch: int = 64, seed: int = 0, shape=(3, 48, 320)) -> dict:
+    """Fit the CTC class rows of the `new` characters alone (weight columns and biases of the class layer; every
+    other row and every other tensor unchanged, so the released readings of lines without new characters stay
+    exactly the same) with Adam(`lr`) on the CTC loss of `lines` [(image path, text)], on the features the frozen
+    network computes for them (eval mode: one forward per line, then `steps` cheap steps of `batch` lines).
+    `chars`: the run's dict (class k + 1 = chars[k]). Written into `model` in place; returns the fit's record."""
+    layer = getattr(model.ctc_head, model.ctc_head.class_layer)
+    cols = [list(chars).index(c) + 1 for c in new]
+    if cols != list(range(cols[0], cols[0] + len(cols))):
+        raise ValueError("fit_new_rows: the new characters must be consecutive in the dict")
+    lo, hi = cols[0], cols[-1] + 1
+    model.eval()
+    feats = []
+    hook = layer.register_forward_pre_hook(lambda _, inputs: feats.append(inputs[0].detach()))
+    with paddle.no_grad():
+        for i in range(0, len(lines), 32):
+            x = np.stack([resize_norm_pad(cv2.imread(str(p)), shape)[0] for p, _ in lines[i:i + 32]])
+            model(paddle.to_tensor(x))
+    hook.remove()
+    feats = paddle.concat(feats)  # [N, T, C]
+    print(f"fit_new_rows: features of {len(lines)} lines", flush=True)
+    index = {c: k + 1 for k, c in enumerate(chars)}
+    width = max(len(t) for _, t in lines)
+    labels = paddle.to_tensor([[index[c] for c in t] + [0] * (width - len(t)) for _, t in lines], dtype="int32")
+    lengths = paddle.to_tensor([len(t) for _, t in lines], dtype="int64")
+    weight = paddle.create_parameter(layer.weight[:, lo:hi].shape, "float32")
+    bias = paddle.create_parameter([hi - lo], "float32")
+    weight.set_value(layer.weight[:, lo:hi])
+    bias.set_value(layer.bias[lo:hi])
+    opt = paddle.optimizer.Adam(learning_rate=lr, parameters=[weight, bias])
+    rng = np.random.default_rng(seed)
+    losses = []
+    with paddle.no_grad():
+        fixed = layer(feats)  # the logits of every other row, once
+    for _ in range(steps):
+        pick = paddle.to_tensor(rng.choice(len(lines), size=min(batch, len(lines)), replace=False))
+        f = paddle.gather(feats, pick)
+        logits = paddle.concat([paddle.gather(fixed, pick)[..., :lo], paddle.matmul(f, weight) + bias,
+                                paddle.gather(fixed, pick)[..., hi:]], axis=-1)
+        loss = paddle.nn.functional.ctc_loss(logits.transpose([1, 0, 2]), paddle.gather(labels, pick),
+                                             paddle.full([len(pick)], logits.shape[1], "int64"),
+                                             paddle.gather(lengths, pick), blank=0, reduction="mean")
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+        losses.append(float(loss))
+    with paddle.no_grad():
+        w, b = layer.weight.numpy(), layer.bias.numpy()
+        w[:, lo:hi], b[lo:hi] = weight.numpy(), bias.numpy()
+        layer.weight.set_value(w)
+        layer.bias.set_value(b)
+    return {"lines": len(lines), "steps": steps, "lr": lr, "batch": batch,
+            "loss_first": round(losses[0], 3), "loss_last": round(float(np.mean(losses[-10:])), 3)}
