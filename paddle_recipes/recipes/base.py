@@ -40,7 +40,6 @@ from ..runtime import distributed as dist_utils
 from ..assets import resolve_path
 from ..checkpoint.format import LATEST, CheckpointError
 from ..cli import exit_on_user_error, run_recipe
-from ..config import ConfigError
 from ..data import DataError, build_loader
 from ..formats.ppocr_logs import PPOCREvalLog
 from ..nn.reparam import fuse_in_place, passthrough_bns
