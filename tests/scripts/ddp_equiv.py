@@ -1,4 +1,4 @@
-"""Toy data-parallel run built from the blocks in a plain loop (used by tests/test_distributed.py).
+"""Toy data-parallel run built from the blocks in a plain loop (used by tests/runtime/test_distributed.py).
 
 Writes <out>/rank<r>.json (no_sync calls, per-micro-step grad fingerprints) and, on rank 0,
 <out>/params.npz with the final weights.
