@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness.official_system import SCRIPTS, VENV3, clean_env, compare, run_json  # noqa: E402
 from paddle_recipes.formats.ppocr_import import import_inference_model  # noqa: E402
-from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model  # noqa: E402
 from paddle_recipes.tasks.ocr_det.geometry import TALL_RATIO, min_area_quad  # noqa: E402
 from paddle_recipes.tasks.ocr_det.models import DetInferenceModel, build_ppocr_det_model  # noqa: E402
 from paddle_recipes.tasks.ocr_det.postprocess import DBPostProcess  # noqa: E402

@@ -1,4 +1,4 @@
-"""Tests for paddle_recipes.env (CLI + advice rules)."""
+"""Tests for paddle_recipes.runtime.env (CLI + advice rules)."""
 from __future__ import annotations
 
 import copy
@@ -8,12 +8,12 @@ import sys
 import paddle
 import pytest
 
-from paddle_recipes.env import advise, collect_env, format_report
+from paddle_recipes.runtime.env import advise, collect_env, format_report
 from conftest import run_python
 
 
 def test_env_json_cli_has_keys():
-    proc = run_python(["-m", "paddle_recipes.env", "--json", "--no-run-check"], timeout=300,
+    proc = run_python(["-m", "paddle_recipes.runtime.env", "--json", "--no-run-check"], timeout=300,
                       env={"FLAGS_cudnn_deterministic": "1", "PADDLE_TRAINERS_NUM": "2", "PADDLE_TRAINER_ID": "1"})
     info = json.loads(proc.stdout)
     for key in ("python", "paddle", "devices", "distributed", "cpu_count", "shm", "packages", "amp", "advice"):
@@ -32,7 +32,7 @@ def test_env_json_cli_has_keys():
 
 
 def test_env_text_cli_runs_run_check():
-    proc = run_python(["-m", "paddle_recipes.env"], timeout=300)
+    proc = run_python(["-m", "paddle_recipes.runtime.env"], timeout=300)
     assert "paddle:" in proc.stdout and "/dev/shm:" in proc.stdout
     assert "run_check:         OK" in proc.stdout
 
@@ -96,8 +96,8 @@ def test_missing_albumentations_names_the_setting(monkeypatch):
     for augmentation without it is a user error naming the key (one line through cli.USER_ERRORS)."""
     from paddle_recipes import MissingDependencyError
     from paddle_recipes.cli import USER_ERRORS
-    from paddle_recipes.tasks.det.coco import build_train_augment
-    from paddle_recipes.tasks.ocr.augment import build_augment
+    from paddle_recipes.tasks.det_ppyoloe.coco import build_train_augment
+    from paddle_recipes.tasks.ocr_rec.augment import build_augment
 
     monkeypatch.setitem(sys.modules, "albumentations", None)  # `import albumentations` raises ImportError
     for build, key in ((build_augment, "Train.dataset.aug"), (build_train_augment, "Train.augment")):
