@@ -132,8 +132,8 @@ def vs_label(results: list, files: list, boxes: str) -> dict:
                   if p.is_file()), None)
     if label is None:
         return None
-    truth = {Path(f).name: json.loads(ls) for f, ls in (r.split("\t", 1) for r in
-                                                         label.read_text(encoding="utf-8").splitlines() if r)}
+    truth = {Path(f).name: [{**ln, "score": 1.0} for ln in json.loads(ls)]
+             for f, ls in (r.split("\t", 1) for r in label.read_text(encoding="utf-8").splitlines() if r)}
     got = {Path(f).name: [{"transcription": t, "points": b, "score": 1.0} for b, t in zip(r[boxes], r["texts"])]
            for f, r in zip(files, results)}
     c = compare(got, truth)
