@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from conftest import run_python
+from test_ppocr_import import V5, needs_v5
 from test_paddleocr_inference import ARCH, CHARS, IMAGE_SHAPE, _lines, _model, _run_json, paddleocr_python  # noqa: F401
 from paddle_recipes.config import load_config
 from paddle_recipes.export import create_predictor, predict
@@ -376,6 +377,52 @@ def test_paddleocr2_predict_det_reads_legacy_export(det):
     for ours, boxes in zip(det["ours"], theirs):
         kept = _kept_by_2x(ours)
         assert len(boxes) == len(kept) and _matched(kept, boxes, same=_corners_among) == len(kept), (ours, boxes)
+
+
+@needs_v5
+def test_paddleocr3_text_detection_reads_our_export_of_the_released_v5_det(paddleocr_python, tmp_path):
+    """PaddleX's released PP-OCRv5_mobile_det folder imported (tests/paddleocr/test_ppocr_import.py checks it against Paddle
+    Inference), exported as --mode export writes it (fused, inference.yml with the folder's own settings: 960 max,
+    0.3 / 0.6 / 1.5): paddleocr 3.7's TextDetection(model_name='PP-OCRv5_mobile_det', model_dir=<ours>) finds our
+    detect_image's boxes (count equal, corners within 2 px) on a real-looking page at 3 sizes (2.5x: resized to 960)
+    and on a mosaic of 12 real photo crops."""
+    from paddle.static import InputSpec
+
+    from paddle_recipes.formats.ppocr_import import import_inference_model
+    from paddle_recipes.formats.ppocr_inference import write_inference_dir
+    from paddle_recipes.nn.reparam import fused_copy
+    from paddle_recipes.tasks.ocr_det.models import DetInferenceModel
+    from test_ppocr_import import V5_DET_YAML, det_deploy
+
+    model = build_ppocr_det_model(yaml.safe_load(V5_DET_YAML.read_text(encoding="utf-8"))["Architecture"])
+    import_inference_model(model, V5 / "PP-OCRv5_mobile_det", det_deploy)
+    model.eval()
+    post = DBPostProcess(thresh=0.3, box_thresh=0.6, unclip_ratio=1.5)
+    write_inference_dir(DetInferenceModel(fused_copy(model)[0]), [InputSpec([None, 3, None, None], "float32", "x")],
+                        tmp_path / "v5", paddlex_det_config(960, "max", post, "PP-OCRv5_mobile_det"))
+    page = cv2.imread(str(REPO / "tests" / "fixtures" / "ppocr_import" / "page.jpg"))
+    crops = sorted((REPO / "tests" / "fixtures" / "real_crops" / "images").glob("*.jpg"))[3::25][:12]
+    mosaic = np.full((720, 640, 3), 235, np.uint8)
+    for i, f in enumerate(crops):
+        c = cv2.imread(str(f))
+        c = cv2.resize(c, (min(300, round(c.shape[1] * 40 / c.shape[0])), 40))
+        y, x = 20 + 58 * (i // 2), 20 + 310 * (i % 2)
+        mosaic[y:y + 40, x:x + c.shape[1]] = c
+    images = {"page": page, "page_x0.7": cv2.resize(page, None, fx=0.7, fy=0.7, interpolation=cv2.INTER_AREA),
+              "page_x2.5": cv2.resize(page, None, fx=2.5, fy=2.5, interpolation=cv2.INTER_CUBIC), "crops": mosaic}
+    files = []
+    for name, img in images.items():
+        files.append(str(tmp_path / f"{name}.png"))
+        cv2.imwrite(files[-1], img)
+    tf = DBEvalTransform(limit_side_len=960, limit_type="max")
+    ours = [[b.tolist() for b in detect_image(model, img, tf, post)[0]] for img in images.values()]
+    theirs = _run_json(paddleocr_python, "paddleocr_det_predict.py",
+                       [tmp_path / "v5", "PP-OCRv5_mobile_det", "{}", *files], tmp_path)
+    print(f"PP-OCRv5_mobile_det boxes per image, ours {[len(b) for b in ours]}, paddleocr 3.7 on our export "
+          f"{[len(r['boxes']) for r in theirs]}")
+    assert min(map(len, ours)) >= 5 and len(ours[-1]) == len(crops)  # a meaningful comparison
+    for o, res in zip(ours, theirs):
+        assert len(res["boxes"]) == len(o) and _matched(o, res["boxes"]) == len(o)
 
 
 # ------------------------------------------------------------------ PaddleX's own v6 det inference network

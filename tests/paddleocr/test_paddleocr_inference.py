@@ -24,6 +24,8 @@ from paddle_recipes.tasks.ocr_rec.export_paddleocr import (SoftmaxOutput, export
                                                            paddlex_rec_config, resolve_model_name)
 from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.tasks.ocr_rec.transforms import decode_image, infer_widths, pad_batch, resize_norm_infer
+from paddle_recipes.nn.reparam import fused_copy
+from test_ppocr_import import V5, needs_v5, v5_rec  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_PY = Path(os.environ.get("PADDLEOCR_VENV", REPO / ".venv-paddleocr")) / "bin" / "python"
@@ -214,13 +216,30 @@ def assert_paddleocr3_agrees(python: Path, model, files: list, charset, image_sh
     assert not bad
     texts = [t for _, t, _ in ours]
     print("our texts:", texts)
-    assert sum(1 for t in texts if t) >= 18 and len(set(texts)) >= 15, texts  # a meaningful comparison
+    n = len(files)  # a meaningful comparison: 20 files -> >= 18 read, >= 15 distinct
+    assert sum(1 for t in texts if t) >= n - n // 10 and len(set(texts)) >= 3 * n // 4, texts
     theirs = _run_json(python, "paddleocr_rec_predict.py", [report["out_dir"], report["model_name"], 4, *files], cwd)
     assert [t for t, _ in theirs] == texts
     diffs = [abs(s - c) for (_, s), (_, _, c) in zip(theirs, ours)]
     print(f"paddleocr 3.x ({report['model_name']}) vs ours on {len(files)} lines: texts equal "
           f"{len(files)}/{len(files)}, max score diff {max(diffs):.2e}")
     assert max(diffs) < 1e-5  # Paddle Inference vs dygraph, both float32 (README's bound)
+
+
+@needs_v5
+def test_paddleocr3_reads_our_export_of_the_released_v5_rec(paddleocr_python, v5_rec, tmp_path):
+    """PaddleX's released PP-OCRv5_mobile_rec folder imported (tests/paddleocr/test_ppocr_import.py), fused as --mode export
+    writes it and exported: paddleocr 3.7's TextRecognition(model_name='PP-OCRv5_mobile_rec', model_dir=<ours>)
+    reads 12 real photo crops (tests/fixtures/real_crops) as our recognize_files does, scores within 1e-5
+    (measured 3.3e-6; ~12 s, most of it paddleocr's start and the export)."""
+    model = fused_copy(v5_rec[0])[0]
+    charset = CharDict.from_file(V5 / "PP-OCRv5_mobile_rec", use_space_char=True)  # inference.yml's dict
+    report = export_rec_for_paddleocr(model, charset.chars, [3, 48, 320], tmp_path / "v5",
+                                      model_name="PP-OCRv5_mobile_rec", check_widths=(0,), check_batch=1)
+    assert report["checks"][0]["output_shape"][2] == 18385
+    files = sorted(str(f) for f in (REPO / "tests" / "fixtures" / "real_crops" / "images").glob("*.jpg"))[::25][:12]
+    assert_paddleocr3_agrees(python=paddleocr_python, model=model, files=files, charset=charset,
+                             image_shape=[3, 48, 320], report=report, cwd=tmp_path)
 
 
 def _run_json(python: Path, script: str, args: list, cwd: Path) -> list:
