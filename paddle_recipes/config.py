@@ -12,6 +12,7 @@ import argparse
 import copy
 import os
 import dataclasses
+import reprlib
 import difflib
 import types
 import typing
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
 import yaml
+
+from .data.files import read_bounded
 
 
 class ConfigError(ValueError):
@@ -126,17 +129,11 @@ def load_yaml(text: str, where: str = "", loader: type = yaml.SafeLoader, duplic
         parser.dispose()
 
 
-def read_config_text(path: Path, what: str = "config file") -> str:
-    """The UTF-8 text of config file ``path``; ConfigError (one line naming it) when it is not a regular file,
-    is larger than MAX_CONFIG_BYTES (1 MiB; read no further), or is not UTF-8."""
-    if not path.is_file():
-        raise ConfigError(f"{what} not found: {path}")
-    with open(path, "rb") as f:
-        raw = f.read(MAX_CONFIG_BYTES + 1)
-        size = max(len(raw), os.fstat(f.fileno()).st_size)
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: {size:,} bytes: a {what} may have at most {MAX_CONFIG_BYTES:,} bytes (1 MiB): "
-                          "refused")
+def read_config_text(path: Path, what: str = "config file", max_bytes: int = MAX_CONFIG_BYTES,
+                     hint: str = "1 MiB") -> str:
+    """The UTF-8 text of config file ``path``; ConfigError (one line naming it) when it is missing, not a regular
+    file, larger than ``max_bytes`` (MAX_CONFIG_BYTES, 1 MiB; nothing read then), or not UTF-8."""
+    raw = read_bounded(path, max_bytes, ConfigError, what=what, hint=hint)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -485,14 +482,27 @@ class _Overrides:
         dotted = ".".join(keys)
         if old is not _MISSING and old != value:
             by = f"the earlier -o {self.earlier[dotted]}" if dotted in self.earlier else \
-                f"the config's value {_short(old)}"
+                f"the config's value {bounded_repr(old)}"
             self.notes.append(OverrideNote(f"-o {text} overrides {by}"))
         self.earlier[dotted] = text
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
+
+
+def bounded_repr(value: Any, limit: int = 80) -> str:
+    """repr(value) cut to ``limit`` characters, built in bounded time and memory (reprlib: at most 3 levels, a few
+    items of each container, long strings cut): safe for a value from a file, such as an alias-bomb's expansion."""
+    text = _REPR.repr(value)
     return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def bounded_text(text: str, limit: int = 80) -> str:
+    """A name read from a file, for a one-line message: as is when printable and at most ``limit`` characters,
+    else bounded_repr (quoted, escaped, cut)."""
+    return text if isinstance(text, str) and text.isprintable() and len(text) <= limit else bounded_repr(text, limit)
+
 
 
 def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator],
