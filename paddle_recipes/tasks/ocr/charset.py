@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Sequence
 
+from ...config import bounded_repr
+from ...data.files import regular_file_size
+from ...formats.inference_files import InferenceFormatError, read_inference_yml
+
 WIDTH_MODES = ("none", "halfwidth", "fullwidth")
 
 BLANK = 0
@@ -65,7 +69,7 @@ class CharDict:
         seen = {}
         for i, c in enumerate(chars):
             if not is_single_entry(c):
-                raise CharDictError(f"{source}: entry {i + 1} is {c!r}; expected exactly one character")
+                raise CharDictError(f"{source}: entry {i + 1} is {bounded_repr(c)}; expected exactly one character")
             if c in seen:
                 raise CharDictError(f"{source}: character {c!r} appears twice (entries {seen[c] + 1} and {i + 1})")
             seen[c] = i
@@ -88,8 +92,9 @@ class CharDict:
                 raise CharDictError(f"{path}: a folder without a dict (no inference.yml with PostProcess."
                                     "character_dict, no character_dict.txt)")
             path = str(found)
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise CharDictError(f"character dict file not found: {path!r}")
+        regular_file_size(path, CharDictError, "character dict file")  # a FIFO, a device: refused, never opened
         if path.endswith((".yml", ".yaml")):
             return cls(_inference_yml_chars(path), use_space_char=use_space_char, source=path)
         chars = []
@@ -99,7 +104,7 @@ class CharDict:
                 if c == "":
                     continue
                 if not is_single_entry(c):
-                    raise CharDictError(f"{path}:{lineno}: expected one character per line, got {c!r}")
+                    raise CharDictError(f"{path}:{lineno}: expected one character per line, got {bounded_repr(c)}")
                 chars.append(c)
         return cls(chars, use_space_char=use_space_char, source=path)
 
@@ -172,23 +177,25 @@ def _inference_yml_chars(path: str) -> List[str]:
     return list(_read_inference_yml_chars(path, stat.st_mtime_ns, stat.st_size))
 
 
+class NoDictInYml(CharDictError):
+    """An inference.yml that reads fine but carries no PostProcess.character_dict (a det or cls model's)."""
+
+
 @functools.lru_cache(maxsize=4)
 def _read_inference_yml_chars(path: str, mtime_ns: int, size: int) -> tuple:
-    import yaml
-
     try:
-        with open(path, encoding="utf-8") as f:
-            cfg = yaml.safe_load(f)
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise CharDictError(f"{path}: not a readable YAML file ({str(e).splitlines()[0]})") from None
+        cfg = read_inference_yml(path)  # capped bytes, safe YAML, aliases capped: "<path>: inference.yml refused: .."
+    except InferenceFormatError as exc:
+        raise CharDictError(str(exc)) from None
     post = cfg.get("PostProcess") if isinstance(cfg, dict) else None
     chars = post.get("character_dict") if isinstance(post, dict) else None
     if not isinstance(chars, list):
-        raise CharDictError(f"{path}: no PostProcess.character_dict list (not a text-recognition inference.yml)")
+        raise NoDictInYml(f"{path}: no PostProcess.character_dict list (not a text-recognition inference.yml)")
     out = []
     for i, c in enumerate(chars):
         if isinstance(c, bool) or not isinstance(c, (str, int)):  # unquoted YAML `yes` / `1.5` / null
-            raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {c!r}; expected a character")
+            raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {bounded_repr(c)}; expected a "
+                                "character")
         out.append(str(c))
     return tuple(out[1:] if out[:1] == ["blank"] else out)
 
@@ -196,16 +203,17 @@ def _read_inference_yml_chars(path: str, mtime_ns: int, size: int) -> tuple:
 def model_dict_file(folder: str | os.PathLike) -> Path | None:
     """The dict an inference model folder carries, or None: ``inference.yml`` when it has
     PostProcess.character_dict (PaddleX / paddleocr 3.x downloads, our exports), else ``character_dict.txt``
-    (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder."""
+    (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder. An inference.yml
+    that is refused (too large, not safe YAML, an alias bomb, a bad entry) is a CharDictError, not passed over."""
     folder = Path(folder)
     if not folder.is_dir():
         folder = folder.parent
     yml = folder / "inference.yml"
-    if yml.is_file():
+    if yml.exists():
         try:
             _inference_yml_chars(str(yml))
             return yml
-        except CharDictError:
+        except NoDictInYml:
             pass
     txt = folder / "character_dict.txt"
     return txt if txt.is_file() else None
