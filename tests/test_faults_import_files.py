@@ -25,7 +25,7 @@ from conftest import REPO_ROOT, _clean_env, run_cli
 from paddle_recipes.formats.inference_files import (CAP_ENV, INFO_MAX_BYTES, PROGRAM_MAX_BYTES, YML_MAX_BYTES,
                                                    InferenceFormatError, find_inference_files, read_params_info,
                                                    read_pdiparams, read_program, read_inference_yml)
-from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
+from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file
 from test_ppocr_import import IMAGES, KEYS, REC_DIR, REC_YAML, needs_official, without_info
 
 SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
@@ -100,7 +100,7 @@ def test_inference_yml_alias_bomb_is_refused_not_dict_not_found(tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "inference.yml").write_text(ALIAS_BOMB, encoding="utf-8")
     code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))\n"
-            "from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError\n"
+            "from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError\n"
             "try:\n    CharDict.from_file(sys.argv[1])\nexcept CharDictError as e:\n    print(e)\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m")], cwd=REPO_ROOT, env=_clean_env(),
                           capture_output=True, text=True, timeout=60)

@@ -4,7 +4,7 @@
 Found: a SIGTERM 0.7-1.1 s after launch (8 of 8 trials) gave paddle's C++ "FatalError: Termination signal" dump, or
 killed the process with no line at all (status -15): our handler was installed only after the imports. Every entry
 point (recipes/*.py, the console scripts, `python -m paddle_recipes.recipes.<name>`, the ranks of
-paddle.distributed.launch) now installs it first and holds the two signals while paddle is imported (stopping.py).
+paddle.distributed.launch) now installs it first and holds the two signals while paddle is imported (runtime/stopping.py).
 
 The instants are taken from what the process is doing, not from a clock (start-up takes 1-4 s on a loaded CPU):
 "paddle loading" = libpaddle.so mapped into the process (the import is under way; paddle installs its own C++

@@ -410,7 +410,7 @@ def read_params_info(path: Optional[Path]) -> Optional[Dict[str, str]]:
     restricted unpickler (serialization.load_plain): no pickle globals beyond plain python and numpy."""
     if path is None:
         return None
-    from ..serialization import WeightsFileError, load_plain
+    from ..checkpoint.serialization import WeightsFileError, load_plain
 
     _capped(path, "info", ".pdiparams.info", read=check_size)  # before a byte is unpickled
     try:

@@ -41,7 +41,7 @@ from ..config import bounded_repr, bounded_text
 from .inference_files import (InferenceFormatError, Program, find_inference_files, read_inference_yml,
                               read_params_info, read_pdiparams, read_program)
 
-_LOG = logging.getLogger("paddle_recipes.pretrained")
+_LOG = logging.getLogger("paddle_recipes.weights.pretrained")
 
 # PaddleOCR's released PP-OCRv4 PPLCNetV3 names (its first, MobileOne-style implementation) -> our names
 NAME_ALIASES = ((re.compile(r"\.activation\.(scale|bias)$"), r".act.lab.\1"),
@@ -247,7 +247,7 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
     docstring. ``reinit_prefixes``: class-dependent keys (None -> model.class_dependent_params()). ``dictionary``:
     the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt").
     Raises InferenceFormatError (one line)."""
-    from ..distributed import unwrap
+    from ..runtime.distributed import unwrap
 
     log = logger or _LOG
     target = unwrap(model)

@@ -1,12 +1,12 @@
 """The end-to-end recipes, importable: `from paddle_recipes.recipes import ocr_rec`; `paddle-recipes <name> ...`.
 
 Entry points (`paddle-recipes`, `paddle-recipes-<name>`, recipes/<name>.py, `python -m paddle_recipes.recipes.<name>`)
-install the one-line SIGTERM / SIGINT handlers before paddle is imported (stopping.py)."""
+install the one-line SIGTERM / SIGINT handlers before paddle is imported (runtime/stopping.py)."""
 from __future__ import annotations
 
 import sys
 
-from .. import stopping
+from ..runtime import stopping
 
 RECIPES = {"ocr_rec": "ocr_rec", "ocr_det": "ocr_det", "ocr_cls": "ocr_cls", "ocr_system": "ocr_system",
            "det_ppyoloe": "det_ppyoloe", "ernie_multitask": "ernie_multitask"}
