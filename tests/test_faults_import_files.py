@@ -184,6 +184,37 @@ def test_lod_levels_and_tensor_desc_sizes_are_bounded(tmp_path):
         read_pdiparams(tmp_path / "desc.pdiparams", ["w"])
 
 
+@needs_official
+def test_a_huge_sparse_pdiparams_is_read_piece_by_piece_under_a_memory_limit(tmp_path):
+    """The released weights followed by an 8 GiB hole (no disk used): refused for its trailing bytes under a 1.5 GB
+    address-space limit (the old reader read the whole file first: MemoryError, a traceback)."""
+    folder = _model_dir(tmp_path)
+    with open(folder / "inference.pdiparams", "r+b") as f:
+        f.truncate(f.seek(0, os.SEEK_END) + (8 << 30))
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))\n"
+            "from paddle_recipes.formats.inference_files import InferenceFormatError, find_inference_files, "
+            "read_pdiparams, read_program\n"
+            "files = find_inference_files(sys.argv[1])\n"
+            "try:\n    read_pdiparams(files.params, read_program(files).param_names)\n"
+            "except InferenceFormatError as e:\n    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(folder)], cwd=REPO_ROOT, env=_clean_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == (f"{folder / 'inference.pdiparams'}: {8 << 30:,} bytes after the "
+                                                    "234 tensors the program names (weights of another model?)\n"), \
+        (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
+
+
+def test_a_tensor_whose_shape_differs_from_the_program_is_refused_before_its_data(tmp_path):
+    """A header within the file but not the program's shape (another model's weights, or a header rewritten to
+    claim the whole file): refused before its data is allocated."""
+    (tmp_path / "x.pdiparams").write_bytes(_tensor_stream([4, 4]))
+    with pytest.raises(InferenceFormatError) as e:
+        read_pdiparams(tmp_path / "x.pdiparams", ["w"], {"w": (2, 8)})
+    assert _one_line(e) == (f"{tmp_path / 'x.pdiparams'}: tensor 'w' (1 of 1): shape [4, 4] here, [2, 8] in the "
+                            "program: corrupt, or the weights of another model")
+    assert read_pdiparams(tmp_path / "x.pdiparams", ["w"], {"w": (4, 4)})["w"].shape == (4, 4)
+
+
 # ------------------------------------------------------------------ not regular files
 @needs_official
 @pytest.mark.parametrize("name", ["inference.pdiparams", "inference.pdmodel", "inference.pdiparams.info"])
@@ -228,8 +259,9 @@ def test_bad_pdiparams_header_is_one_line_exit_2_in_every_mode(tmp_path, capsys,
     # eval / predict name the key ("Global.weights=<folder>: <file>: ..."), train the file; a long line is cut
     # in its middle by the CLI, the start and the reason kept
     assert lines[0].startswith((f"ocr_rec: error: {key}={folder}: ", f"ocr_rec: error: {folder}/inference.pdiparams: "))
-    assert lines[0].endswith("64 left)" if dims[0] > 1 else "(rank 100): a tensor has at most 9 dims, each > 0: "
-                             "corrupt"), lines
+    # the importer knows the program's shapes: a wrapped product is refused as not the program's shape
+    assert lines[0].endswith("in the program: corrupt, or the weights of another model" if dims[0] > 1 else
+                             "(rank 100): a tensor has at most 9 dims, each > 0: corrupt"), lines
 
 
 def _peak_run(cmd: list[str], env: dict | None = None) -> tuple[int, str, float]:

@@ -22,7 +22,8 @@ Formats (facts from Paddle's sources, checked on PaddleOCR's released files):
 Every file is bounded before it is parsed (caps below, in bytes; ``$PADDLE_RECIPES_IMPORT_MAX_MIB`` replaces all
 three with that many MiB): the program (``inference.pdmodel`` / ``inference.json``) at most 16 MiB, ``.pdiparams.info``
 4 MiB, ``inference.yml`` 1 MiB (read by read_inference_yml through config.load_yaml, the configs' alias-capped loader);
-``.pdiparams`` headers are checked (rank <= 9, every dim > 0, the data within the bytes left) before anything is
+``.pdiparams`` is read tensor by tensor, never whole (memory = the tensors, whatever the file's size), each header
+checked (rank <= 9, every dim > 0, the program's shape, the data within the bytes left) before anything is
 allocated. A path that is not a regular file (a FIFO, a device) is refused before it is opened.
 
 Every problem is an ``InferenceFormatError``: one line naming the file (and the tensor or op); a value from a file
@@ -336,36 +337,69 @@ _NP_DTYPES = {"BOOL": np.bool_, "INT16": np.int16, "INT32": np.int32, "INT64": n
 
 
 class _Cursor:
-    def __init__(self, path: Path, data: bytes):
-        self.path, self.data, self.pos = path, data, 0
+    """Reads an open binary file of ``size`` bytes front to back; every take is checked against the bytes left
+    before anything is read or allocated."""
+
+    def __init__(self, path: Path, f, size: int):
+        self.path, self.f, self.size, self.pos = path, f, size, 0
+
+    def _check(self, n: int, what: str) -> None:
+        if n < 0 or n > self.size - self.pos:
+            raise InferenceFormatError(f"{self.path}: truncated or corrupt at {what} (byte {self.pos}: needs {n} "
+                                       f"bytes, {self.size - self.pos} left)")
 
     def take(self, n: int, what: str) -> bytes:
-        if n < 0 or n > len(self.data) - self.pos:
-            raise InferenceFormatError(f"{self.path}: truncated or corrupt at {what} (byte {self.pos}: needs {n} "
-                                       f"bytes, {len(self.data) - self.pos} left)")
-        out = self.data[self.pos:self.pos + n]
+        self._check(n, what)
+        out = self.f.read(n)
+        self.pos += len(out)
+        if len(out) != n:  # the file shrank since its size was read
+            self._check(n, what)
+        return out
+
+    def skip(self, n: int, what: str) -> None:
+        self._check(n, what)
+        self.f.seek(n, os.SEEK_CUR)
         self.pos += n
+
+    def array(self, dtype, dims: List[int], what: str) -> np.ndarray:
+        """The next tensor's data, read straight into a numpy array of its own."""
+        count = math.prod(dims)  # python ints: never wraps
+        self._check(count * np.dtype(dtype).itemsize, what)
+        out = np.empty(dims, dtype=dtype)
+        got = self.f.readinto(memoryview(out.reshape(-1)).cast("B"))
+        self.pos += got
+        if got != out.nbytes:
+            self.size = self.pos
+            self._check(out.nbytes - got, what)
         return out
 
     def unpack(self, fmt: str, what: str):
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
 
-def read_pdiparams(path: str | os.PathLike, names: Sequence[str]) -> Dict[str, np.ndarray]:
+def read_pdiparams(path: str | os.PathLike, names: Sequence[str],
+                   shapes: Optional[Dict[str, Tuple[int, ...]]] = None) -> Dict[str, np.ndarray]:
     """The tensors of a combined ``.pdiparams`` file, named by ``names`` in stored (sorted) order, as numpy
     arrays (bf16 as its uint16 bits). The count must match exactly: fewer tensors or trailing bytes is an error.
     Each header is checked before its data is touched: at most MAX_LOD_LEVELS LoD levels, a TensorDesc of at most
-    MAX_TENSOR_DESC_BYTES, a known dtype, rank <= MAX_RANK, every dim > 0, and the data (dims multiplied exactly,
-    no int64 wrap) within the bytes left."""
+    MAX_TENSOR_DESC_BYTES, a known dtype, rank <= MAX_RANK, every dim > 0, the shape the program gives the
+    parameter (``shapes``: {name: shape}, when given), and the data (dims multiplied exactly, no int64 wrap) within
+    the bytes left. The file is read piece by piece, never whole: memory is the tensors' own size, whatever
+    the file's."""
+    path = Path(path)
+    size = regular_file_size(path, InferenceFormatError, "inference weights file")  # a FIFO is refused, not opened
+    with open(path, "rb") as f:
+        return _read_tensors(_Cursor(path, f, size), names, shapes or {})
+
+
+def _read_tensors(cur: _Cursor, names: Sequence[str], shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, np.ndarray]:
     from paddle.base.proto import framework_pb2 as fpb
 
-    path = Path(path)
-    regular_file_size(path, InferenceFormatError, "inference weights file")  # a FIFO is refused, not opened
-    cur = _Cursor(path, path.read_bytes())
+    path = cur.path
     out: Dict[str, np.ndarray] = {}
     for name in names:
         what = f"tensor {bounded_repr(name)} ({len(out) + 1} of {len(names)})"
-        if cur.pos == len(cur.data):
+        if cur.pos == cur.size:
             raise InferenceFormatError(f"{path}: truncated: the file ends before {what}")
         if cur.unpack("<I", what + " version") != 0:
             raise InferenceFormatError(f"{path}: {what}: unsupported tensor stream version")
@@ -374,7 +408,7 @@ def read_pdiparams(path: str | os.PathLike, names: Sequence[str]) -> Dict[str, n
             raise InferenceFormatError(f"{path}: {what}: {levels:,} LoD levels (a parameter has none; at most "
                                        f"{MAX_LOD_LEVELS} are read): corrupt")
         for level in range(levels):
-            cur.take(cur.unpack("<Q", f"{what} LoD level {level} size"), f"{what} LoD level {level}")
+            cur.skip(cur.unpack("<Q", f"{what} LoD level {level} size"), f"{what} LoD level {level}")
         if cur.unpack("<I", what + " DenseTensor version") != 0:
             raise InferenceFormatError(f"{path}: {what}: unsupported DenseTensor version")
         desc_bytes = cur.unpack("<i", what + " TensorDesc size")
@@ -396,11 +430,12 @@ def read_pdiparams(path: str | os.PathLike, names: Sequence[str]) -> Dict[str, n
         if len(dims) > MAX_RANK or any(d <= 0 for d in dims):
             raise InferenceFormatError(f"{path}: {what}: shape {bounded_repr(dims)} (rank {len(dims)}): a tensor has "
                                        f"at most {MAX_RANK} dims, each > 0: corrupt")
-        nbytes = math.prod(dims) * np.dtype(dtype).itemsize  # python ints: never wraps
-        raw = cur.take(nbytes, f"{what} data ({dtype_name} {dims})")
-        out[name] = np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
-    if cur.pos != len(cur.data):
-        raise InferenceFormatError(f"{path}: {len(cur.data) - cur.pos} bytes after the {len(names)} tensors the "
+        if name in shapes and tuple(dims) != tuple(shapes[name]):
+            raise InferenceFormatError(f"{path}: {what}: shape {dims} here, {bounded_repr(list(shapes[name]))} in the "
+                                       "program: corrupt, or the weights of another model")
+        out[name] = cur.array(dtype, dims, f"{what} data ({dtype_name} {dims})")
+    if cur.pos != cur.size:
+        raise InferenceFormatError(f"{path}: {cur.size - cur.pos:,} bytes after the {len(names)} tensors the "
                                    "program names (weights of another model?)")
     return out
 

@@ -257,7 +257,8 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
     files = find_inference_files(path)
     theirs = read_program(files)
     info = read_params_info(files.info)
-    tensors = read_pdiparams(files.params, theirs.param_names)
+    tensors = read_pdiparams(files.params, theirs.param_names,
+                             {n: shape for n, (shape, _) in theirs.params.items()})
 
     fused, blocks = fused_copy(target)
     known = set(fused.state_dict())
