@@ -73,7 +73,7 @@ def test_an_oversize_inference_yml_is_refused_by_its_size(tmp_path):
     for read in (lambda: model_dict_file(tmp_path), lambda: CharDict.from_file(tmp_path)):
         with pytest.raises(CharDictError) as e:
             read()
-        assert _one_line(e) == (f"{yml}: inference.yml refused: {YML_MAX_BYTES + 1:,} bytes: a inference.yml may have "
+        assert _one_line(e) == (f"{yml}: inference.yml refused: {YML_MAX_BYTES + 1:,} bytes: an inference.yml may have "
                                 f"at most {YML_MAX_BYTES:,} bytes (1 MiB; ${CAP_ENV} sets another cap in MiB): refused")
 
 

