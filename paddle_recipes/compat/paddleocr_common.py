@@ -68,7 +68,8 @@ EXTENSION_KEYS: Dict[str, str] = {
                                                                                 "(data.loader.LoaderConfig)",
     "EMA, AMP, Synthetic, Predict, Export": "our sections, as in the recipe's own configs",
     "Global: seed, device, max_steps, keep_last, weights, use_ema_weights, vdl_dir, calibrate_bn_batches, "
-    "fuse_for_inference, finetune_released, freeze_bn_stats, cpu_depthwise_kernel, cpu_affine_kernel":
+    "fuse_for_inference, finetune_released, freeze_bn_stats, cpu_depthwise_kernel, cpu_affine_kernel, "
+    "pretrained_dict":
         "our Global keys",
 }
 LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb")
@@ -81,7 +82,7 @@ OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed throug
 IGNORED_SECTIONS = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
 OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir",
                    "fuse_for_inference", "calibrate_bn_batches", "finetune_released", "freeze_bn_stats",
-                   "cpu_depthwise_kernel", "cpu_affine_kernel")
+                   "cpu_depthwise_kernel", "cpu_affine_kernel", "pretrained_dict")
 
 # Global keys that mark a file as PaddleOCR's even beside our own keys (an -o override of ours on their file)...
 _PADDLEOCR_ONLY_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "save_epoch_step", "use_gpu")

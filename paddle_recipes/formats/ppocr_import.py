@@ -242,10 +242,12 @@ def folder_model_name(folder: Path) -> str:
 
 def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
                            reinit_prefixes: Sequence[str] | None = None, dictionary: str = "",
-                           logger: logging.Logger | None = None) -> ImportReport:
+                           logger: logging.Logger | None = None,
+                           remap: Callable[[dict], dict] | None = None) -> ImportReport:
     """Load the inference model at `path` (folder or prefix) into `model` (training form); see the module
     docstring. ``reinit_prefixes``: class-dependent keys (None -> model.class_dependent_params()). ``dictionary``:
-    the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt").
+    the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt"). ``remap``: applied to the file's
+    tensors (by our keys) before they are loaded: the class rows follow characters (weights.dict_remap).
     Raises InferenceFormatError (one line)."""
     from ..runtime.distributed import unwrap
 
@@ -277,6 +279,8 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
             raise
 
     fused_state: Dict[str, np.ndarray] = {by_structure[n]: tensors[n] for n in theirs.params}
+    if remap is not None:
+        fused_state = remap(fused_state)
     report = ImportReport(str(files.model.parent if files.model.stem == "inference" else files.model.with_suffix("")),
                           f"{files.format} {files.model.name}", how, dictionary=dictionary)
     own = target.state_dict()

@@ -270,13 +270,14 @@ class Recipe:
         no GTC branch) get the model built in that form first. Override to accept a foreign checkpoint format."""
         from ..weights.pretrained import import_inference, resolve_weights_file
 
+        classes = self.class_map(source)
         if import_inference(model, source, self.inference_deploy, for_training=False, dictionary=self.label_set(),
-                            logger=self.log) is not None:
+                            logger=self.log, classes=classes) is not None:
             return source
         prefer_ema = self.cfg.Global.use_ema_weights
         file = resolve_weights_file(source, prefer_ema, what="weights")
         self.match_weights_form(model, file, prefer_ema)
-        return load_weights(model, file, prefer_ema=prefer_ema)
+        return load_weights(model, file, prefer_ema=prefer_ema, classes=classes, logger=self.log)
 
     def weights_form(self, model, path, prefer_ema: bool = True):
         """The form the weights at `path` hold for `model` (finetune_released.form_of_keys: fused rep blocks, absent
@@ -309,6 +310,15 @@ class Recipe:
         """What the model's output classes are (e.g. its dict file), for weight-loading log lines; "" = not said."""
         return ""
 
+    def class_map(self, path: str):
+        """The characters of the weights at `path` and of this run (weights.dict_remap.ClassMap), so that the class
+        rows follow characters when weights load; None (default) = rows by position (a task without a dict)."""
+        return None
+
+    def checkpoint_parts(self) -> dict:
+        """name -> object (state_dict / set_state_dict) this recipe adds to every checkpoint (default: none)."""
+        return {}
+
     def inference_deploy(self, model) -> tuple:
         """(exported net, input spec) of `model` as export mode writes it: how a PaddleOCR inference model given
         as weights is matched to our network (formats.ppocr_import)."""
@@ -325,7 +335,7 @@ class Recipe:
         if path.startswith(("http://", "https://")):
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
         return load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log,
-                               deploy=self.inference_deploy, dictionary=self.label_set())
+                               deploy=self.inference_deploy, dictionary=self.label_set(), classes=self.class_map(path))
 
     def init_weights_source(self) -> str:
         """Train mode's init weights: Global.pretrained_model or Global.weights ("" = none; both: an error)."""
@@ -425,7 +435,7 @@ class Recipe:
                              eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),
                              collate=self.collate("train"), callbacks=self.callbacks(), main_metric=self.main_metric,
                              batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast,
-                             eval_log=PPOCREvalLog(self.cur_metric))
+                             eval_log=PPOCREvalLog(self.cur_metric), state_objects=self.checkpoint_parts())
         self.log.info("%s: %s, world %d, EMA %s", self.name, self.describe(run), self.info.world_size,
                       "on" if run.ema is not None else "off")
         return run.fit()

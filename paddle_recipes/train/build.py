@@ -308,7 +308,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
                    collate: Callable | None = None, loader=None, callbacks=(), main_metric: str | None = None,
                    batch_size_fn: Callable = default_batch_size, output_dir: str | None = None,
                    skipped: Callable[[], dict] | None = None, eval_autocast: bool = False,
-                   eval_log: EvalLog | None = None) -> Run:
+                   eval_log: EvalLog | None = None, state_objects: dict | None = None) -> Run:
     """Build the loader, optimizer + LR, AMP, EMA, DDP wrapper, scalar writer, resume source and Trainer.
 
     cfg: a TrainingConfig-shaped object (Global, Optimizer, AMP, Train.accumulate_steps; EMA optional;
@@ -319,6 +319,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     amp.autocast() when eval_autocast, for O2 fp16 weights). output_dir: "" = Global.output_dir.
     skipped() -> {split: {reason: count}} for summary.json (collective: called on every rank).
     eval_log: the lines written after each evaluation (trainer.EvalLog; PaddleOCR's: formats.ppocr_logs.PPOCREvalLog).
+    state_objects: name -> object (state_dict / set_state_dict) the recipe adds to every checkpoint.
     """
     g = cfg.Global
     acc_steps = cfg.Train.accumulate_steps
@@ -370,7 +371,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     trainer = Trainer(model, optimizer, step, loader, lr_scheduler=lr_scheduler, amp=amp,
                       accumulator=GradAccumulator(acc_steps), ema=ema, callbacks=list(callbacks), output_dir=str(out),
                       eval_fn=run_eval, dist_info=info, config=cfg, batch_size_fn=batch_size_fn, scalar_writer=writer,
-                      options=trainer_options(g, main_metric, eval_log))
+                      options=trainer_options(g, main_metric, eval_log), state_objects=state_objects)
     return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
                steps_per_epoch=steps_per_epoch, output_dir=out, skipped=skipped)
 

@@ -17,7 +17,11 @@ import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Sequence, Tuple
+
+from ...formats.inference_files import is_inference_model
+from ...assets import resolve_path
+from ...weights.dict_remap import ClassMap, checkpoint_class_names
 
 from ...config import bounded_repr
 from ...data.files import regular_file_size
@@ -82,8 +86,8 @@ class CharDict:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, use_space_char: bool = False) -> "CharDict":
-        """Load a one-char-per-line dict. Empty lines are skipped; "\\r\\n" is tolerated. A ``.yml`` / ``.yaml``
-        is a PaddleX ``inference.yml`` (its ``PostProcess.character_dict``); a folder is an inference model folder
+        """Load a one-char-per-line UTF-8 dict ("\\r\\n" tolerated; an empty line or a byte-order mark is a CharDictError
+        naming the line: PaddleOCR would read them as classes). A ``.yml`` / ``.yaml`` is a PaddleX ``inference.yml`` (its ``PostProcess.character_dict``); a folder is an inference model folder
         (model_dict_file: its inference.yml, else its character_dict.txt)."""
         path = os.fspath(path)
         if os.path.isdir(path):
@@ -98,11 +102,19 @@ class CharDict:
         if path.endswith((".yml", ".yaml")):
             return cls(_inference_yml_chars(path), use_space_char=use_space_char, source=path)
         chars = []
-        with open(path, "r", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise CharDictError(f"{path}:{lineno}: not UTF-8 text") from None
                 c = line.rstrip("\r\n")
-                if c == "":
-                    continue
+                if lineno == 1 and c.startswith("\ufeff"):
+                    raise CharDictError(f"{path}:1: starts with a byte-order mark (U+FEFF), which PaddleOCR reads as "
+                                        "part of the first character: save the file as UTF-8 without BOM")
+                if c == "":  # PaddleOCR makes an empty line a class: every row after it would shift against ours
+                    raise CharDictError(f"{path}:{lineno}: empty line (PaddleOCR counts it as a class, so the rows "
+                                        "after it would not match): remove it")
                 if not is_single_entry(c):
                     raise CharDictError(f"{path}:{lineno}: expected one character per line, got {bounded_repr(c)}")
                 chars.append(c)
@@ -270,3 +282,32 @@ def normalize_width(text: str, mode: str = "none") -> str:
 _TO_HALF = {0xFF01 + i: 0x21 + i for i in range(0x5E)}
 _TO_HALF[0x3000] = 0x20
 _TO_FULL = {v: k for k, v in _TO_HALF.items()}
+
+
+def weights_dict(path: str, pretrained_dict: str = "") -> Tuple[List[str], str] | None:
+    """(the characters the weights at `path` were trained with, where they were read), or None when nothing says
+    (rows by position): ``pretrained_dict`` (Global.pretrained_dict) when set; else an inference model folder's
+    dict (its inference.yml or character_dict.txt; an inference.yml without a dict and no character_dict.txt is a
+    CharDictError); else the class names saved with one of our checkpoints."""
+    if pretrained_dict:
+        named = CharDict.from_file(pretrained_dict)
+        return named.chars, f"Global.pretrained_dict={pretrained_dict}"
+    if is_inference_model(path):
+        folder = Path(path) if Path(path).is_dir() else Path(path).parent
+        found = model_dict_file(folder)
+        if found is None and (folder / "inference.yml").is_file():
+            try:
+                _inference_yml_chars(str(folder / "inference.yml"))
+            except CharDictError as exc:
+                raise CharDictError(f"{exc}; name the dict these weights were trained with by Global.pretrained_dict"
+                                    ) from None
+        return (CharDict.from_file(found).chars, str(found)) if found is not None else None
+    chars = checkpoint_class_names(path)
+    return (chars, f"{path} (the checkpoint's class names)") if chars else None
+
+
+def weights_class_map(path: str, chars: Sequence[str], pretrained_dict: str = "") -> ClassMap | None:
+    """How the class rows of the weights at `path` map to a run's `chars` (weights_dict; None: by position).
+    ``pretrained_dict`` is resolved like every dict path (assets.resolve_path)."""
+    found = weights_dict(path, resolve_path(pretrained_dict) if pretrained_dict else "")
+    return None if found is None else ClassMap(tuple(found[0]), tuple(chars), found[1])
