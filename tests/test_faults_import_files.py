@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT, _clean_env, run_cli
-from paddle_recipes.formats.inference_files import (CAP_ENV, INFO_MAX_BYTES, PROGRAM_MAX_BYTES, YML_MAX_BYTES,
-                                                   InferenceFormatError, find_inference_files, read_params_info,
+from paddle_recipes.formats.inference_files import (CAP_ENV, DICT_MAX_BYTES, INFO_MAX_BYTES, PROGRAM_MAX_BYTES,
+                                                   YML_MAX_BYTES, InferenceFormatError, find_inference_files, read_params_info,
                                                    read_pdiparams, read_program, read_inference_yml)
 from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file
 from test_ppocr_import import IMAGES, KEYS, REC_DIR, REC_YAML, needs_official, without_info
@@ -77,6 +77,16 @@ def test_an_oversize_inference_yml_is_refused_by_its_size(tmp_path):
                                 f"at most {YML_MAX_BYTES:,} bytes (1 MiB; ${CAP_ENV} sets another cap in MiB): refused")
 
 
+def test_an_oversize_character_dict_is_refused_by_its_size(tmp_path):
+    """A one-char-per-line dict over 1 MiB (the largest real one, ppocrv5_dict.txt, is ~0.07 MB): refused from its
+    size; the old reader read it whole (a 1 GB line without a newline: 1 GB)."""
+    txt = _sparse(tmp_path / "dict.txt", DICT_MAX_BYTES + 1)
+    with pytest.raises(CharDictError) as e:
+        CharDict.from_file(txt)
+    assert _one_line(e) == (f"{txt}: {DICT_MAX_BYTES + 1:,} bytes: a character dict file may have at most "
+                            f"{DICT_MAX_BYTES:,} bytes (1 MiB; ${CAP_ENV} sets another cap in MiB): refused")
+
+
 @needs_official
 def test_the_caps_fit_the_real_files_and_the_env_var_sets_them(tmp_path, monkeypatch):
     """The released files read under the default caps; $PADDLE_RECIPES_IMPORT_MAX_MIB replaces all three caps."""
@@ -88,9 +98,12 @@ def test_the_caps_fit_the_real_files_and_the_env_var_sets_them(tmp_path, monkeyp
         read_program(files)
     monkeypatch.setenv(CAP_ENV, "64")
     assert read_program(files).params
-    monkeypatch.setenv(CAP_ENV, "lots")
-    with pytest.raises(InferenceFormatError, match=rf"^\${CAP_ENV}='lots': expected a positive number of MiB$"):
-        read_program(files)
+    for bad in ("lots", "inf", "nan", "-1"):
+        monkeypatch.setenv(CAP_ENV, bad)
+        with pytest.raises(InferenceFormatError, match=rf"^\${CAP_ENV}='{bad}': expected a positive number of MiB$"):
+            read_program(files)
+    monkeypatch.delenv(CAP_ENV)
+    assert CharDict.from_file(KEYS).chars  # the released dict (26 KB) under the default cap
 
 
 # ------------------------------------------------------------------ inference.yml: what is refused, and why

@@ -20,8 +20,9 @@ Formats (facts from Paddle's sources, checked on PaddleOCR's released files):
   read with the project's restricted unpickler (serialization.load_plain), never ``pickle.load``.
 
 Every file is bounded before it is parsed (caps below, in bytes; ``$PADDLE_RECIPES_IMPORT_MAX_MIB`` replaces all
-three with that many MiB): the program (``inference.pdmodel`` / ``inference.json``) at most 16 MiB, ``.pdiparams.info``
-4 MiB, ``inference.yml`` 1 MiB (read by read_inference_yml through config.load_yaml, the configs' alias-capped loader);
+of them with that many MiB): the program (``inference.pdmodel`` / ``inference.json``) at most 16 MiB,
+``.pdiparams.info`` 4 MiB, ``inference.yml`` 1 MiB (read by read_inference_yml through config.load_yaml, the configs'
+alias-capped loader), a character dict text file 1 MiB (charset.CharDict.from_file);
 ``.pdiparams`` is read tensor by tensor, never whole (memory = the tensors, whatever the file's size), each header
 checked (rank <= 9, every dim > 0, the program's shape, the data within the bytes left) before anything is
 allocated. A path that is not a regular file (a FIFO, a device) is refused before it is opened.
@@ -48,7 +49,7 @@ from ..data.files import check_size, read_bounded, regular_file_size
 
 __all__ = ["InferenceFormatError", "InferenceFiles", "ParamUse", "Program", "find_inference_files", "param_role",
            "read_program", "read_pdiparams", "read_params_info", "read_inference_yml", "is_inference_model",
-           "file_caps"]
+           "file_caps", "capped"]
 
 MODEL_SUFFIXES = (".json", ".pdmodel")  # PIR first: a folder holding both is read as paddle 3 does
 MiB = 1 << 20
@@ -61,6 +62,7 @@ MiB = 1 << 20
 PROGRAM_MAX_BYTES = 16 * MiB
 INFO_MAX_BYTES = 4 * MiB
 YML_MAX_BYTES = 1 * MiB
+DICT_MAX_BYTES = 1 * MiB  # a one-char-per-line dict (character_dict.txt): ppocrv5_dict.txt, the largest, ~0.07 MB
 CAP_ENV = "PADDLE_RECIPES_IMPORT_MAX_MIB"
 MAX_RANK = 9  # paddle's DDim holds at most 9 dims
 MAX_TENSOR_DESC_BYTES = 1024  # a TensorDesc is a dtype and <= 9 dims: under 100 bytes in every real file
@@ -68,22 +70,23 @@ MAX_LOD_LEVELS = 8  # parameters have none
 
 
 def file_caps() -> Dict[str, int]:
-    """{"program", "info", "yml"}: the byte caps in force (``$PADDLE_RECIPES_IMPORT_MAX_MIB`` MiB for all three
-    when set: a positive number, else InferenceFormatError)."""
+    """{"program", "info", "yml", "dict"}: the byte caps in force (``$PADDLE_RECIPES_IMPORT_MAX_MIB`` MiB for all
+    when set: a positive finite number, else InferenceFormatError)."""
     raw = os.environ.get(CAP_ENV, "").strip()
     if not raw:
-        return {"program": PROGRAM_MAX_BYTES, "info": INFO_MAX_BYTES, "yml": YML_MAX_BYTES}
+        return {"program": PROGRAM_MAX_BYTES, "info": INFO_MAX_BYTES, "yml": YML_MAX_BYTES, "dict": DICT_MAX_BYTES}
     try:
         cap = int(float(raw) * MiB)
-    except ValueError:
+    except (ValueError, OverflowError):  # "lots", nan; inf
         cap = 0
     if cap <= 0:
         raise InferenceFormatError(f"${CAP_ENV}={bounded_repr(raw, 40)}: expected a positive number of MiB")
-    return {"program": cap, "info": cap, "yml": cap}
+    return {"program": cap, "info": cap, "yml": cap, "dict": cap}
 
 
-def _capped(path: Path, kind: str, what: str, read=read_bounded):
-    """read_bounded (or check_size) of ``path`` under the cap of ``kind``, the message naming $PADDLE_RECIPES_IMPORT_MAX_MIB."""
+def capped(path: Path, kind: str, what: str, read=read_bounded):
+    """read_bounded (or check_size) of ``path`` under the cap of ``kind`` (file_caps), the message naming
+    $PADDLE_RECIPES_IMPORT_MAX_MIB."""
     cap = file_caps()[kind]
     return read(path, cap, InferenceFormatError, what=what, hint=f"{cap / MiB:g} MiB; ${CAP_ENV} sets another cap "
                                                                  "in MiB")
@@ -263,7 +266,7 @@ def find_inference_files(path: str | os.PathLike) -> InferenceFiles:
 def read_program(files: InferenceFiles) -> Program:
     """The parameters and parameter-using ops of ``files.model`` (legacy protobuf or PIR JSON)."""
     reader = _read_pir if files.format == "pir" else _read_legacy
-    data = _capped(files.model, "program", f"{files.format} inference program")
+    data = capped(files.model, "program", f"{files.format} inference program")
     try:
         return reader(files.model, data)
     except InferenceFormatError:
@@ -448,7 +451,7 @@ def read_params_info(path: Optional[Path]) -> Optional[Dict[str, str]]:
         return None
     from ..checkpoint.serialization import WeightsFileError, load_plain
 
-    _capped(path, "info", ".pdiparams.info", read=check_size)  # before a byte is unpickled
+    capped(path, "info", ".pdiparams.info", read=check_size)  # before a byte is unpickled
     try:
         raw = load_plain(path)
     except WeightsFileError as exc:
@@ -472,7 +475,7 @@ def read_inference_yml(path: str | os.PathLike) -> object:
     path = Path(path)
     prefix = f"{path}: "
     try:
-        text = _capped(path, "yml", "inference.yml").decode("utf-8")
+        text = capped(path, "yml", "inference.yml").decode("utf-8")
         return load_yaml(text, str(path), duplicates=[])
     except (InferenceFormatError, ConfigError) as exc:
         why = str(exc)

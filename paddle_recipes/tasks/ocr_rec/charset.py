@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Sequence, Tuple
 
-from ...formats.inference_files import is_inference_model
 from ...assets import resolve_path
-from ...weights.dict_remap import ClassMap, checkpoint_class_names
-
 from ...config import bounded_repr
-from ...data.files import regular_file_size
-from ...formats.inference_files import InferenceFormatError, read_inference_yml
+from ...data.files import check_size, regular_file_size
+from ...formats.inference_files import InferenceFormatError, capped, is_inference_model, read_inference_yml
+from ...weights.dict_remap import ClassMap, checkpoint_class_names
 
 WIDTH_MODES = ("none", "halfwidth", "fullwidth")
 
@@ -101,6 +99,10 @@ class CharDict:
         regular_file_size(path, CharDictError, "character dict file")  # a FIFO, a device: refused, never opened
         if path.endswith((".yml", ".yaml")):
             return cls(_inference_yml_chars(path), use_space_char=use_space_char, source=path)
+        try:  # at most file_caps()["dict"] bytes (1 MiB), from os.stat: nothing read from a larger file
+            capped(Path(path), "dict", "character dict file", read=check_size)
+        except InferenceFormatError as exc:
+            raise CharDictError(str(exc)) from None
         chars = []
         with open(path, "rb") as f:
             for lineno, raw in enumerate(f, 1):
