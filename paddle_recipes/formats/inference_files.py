@@ -49,7 +49,7 @@ from ..data.files import check_size, read_bounded, regular_file_size
 
 __all__ = ["InferenceFormatError", "InferenceFiles", "ParamUse", "Program", "find_inference_files", "param_role",
            "read_program", "read_pdiparams", "read_params_info", "read_inference_yml", "is_inference_model",
-           "file_caps", "capped"]
+           "check_inference_files", "file_caps", "capped"]
 
 MODEL_SUFFIXES = (".json", ".pdmodel")  # PIR first: a folder holding both is read as paddle 3 does
 MiB = 1 << 20
@@ -396,7 +396,23 @@ def read_pdiparams(path: str | os.PathLike, names: Sequence[str],
         return _read_tensors(_Cursor(path, f, size), names, shapes or {})
 
 
-def _read_tensors(cur: _Cursor, names: Sequence[str], shapes: Dict[str, Tuple[int, ...]]) -> Dict[str, np.ndarray]:
+def check_inference_files(path: str | os.PathLike) -> InferenceFiles:
+    """The inference model at ``path`` checked as the importer reads it (find_inference_files, read_program,
+    read_params_info, every .pdiparams header against the program), without reading the tensors' data: what the
+    import would refuse, refused in milliseconds, before a recipe builds its network. Returns the files."""
+    files = find_inference_files(path)
+    program = read_program(files)
+    read_params_info(files.info)
+    size = regular_file_size(files.params, InferenceFormatError, "inference weights file")
+    with open(files.params, "rb") as f:
+        _read_tensors(_Cursor(files.params, f, size), program.param_names,
+                      {n: shape for n, (shape, _) in program.params.items()}, load=False)
+    return files
+
+
+def _read_tensors(cur: _Cursor, names: Sequence[str], shapes: Dict[str, Tuple[int, ...]],
+                  load: bool = True) -> Dict[str, np.ndarray]:
+    """The tensors (``load``), or only their headers checked and the data skipped (every value None)."""
     from paddle.base.proto import framework_pb2 as fpb
 
     path = cur.path
@@ -437,7 +453,11 @@ def _read_tensors(cur: _Cursor, names: Sequence[str], shapes: Dict[str, Tuple[in
         if name in shapes and tuple(dims) != tuple(shapes[name]):
             raise InferenceFormatError(f"{path}: {what}: shape {dims} here, {bounded_repr(list(shapes[name]))} in the "
                                        "program: corrupt, or the weights of another model")
-        out[name] = cur.array(dtype, dims, f"{what} data ({dtype_name} {dims})")
+        if load:
+            out[name] = cur.array(dtype, dims, f"{what} data ({dtype_name} {dims})")
+        else:
+            cur.skip(math.prod(dims) * np.dtype(dtype).itemsize, f"{what} data ({dtype_name} {dims})")
+            out[name] = None
     if cur.pos != cur.size:
         raise InferenceFormatError(f"{path}: {cur.size - cur.pos:,} bytes after the {len(names)} tensors the "
                                    "program names (weights of another model?)")
