@@ -21,8 +21,6 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import yaml
 
-from .data.files import read_bounded
-
 
 class ConfigError(ValueError):
     """A config file or override is wrong; the message names the key and the source."""
@@ -129,11 +127,18 @@ def load_yaml(text: str, where: str = "", loader: type = yaml.SafeLoader, duplic
         parser.dispose()
 
 
-def read_config_text(path: Path, what: str = "config file", max_bytes: int = MAX_CONFIG_BYTES,
-                     hint: str = "1 MiB") -> str:
-    """The UTF-8 text of config file ``path``; ConfigError (one line naming it) when it is missing, not a regular
-    file, larger than ``max_bytes`` (MAX_CONFIG_BYTES, 1 MiB; nothing read then), or not UTF-8."""
-    raw = read_bounded(path, max_bytes, ConfigError, what=what, hint=hint)
+def read_config_text(path: Path, what: str = "config file") -> str:
+    """The UTF-8 text of config file ``path``; ConfigError (one line naming it) when it is not a regular file,
+    is larger than MAX_CONFIG_BYTES (1 MiB; read no further), or is not UTF-8. Imports no package of paddle_recipes
+    (config sits below them all; data/files.py is the bounded reader of images and the importer's files)."""
+    if not path.is_file():
+        raise ConfigError(f"{what} not found: {path}")
+    with open(path, "rb") as f:
+        raw = f.read(MAX_CONFIG_BYTES + 1)
+        size = max(len(raw), os.fstat(f.fileno()).st_size)
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: {size:,} bytes: a {what} may have at most {MAX_CONFIG_BYTES:,} bytes (1 MiB): "
+                          "refused")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -502,7 +507,6 @@ def bounded_text(text: str, limit: int = 80) -> str:
     """A name read from a file, for a one-line message: as is when printable and at most ``limit`` characters,
     else bounded_repr (quoted, escaped, cut)."""
     return text if isinstance(text, str) and text.isprintable() and len(text) <= limit else bounded_repr(text, limit)
-
 
 
 def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator],

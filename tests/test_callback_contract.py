@@ -9,7 +9,7 @@ from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.train.accumulate import GradAccumulator
 from paddle_recipes.train.amp import Amp, AmpConfig
 from paddle_recipes.train.distill import DistillCallback, DistillLoss, LinearT, make_distill_step
-from paddle_recipes.data.reproducible import SeededDataset
+from paddle_recipes.data.reproducible import SeededDataset, build_batch_sampler
 from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 
@@ -39,7 +39,7 @@ def build(out_dir, max_steps, amp_on):
     step = make_distill_step(teacher, base_step, DistillLoss(LinearT(8.0, 1.0), alpha=0.7), total_steps=12)
     opt = paddle.optimizer.Adam(learning_rate=0.01, parameters=student.parameters())
     ds = SeededDataset(Blobs(), seed=1)
-    loader = paddle.io.DataLoader(ds, batch_sampler=dist_utils.build_batch_sampler(ds, 4, with_epoch=True))
+    loader = paddle.io.DataLoader(ds, batch_sampler=build_batch_sampler(ds, 4, with_epoch=True))
     amp = Amp(AmpConfig(enable=amp_on, force_loss_scaling=amp_on, init_loss_scaling=64.0, incr_every_n_steps=2))
     trainer = Trainer(student, opt, step, loader, amp=amp, accumulator=GradAccumulator(2),
                       callbacks=[DistillCallback(step)], output_dir=out_dir,

@@ -22,6 +22,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.harness import ppocr_det as D  # noqa: E402
 from benchmarks.harness import ppocr_rec as H  # noqa: E402
+from benchmarks.harness import ppocr_log as L  # noqa: E402
+from benchmarks.harness import ppocr_yaml as Y  # noqa: E402
 
 FAKE_YAML = {"Global": {"epoch_num": 500, "pretrained_model": "https://example.invalid/x.pdparams"},
              "Train": {"dataset": {"name": "SimpleDataSet", "transforms": [
@@ -35,19 +37,19 @@ FAKE_YAML = {"Global": {"epoch_num": 500, "pretrained_model": "https://example.i
 def test_op_names_index_transform_lists_for_set_and_drop():
     drops, edits = D.default_edits(FAKE_YAML, 320)
     assert drops == ["Train.dataset.transforms.CopyPaste"]
-    out = H.derive_yaml(FAKE_YAML, edits, drops)
+    out = Y.derive_yaml(FAKE_YAML, edits, drops)
     ops = [next(iter(t)) for t in out["Train"]["dataset"]["transforms"]]
     assert ops == ["DecodeImage", "DetLabelEncode", "IaaAugment", "EastRandomCropData", "MakeBorderMap"]
     assert out["Train"]["dataset"]["transforms"][3] == {"EastRandomCropData": {"size": [320, 320], "max_tries": 50,
                                                                                "keep_ratio": True}}
     assert len(FAKE_YAML["Train"]["dataset"]["transforms"]) == 6  # the original is untouched
-    H.set_key(out, "Train.dataset.transforms.0.DecodeImage.img_mode", "RGB")  # numbers still index
+    Y.set_key(out, "Train.dataset.transforms.0.DecodeImage.img_mode", "RGB")  # numbers still index
     assert out["Train"]["dataset"]["transforms"][0]["DecodeImage"]["img_mode"] == "RGB"
     with pytest.raises(KeyError, match="no Train.dataset.transforms.CopyPaste"):
-        H.set_key(out, "Train.dataset.transforms.CopyPaste.limit_paste", 1)
+        Y.set_key(out, "Train.dataset.transforms.CopyPaste.limit_paste", 1)
     with pytest.raises(KeyError, match="--drop Train.dataset.transforms.CopyPaste: no such key"):
-        H.drop_key(out, "Train.dataset.transforms.CopyPaste")
-    H.drop_key(out, "Global.pretrained_model")
+        Y.drop_key(out, "Train.dataset.transforms.CopyPaste")
+    Y.drop_key(out, "Global.pretrained_model")
     assert "pretrained_model" not in out["Global"]
     assert D.default_edits({"Train": {"dataset": {"transforms": [{"EastRandomCropData": {}}]}}}, 96)[0] == []
 
@@ -56,7 +58,7 @@ def test_summary_pairs_and_data_errors():
     def run(cost, n=4, batch=4):
         log = "".join(f"epoch: [1/1], global_step: {i}, loss: 1.0, avg_reader_cost: 0.01 s, avg_batch_cost: "
                       f"{9.0 if i == 1 else cost} s, avg_samples: {batch}.0, ips: 1.0 samples/s\n" for i in range(1, n + 1))
-        return {"figures": H.run_figures(H.parse_train_log(log), 1, 1, n)}
+        return {"figures": L.run_figures(L.parse_train_log(log), 1, 1, n)}
 
     runs = {"ppocr_p1": [run(2.0), run(2.5), run(3.0)], "ours_p1": [run(1.0), run(2.5), run(1.5)]}
     s = D.summarize(runs)
@@ -174,9 +176,9 @@ def test_race_figures_follow_the_hmean_of_det_eval_lines():
     log = ("[2026/12/06 10:00:00] ppocr INFO: epoch: [1/1], global_step: 1, lr: 0.001, loss: 1.0, avg_reader_cost: "
            "0.01 s, avg_batch_cost: 2.0 s, avg_samples: 4.0, ips: 2.0 samples/s\n"
            "[2026/12/06 10:00:05] ppocr INFO: cur metric, precision: 0.9, recall: 0.5, hmean: 0.6428, fps: 3.1\n")
-    f = H.run_figures(H.parse_train_log(log), 0, 1, 1, metric="hmean")
+    f = L.run_figures(L.parse_train_log(log), 0, 1, 1, metric="hmean")
     assert f["curve"] == [{"train_s": 2.0, "step": 1, "acc": 0.6428, "wall_s": 5.0}] and f["best_acc"] == 0.6428
-    assert H.run_figures(H.parse_train_log(log), 0, 1, 1)["best_acc"] is None  # rec's acc: not in a det line
+    assert L.run_figures(L.parse_train_log(log), 0, 1, 1)["best_acc"] is None  # rec's acc: not in a det line
 
 
 RACE_FAKE = textwrap.dedent('''\

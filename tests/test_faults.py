@@ -459,7 +459,7 @@ def _det_set(tmp_path, n=8):
 
 @pytest.mark.parametrize("resume_workers", [0, 1])
 def test_det_augment_and_sizes_resume_exactly(tmp_path, resume_workers):
-    from paddle_recipes.runtime.distributed import build_batch_sampler
+    from paddle_recipes.data.reproducible import build_batch_sampler
     from paddle_recipes.tasks.det_ppyoloe.coco import CocoDetDataset, DetCollate, build_train_augment, load_coco
 
     ann, img = _det_set(tmp_path)

@@ -8,7 +8,7 @@ from paddle_recipes.train.accumulate import GradAccumulator
 from paddle_recipes.train.amp import Amp, AmpConfig
 from paddle_recipes.checkpoint.format import CheckpointError, load_checkpoint, save_checkpoint
 from paddle_recipes.train.ema import ModelEMA
-from paddle_recipes.data.reproducible import SeededDataset, sample_seed
+from paddle_recipes.data.reproducible import SeededDataset, build_batch_sampler, sample_seed
 from paddle_recipes.train.trainer import Callback, Trainer, TrainerOptions
 
 
@@ -54,7 +54,7 @@ def build(output_dir, max_steps):
     sched = paddle.optimizer.lr.CosineAnnealingDecay(learning_rate=0.05, T_max=20)
     opt = paddle.optimizer.AdamW(learning_rate=sched, parameters=model.parameters())
     ds = SeededDataset(NoisyDataset(), seed=3)
-    sampler = dist_utils.build_batch_sampler(ds, 4, shuffle=True, with_epoch=True)
+    sampler = build_batch_sampler(ds, 4, shuffle=True, with_epoch=True)
     loader = paddle.io.DataLoader(ds, batch_sampler=sampler, num_workers=0)
     amp = Amp(AmpConfig(enable=True, force_loss_scaling=True, init_loss_scaling=8.0, incr_every_n_steps=3))
     return Trainer(model, opt, train_step, loader, lr_scheduler=sched, amp=amp, accumulator=GradAccumulator(2),
@@ -128,7 +128,7 @@ def test_failed_save_leaves_previous_checkpoint(tmp_path, monkeypatch):
 
 def test_seeded_augmentation_is_independent_of_workers():
     ds = SeededDataset(NoisyDataset(16), seed=1)
-    sampler = dist_utils.build_batch_sampler(ds, 4, shuffle=True, with_epoch=True)
+    sampler = build_batch_sampler(ds, 4, shuffle=True, with_epoch=True)
     runs = []
     for workers in (0, 2):
         sampler.set_epoch(3)

@@ -25,6 +25,8 @@ from conftest import REPO_ROOT, fake_ppocr_checkout
 sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.harness import ppocr_rec as H  # noqa: E402
+from benchmarks.harness import ppocr_log as L  # noqa: E402
+from benchmarks.harness import ppocr_yaml as Y  # noqa: E402
 
 # The exact line shapes of PaddleOCR's tools/program.py (train step, eval, best) as logged by tools/train.py.
 PPOCR_LOG = """\
@@ -38,7 +40,7 @@ PPOCR_LOG = """\
 
 
 def test_parse_paddleocr_log_lines():
-    p = H.parse_train_log(PPOCR_LOG)
+    p = L.parse_train_log(PPOCR_LOG)
     assert [s["step"] for s in p["steps"]] == [1, 3, 4]
     # train_s: avg_batch_cost x steps since the previous line (1 x 2.0, then 2 x 1.5, then 1 x 1.0)
     assert [s["train_s"] for s in p["steps"]] == [2.0, 5.0, 6.0]
@@ -46,7 +48,7 @@ def test_parse_paddleocr_log_lines():
     assert [(e["step"], e["train_s"], e["acc"]) for e in p["evals"]] == [(3, 5.0, 0.25), (4, 6.0, 0.125)]
     assert p["best"]["acc"] == 0.25 and p["best"]["best_epoch"] == 1
     assert p["evals"][1]["t"] - p["steps"][0]["t"] == 7.0
-    f = H.run_figures(p, warmup=1, nproc=2, steps_per_epoch=3)
+    f = L.run_figures(p, warmup=1, nproc=2, steps_per_epoch=3)
     assert f["s_per_step"] == 1.25 and f["ips"] == 8.0 * 2 / 1.25  # median of the lines after step 1
     assert f["epoch_s_measured"] == 5.0 and f["epoch_s_projected"] == 3.75
     assert f["best_acc"] == 0.25 and f["final_acc"] == 0.125 and f["curve"][0] == {"train_s": 5.0, "step": 3,
@@ -68,11 +70,11 @@ def _timed_log(n: int, every_s: int, eval_after: int, eval_s: int) -> str:
 
 
 def test_wall_seconds_per_step_come_from_timestamps_and_skip_evals():
-    p = H.parse_train_log(_timed_log(60, 2, 30, 50))  # 2 s a step by the clock, the meter says 1 s; a 50 s eval
-    f = H.run_figures(p, warmup=0, nproc=1, steps_per_epoch=60)
+    p = L.parse_train_log(_timed_log(60, 2, 30, 50))  # 2 s a step by the clock, the meter says 1 s; a 50 s eval
+    f = L.run_figures(p, warmup=0, nproc=1, steps_per_epoch=60)
     assert f["s_per_step"] == 1.0 and f["wall_s_per_step"] == 2.0  # the eval's 50 s are not a step's
     assert f["curve"] == [{"train_s": 30.0, "step": 30, "acc": 0.5, "wall_s": 2.0 * 29 + 50}]
-    assert H.wall_s_per_step(p, warmup=0, min_steps=40) is None  # no eval-free stretch that long
+    assert L.wall_s_per_step(p, warmup=0, min_steps=40) is None  # no eval-free stretch that long
     assert H.time_to(f["curve"], 0.5, "wall_s") == 108.0 and H.time_to(f["curve"], 0.5) == 30.0
 
 
@@ -84,26 +86,26 @@ def test_our_log_lines_parse_the_same():
     line = ("[2026/12/03 10:00:00] root INFO: epoch: [1/1], global_step: 2, lr: 0.001, loss: 3.5, acc: 0.5, "
             "avg_reader_cost: 0.01000 s, avg_batch_cost: 0.20000 s, avg_samples: 4.0, ips: 20.00000 samples/s, "
             "eta: 0:00:01\n[2026/12/03 10:00:01] root INFO: " + format_cur_metric({"acc": 0.75, "norm_edit_dis": 0.9}))
-    p = H.parse_train_log(line)
+    p = L.parse_train_log(line)
     assert p["steps"][0]["train_s"] == 0.4 and p["evals"] == [{"acc": 0.75, "norm_edit_dis": 0.9, "step": 2,
                                                                "train_s": 0.4, "t": p["evals"][0]["t"]}]
 
 
 def test_set_key_indexes_lists_and_names_missing_keys():
     cfg = {"Eval": {"dataset": {"transforms": [{"A": 1}, {"RecResizeImg": {"image_shape": [3, 48, 320]}}]}}}
-    out = H.derive_yaml(cfg, H.parse_set(["Eval.dataset.transforms.1.RecResizeImg.image_shape=[3,48,160]"]))
+    out = Y.derive_yaml(cfg, Y.parse_set(["Eval.dataset.transforms.1.RecResizeImg.image_shape=[3,48,160]"]))
     assert out["Eval"]["dataset"]["transforms"][1]["RecResizeImg"]["image_shape"] == [3, 48, 160]
     assert cfg["Eval"]["dataset"]["transforms"][1]["RecResizeImg"]["image_shape"] == [3, 48, 320]  # copy
     with pytest.raises(KeyError, match="no Eval.dataset.transforms.5"):
-        H.set_key(cfg, "Eval.dataset.transforms.5.X", 1)
+        Y.set_key(cfg, "Eval.dataset.transforms.5.X", 1)
     with pytest.raises(KeyError, match="no Train"):
-        H.set_key(cfg, "Train.loader.x", 1)
+        Y.set_key(cfg, "Train.loader.x", 1)
     bare = {"Train": {"dataset": {"transforms": [{"DecodeImage": None}, {"RecAug": None}]}}}  # `- RecAug:`
-    out = H.derive_yaml(bare, H.parse_set(["Train.dataset.transforms.1.RecAug.tia_prob=0"]))
+    out = Y.derive_yaml(bare, Y.parse_set(["Train.dataset.transforms.1.RecAug.tia_prob=0"]))
     assert out["Train"]["dataset"]["transforms"][1] == {"RecAug": {"tia_prob": 0}} and bare["Train"]["dataset"][
         "transforms"][1] == {"RecAug": None}
     # YAML 1.1 reads 3e-5 (no dot) as a string, which PaddleOCR's lr refuses (TypeError): --set gives a float
-    assert H.parse_set(["Optimizer.lr.learning_rate=3e-5", "Global.x=abc", "Global.y=nan"]) == \
+    assert Y.parse_set(["Optimizer.lr.learning_rate=3e-5", "Global.x=abc", "Global.y=nan"]) == \
         [("Optimizer.lr.learning_rate", 3e-5), ("Global.x", "abc"), ("Global.y", "nan")]
 
 
@@ -176,7 +178,7 @@ def test_summary_target_ratios_and_lower_bound():
         log = "".join(f"epoch: [1/1], global_step: {i}, loss: 1.0, avg_reader_cost: 0.0 s, avg_batch_cost: {bs} s, "
                       f"avg_samples: 8.0, ips: 1.0 samples/s\ncur metric, acc: {a}, norm_edit_dis: 0.5\n"
                       for i, a in enumerate(accs, 1))
-        return {"returncode": 0, "figures": H.run_figures(H.parse_train_log(log), 0, nproc, 10)}
+        return {"returncode": 0, "figures": L.run_figures(L.parse_train_log(log), 0, nproc, 10)}
 
     rows = H.pick_rows(["ppocr_p1", "ours_p1", "fast_p1"])
     runs = {"ppocr_p1": [run(2.0, [0.1, 0.3, 0.5]), run(2.0, [0.1, 0.3, 0.6]), run(4.0, [0.2, 0.7])],

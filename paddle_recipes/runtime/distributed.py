@@ -2,7 +2,7 @@
 
     info = setup(seed=42)                  # init_parallel_env when world_size > 1, device, per-rank seeds
     model = wrap_model(model, info)        # paddle.DataParallel when world_size > 1
-    sampler = build_batch_sampler(ds, batch_size=8, info=info)   # DistributedBatchSampler
+    sampler = build_batch_sampler(ds, batch_size=8, info=info)   # data.reproducible: one shard per rank
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
 
@@ -26,7 +26,7 @@ import paddle
 import paddle.distributed as dist
 
 from . import peers, stopping
-from ..data.reproducible import ResumableBatchSampler
+from ..nn.layers import BN_TYPES
 
 logger = logging.getLogger(__name__)
 
@@ -219,8 +219,6 @@ def unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
 def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
     """state_dict names of the BatchNorm running statistics (``_mean``, ``_variance``) of `model`, in layer order:
     BatchNorm1D/2D/3D and paddle.nn.BatchNorm (not a _BatchNormBase; PaddleOCR's DB head uses it)."""
-    from ..weights.freeze_bn import BN_TYPES
-
     return [f"{name}.{stat}" for name, layer in unwrap(model).named_sublayers()
             if isinstance(layer, BN_TYPES) for stat in ("_mean", "_variance")]
 
@@ -260,20 +258,6 @@ def average_bn_stats(model: paddle.nn.Layer, ema=None) -> int:
     names = bn_stat_names(model)
     shadow = ema.shadow if ema else {}
     return average_over_ranks_(bn_stats(model, names) + [shadow[n] for n in names if n in shadow])
-
-
-def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,
-                        drop_last: bool = False, with_epoch: bool = False):
-    """DistributedBatchSampler: each rank sees a disjoint 1/world_size shard; call set_epoch(epoch).
-
-    On one process it still shuffles with the epoch as seed, so runs are reproducible and resumable.
-    with_epoch: yield (epoch, index) keys for reproducible.SeededDataset (per-sample augmentation seeds).
-    """
-    info = info or DistInfo()
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    return ResumableBatchSampler(dataset, batch_size=batch_size, num_replicas=info.world_size,
-                                 rank=info.rank, shuffle=shuffle, drop_last=drop_last, with_epoch=with_epoch)
 
 
 class PeerError(RuntimeError):

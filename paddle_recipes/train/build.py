@@ -31,6 +31,7 @@ from typing import Any, Callable, List, Literal, Optional, Union
 import numpy as np
 import paddle
 
+from ..data.reproducible import build_batch_sampler
 from ..runtime import distributed as dist_utils
 from .accumulate import GradAccumulator
 from .amp import Amp, AmpConfig
@@ -325,7 +326,7 @@ def build_training(cfg, model, train_set=None, *, step: Callable, info, eval_fn:
     acc_steps = cfg.Train.accumulate_steps
     if loader is None:
         lc = cfg.Train.loader
-        sampler = dist_utils.build_batch_sampler(train_set, lc.batch_size_per_card, info, shuffle=lc.shuffle,
+        sampler = build_batch_sampler(train_set, lc.batch_size_per_card, info, shuffle=lc.shuffle,
                                                  drop_last=lc.drop_last)
         loader = build_loader(train_set, sampler, lc, collate_fn=collate, name="Train.loader")
         if len(loader) == 0:
