@@ -329,7 +329,8 @@ def det_fit(out_dir: Path, arch: dict, **global_keys):
     from paddle_recipes.config import from_dict
     from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
-    from paddle_recipes.train.build import TrainingConfig, build_training
+    from paddle_recipes.train.build import build_training
+    from paddle_recipes.train.config import TrainingConfig
 
     cfg = from_dict(TrainingConfig, {
         "Global": {"output_dir": str(out_dir), "epochs": 1, "log_every": 1, "seed": 0, "save_every_epochs": 0,

@@ -23,7 +23,8 @@ from conftest import RandomImages as Pages
 from paddle_recipes.kernels import depthwise as dk
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo
-from paddle_recipes.train.build import TrainingConfig, build_training
+from paddle_recipes.train.build import build_training
+from paddle_recipes.train.config import TrainingConfig
 
 pytestmark = needs_cxx("cpu_depthwise_kernel")
 DET_ARCH = SMALL_DET_ARCH

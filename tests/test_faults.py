@@ -16,7 +16,7 @@ from conftest import hang_watchdog
 from paddle_recipes.train.accumulate import GradAccumulator
 from paddle_recipes.train.amp import Amp, AmpConfig
 from paddle_recipes.checkpoint.format import load_checkpoint
-from paddle_recipes.train.build import GlobalConfig
+from paddle_recipes.train.config import GlobalConfig
 from paddle_recipes.config import ConfigError, from_dict, load_config
 from paddle_recipes.data import DataError, LoaderConfig, build_loader
 from paddle_recipes.train.ema import EmaConfig, ModelEMA
@@ -173,7 +173,8 @@ def test_stuck_train_worker_is_one_line_and_exit_2_not_a_hang(tmp_path, capsys):
 
     from paddle_recipes.cli import exit_on_user_error
     from paddle_recipes.runtime.distributed import DistInfo
-    from paddle_recipes.train.build import TrainingConfig, build_training
+    from paddle_recipes.train.build import build_training
+    from paddle_recipes.train.config import TrainingConfig
 
     cfg = from_dict(TrainingConfig, {
         "Global": {"output_dir": str(tmp_path), "epochs": 1, "eval_every_epochs": 0, "save_every_epochs": 0},
@@ -204,7 +205,7 @@ def test_stuck_eval_worker_names_the_eval_key():
     from paddle_recipes.data import LoaderTimeout
     from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.recipes.base import Recipe
-    from paddle_recipes.train.build import EvalLoaderConfig
+    from paddle_recipes.train.config import EvalLoaderConfig
 
     cfg = SimpleNamespace(Eval=SimpleNamespace(loader=EvalLoaderConfig(batch_size_per_card=2, num_workers=1,
                                                                           timeout=1)))

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +26,6 @@ from paddle_recipes.formats.inference_files import (CAP_ENV, DICT_MAX_BYTES, INF
 from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file
 from test_ppocr_import import IMAGES, KEYS, REC_DIR, REC_YAML, needs_official, without_info
 
-SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
 ALIAS_BOMB = "\n".join(["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] +
                        [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)] +
                        ["PostProcess:", "  name: CTCLabelDecode", "  character_dict: [blank, '0', *a9]"]) + "\n"

@@ -16,7 +16,7 @@ import pytest
 
 from paddle_recipes.checkpoint.format import save_checkpoint
 from paddle_recipes.recipes.base import Recipe
-from paddle_recipes.train.build import GlobalConfig
+from paddle_recipes.train.config import GlobalConfig
 
 TOL = 1e-5  # max abs diff / max abs output, see the module docstring
 

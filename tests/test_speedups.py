@@ -25,7 +25,7 @@ from paddle_recipes.nn import catalog
 from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.tasks.ocr_rec.recipe_data import build_train_loader
 from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep
-from paddle_recipes.train.build import TrainLoaderConfig
+from paddle_recipes.train.config import TrainLoaderConfig
 
 sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.harness.flops import count_flops  # noqa: E402

@@ -19,7 +19,8 @@ from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.train.to_static import StaticTrainForward, apply_to_static
 from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
 from paddle_recipes.tasks.ocr_rec.models import build_rec_model
-from paddle_recipes.train.build import TrainingConfig, build_training
+from paddle_recipes.train.build import build_training
+from paddle_recipes.train.config import TrainingConfig
 
 REL_TOL = 1e-5
 REC_ARCH = {"Backbone": {"name": "LCNetRec", "scale": 0.25, "width_stride": 8}, "Neck": {"name": "Conv", "hidden_size": 16},

@@ -13,7 +13,8 @@ from paddle_recipes.checkpoint.format import load_checkpoint
 from paddle_recipes.formats.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo
-from paddle_recipes.train.build import GlobalConfig, TrainingConfig, build_training
+from paddle_recipes.train.build import build_training
+from paddle_recipes.train.config import GlobalConfig, TrainingConfig
 from paddle_recipes.tasks.ocr_rec.config import RecGlobal
 
 

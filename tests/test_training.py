@@ -13,7 +13,8 @@ from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.recipes.base import Recipe, prepare_on_rank0
-from paddle_recipes.train.build import GlobalConfig, TrainingConfig, build_training
+from paddle_recipes.train.build import build_training
+from paddle_recipes.train.config import GlobalConfig, TrainingConfig
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ import pytest
 from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
 from paddle_recipes.recipes.base import Recipe
 from paddle_recipes.checkpoint.serialization import save_safetensors
-from paddle_recipes.train.build import GlobalConfig
+from paddle_recipes.train.config import GlobalConfig
 
 
 class Tiny(Recipe):

@@ -3,7 +3,6 @@ streams (`RNG`), and `collect_state` / `restore_state`, which ask each object of
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import numpy as np
 import paddle
