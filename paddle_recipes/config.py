@@ -12,6 +12,7 @@ import argparse
 import copy
 import os
 import dataclasses
+import reprlib
 import difflib
 import types
 import typing
@@ -128,7 +129,8 @@ def load_yaml(text: str, where: str = "", loader: type = yaml.SafeLoader, duplic
 
 def read_config_text(path: Path, what: str = "config file") -> str:
     """The UTF-8 text of config file ``path``; ConfigError (one line naming it) when it is not a regular file,
-    is larger than MAX_CONFIG_BYTES (1 MiB; read no further), or is not UTF-8."""
+    is larger than MAX_CONFIG_BYTES (1 MiB; read no further), or is not UTF-8. Imports no package of paddle_recipes
+    (config sits below them all; data/files.py is the bounded reader of images and the importer's files)."""
     if not path.is_file():
         raise ConfigError(f"{what} not found: {path}")
     with open(path, "rb") as f:
@@ -485,14 +487,26 @@ class _Overrides:
         dotted = ".".join(keys)
         if old is not _MISSING and old != value:
             by = f"the earlier -o {self.earlier[dotted]}" if dotted in self.earlier else \
-                f"the config's value {_short(old)}"
+                f"the config's value {bounded_repr(old)}"
             self.notes.append(OverrideNote(f"-o {text} overrides {by}"))
         self.earlier[dotted] = text
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
+
+
+def bounded_repr(value: Any, limit: int = 80) -> str:
+    """repr(value) cut to ``limit`` characters, built in bounded time and memory (reprlib: at most 3 levels, a few
+    items of each container, long strings cut): safe for a value from a file, such as an alias-bomb's expansion."""
+    text = _REPR.repr(value)
     return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def bounded_text(text: str, limit: int = 80) -> str:
+    """A name read from a file, for a one-line message: as is when printable and at most ``limit`` characters,
+    else bounded_repr (quoted, escaped, cut)."""
+    return text if isinstance(text, str) and text.isprintable() and len(text) <= limit else bounded_repr(text, limit)
 
 
 def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator],

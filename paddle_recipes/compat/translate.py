@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from paddle_recipes.config import ConfigError, _short, _suggest
+from paddle_recipes.config import ConfigError, _suggest, bounded_repr
 
 
 @dataclass
@@ -127,9 +127,9 @@ class Translator:
         if not (replace or self.last_wins) and keys[-1] in node and node[keys[-1]] != value:
             old_by, new_by = self.by_override(self.set_by.get(dst, "")), self.by_override(src)
             if old_by == new_by:
-                raise self.error(dst, f"set twice with different values ({node[keys[-1]]!r} and {value!r})")
+                raise self.error(dst, f"set twice with different values ({bounded_repr(node[keys[-1]])} and {bounded_repr(value)})")
             self.report.overrides.append(f"-o {old_by or new_by} overrides the config's value "
-                                         f"{_short(value if old_by else node[keys[-1]])}")
+                                         f"{bounded_repr(value if old_by else node[keys[-1]])}")
             if old_by:
                 return  # the -o's value stays
         node[keys[-1]] = value

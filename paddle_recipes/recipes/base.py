@@ -41,6 +41,7 @@ from ..assets import resolve_path
 from ..checkpoint.format import LATEST, CheckpointError
 from ..cli import exit_on_user_error, run_recipe
 from ..data import DataError, build_loader
+from ..formats.inference_files import InferenceFormatError, check_inference_files, is_inference_model
 from ..formats.ppocr_logs import PPOCREvalLog
 from ..nn.reparam import fuse_in_place, passthrough_bns
 from ..checkpoint.serialization import save_safetensors
@@ -248,8 +249,9 @@ class Recipe:
         Global.fuse_for_inference, default on): re-parameterize the rep blocks into their deploy convs
         (nn.reparam.fuse_in_place: the same eval-mode outputs up to float32 rounding, several times faster);
         export passes False (its weights file holds the training form; deploy_model fuses a copy)."""
-        model = self.build_model()
         source, origin = self.weights_source()
+        self.check_weights_files(source, origin)  # a bad inference model: one line before the network is built
+        model = self.build_model()
         try:
             src = self.load_inference_weights(model, source)
         except CheckpointError as exc:
@@ -263,6 +265,17 @@ class Recipe:
                 self.log.info("fused %d rep blocks for inference (Global.fuse_for_inference=false keeps the "
                               "training form)", len(blocks))
         return model, src
+
+    def check_weights_files(self, path: str, origin: str = "") -> None:
+        """When `path` is an inference model: its files checked as the import will read them, the tensors' data
+        skipped (inference_files.check_inference_files): a bad file is one line within milliseconds, not after the
+        network's build (seconds). Other weights are checked as they load. CheckpointError ("<origin>: <why>")."""
+        if not path or not is_inference_model(path):
+            return
+        try:
+            check_inference_files(path)
+        except InferenceFormatError as exc:
+            raise CheckpointError(f"{origin}: {exc}" if origin else str(exc)) from None
 
     def load_inference_weights(self, model, source: str) -> str:
         """Strictly load the weights of eval/predict/export: a .pdparams / .safetensors file, a prefix without extension
@@ -364,7 +377,7 @@ class Recipe:
 
     # ------------------------------------------------------------------ modes
     def train(self) -> dict:
-        self.init_weights_source()  # a conflict is reported before any data is read
+        self.check_weights_files(self.init_weights_source())  # a conflict or a bad file: before any data is read
         train_set = self.build_dataset("train")
         eval_loader = self.eval_loader(self.build_dataset("eval"))
         model = self.build_model()

@@ -25,7 +25,7 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from . import peers
+from . import peers, stopping
 from ..nn.layers import BN_TYPES
 
 logger = logging.getLogger(__name__)
@@ -129,39 +129,9 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
 
 def quiet_sigterm(exit_code: int = 143) -> None:
     """Replace paddle's C++ SIGTERM handler (main thread only) by one line and exit ``exit_code``; Ctrl-C (SIGINT)
-    likewise: one line and exit 130, not a KeyboardInterrupt traceback.
-
-    Paddle's handler formats a "Termination signal" dump inside the signal handler: it allocates and writes
-    while the interrupted code may hold the allocator's or a stream's lock, and then hangs with no output
-    (issue 21: 1 of 28 SIGTERMs under load). Python's own C handler only sets a flag; ours then runs between
-    bytecodes and uses just os.write and os._exit (no buffered stream, no logging lock, no collective).
-    A terminal's Ctrl-C also reaches the forked loader workers, which inherit the handler: they ignore it and
-    end with this process (lifetime.py), so the one line comes from here."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    launched, owner = "PADDLE_TRAINER_ID" in os.environ, os.getpid()
-    who = f"rank {os.environ['PADDLE_TRAINER_ID']}" if launched else f"process {owner}"
-    line = (f"{who}: stopped by SIGTERM" + (" (another rank failed, or the launcher is stopping)" if launched else "")
-            + "\n").encode()
-
-    def stop(signum, frame):
-        try:
-            os.write(2, line)
-            peers.announce_leaving("it was stopped by SIGTERM")  # multi-node: tell rank 0 (bounded wait)
-        finally:
-            os._exit(exit_code)
-
-    def interrupted(signum, frame):
-        if os.getpid() != owner:  # a forked loader worker
-            return
-        try:
-            os.write(2, f"{who}: stopped by Ctrl-C (SIGINT)\n".encode())
-            peers.announce_leaving("it was stopped by Ctrl-C (SIGINT)")
-        finally:
-            os._exit(130)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, interrupted)
+    likewise: one line and exit 130 (stopping.install). Paddle's handler formats a "Termination signal" dump inside
+    the signal handler and can hang (issue 21: 1 of 28 SIGTERMs under load)."""
+    stopping.install(exit_code)
 
 
 def exit_distributed_run(exit_code: int = 0) -> None:
