@@ -246,7 +246,7 @@ def _flow_items(raw: str) -> Optional[list[str]]:
     return None if depth or quote or not all(items) else items
 
 
-def _suggest(name: str, options: list[str]) -> str:
+def suggest_name(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
     if not close:  # case-insensitive second chance (epochs vs Epochs)
         lowered = {o.lower(): o for o in options}
@@ -385,7 +385,7 @@ def from_dict(schema: type, data: dict, where: str = "") -> Any:
     for key, value in data.items():
         path = f"{where}.{key}" if where else str(key)
         if key not in fields:
-            raise ConfigError(f"unknown key '{path}'{_suggest(str(key), list(fields))}")
+            raise ConfigError(f"unknown key '{path}'{suggest_name(str(key), list(fields))}")
         kwargs[key] = _convert(value, hints[key], path)
     try:
         return schema(**kwargs)
@@ -431,14 +431,14 @@ def _check_override_path(schema: type, keys: list[str], text: str) -> None:
             tp = next((a for a in members if key in {f.name for f in dataclasses.fields(a)}), members[0] if members else tp)
             if len(members) > 1 and key not in {f.name for f in dataclasses.fields(tp)}:
                 names = sorted({f.name for m in members for f in dataclasses.fields(m)})
-                raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{_suggest(key, names)}")
+                raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{suggest_name(key, names)}")
         if not _is_dataclass_type(tp):
             if i and typing.get_origin(tp) in (dict, typing.Dict) or tp is Any:
                 return
             raise ConfigError(f"override '{text}': '{'.'.join(keys[:i])}' is not a section")
         names = [f.name for f in dataclasses.fields(tp)]
         if key not in names:
-            raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{_suggest(key, names)}")
+            raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{suggest_name(key, names)}")
         tp = field_types(tp)[key]
 
 

@@ -114,10 +114,10 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
 
     Without it every rank's OpenMP pool sizes itself to all cores, and N ranks oversubscribe the CPU.
     """
-    from .device_defaults import _env_threads, apply_threads, usable_cores
+    from .device_defaults import env_threads, apply_threads, usable_cores
 
     env = os.environ if env is None else env
-    if _env_threads(env) is not None:
+    if env_threads(env) is not None:
         return None
     cores = cores or usable_cores()
     threads = max(1, cores // max(1, local_world_size))
