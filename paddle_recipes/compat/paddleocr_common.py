@@ -30,7 +30,7 @@ import copy
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from paddle_recipes.config import ConfigError, OverrideNote, _suggest
+from paddle_recipes.config import ConfigError, OverrideNote, suggest_name
 
 from .translate import TranslationReport, Translator, canonical
 
@@ -136,7 +136,7 @@ class PaddleOCRTranslator(Translator):
         allowed = PADDLEOCR_SECTIONS + OUR_SECTIONS + tuple(IGNORED_SECTIONS)
         for key in self.src:
             if key not in allowed:
-                raise self.error(str(key), f"unknown top-level section{_suggest(str(key), list(allowed))}")
+                raise self.error(str(key), f"unknown top-level section{suggest_name(str(key), list(allowed))}")
             if key in IGNORED_SECTIONS:
                 self.none(str(key), IGNORED_SECTIONS[key])
         g = self.check_keys(self.src.get("Global"), self._global_keys(), "Global")
@@ -460,7 +460,7 @@ class PaddleOCRTranslator(Translator):
 
 
 
-def _schema_has(schema: type, path: str) -> bool:
+def schema_has(schema: type, path: str) -> bool:
     """True when the dotted `path` is a key of dataclass `schema` (Optional sections looked through)."""
     import dataclasses
     import typing
@@ -493,7 +493,7 @@ def paddleocr_translator(schema: type, translate_fn: Callable
         ours, report = translate_fn(raw, f"{path} (PaddleOCR config)", overridden)
         for key in report.proposed:
             target = key.split("=")[0]
-            if "=" in key or not _schema_has(schema, target):
+            if "=" in key or not schema_has(schema, target):
                 src = [k for k, v in report.mapped.items() if v == target] or [target]
                 raise ConfigError(f"{src[0]}: not supported by this version of the recipe (it needs "
                                   f"{key}: {PROPOSED_KEYS.get(key, '')}) (in {path})")

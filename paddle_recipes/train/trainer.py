@@ -31,9 +31,10 @@ import paddle
 
 from ..checkpoint import format as ckpt
 from ..checkpoint.compare import check_compatible, optimizer_changes
-from ..checkpoint.state import RNG, PortableOptimizer, collect_state, restore_state
+from ..checkpoint.state import RNG, collect_state, restore_state
 from .accumulate import GradAccumulator
 from .amp import Amp
+from .optim import PortableOptimizer
 from ..data import DataError
 from ..runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
 from ..checkpoint.finite import FLOAT_DTYPES, first_nonfinite
@@ -470,7 +471,7 @@ class Trainer:
             sampler.skip_next(skip)
         elif skip:
             raise RuntimeError("mid-epoch resume needs a batch sampler with skip_next() "
-                               "(use paddle_recipes.runtime.distributed.build_batch_sampler)")
+                               "(use paddle_recipes.data.reproducible.build_batch_sampler)")
         try:
             n_batches = len(loader)
         except TypeError:

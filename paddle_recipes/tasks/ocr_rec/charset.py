@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Sequence, Tuple
 
-from ...formats.inference_files import is_inference_model
 from ...assets import resolve_path
+from ...config import bounded_repr
+from ...data.files import check_size, regular_file_size
+from ...formats.inference_files import InferenceFormatError, capped, is_inference_model, read_inference_yml
 from ...weights.dict_remap import ClassMap, checkpoint_class_names
 
 WIDTH_MODES = ("none", "halfwidth", "fullwidth")
@@ -69,7 +71,7 @@ class CharDict:
         seen = {}
         for i, c in enumerate(chars):
             if not is_single_entry(c):
-                raise CharDictError(f"{source}: entry {i + 1} is {c!r}; expected exactly one character")
+                raise CharDictError(f"{source}: entry {i + 1} is {bounded_repr(c)}; expected exactly one character")
             if c in seen:
                 raise CharDictError(f"{source}: character {c!r} appears twice (entries {seen[c] + 1} and {i + 1})")
             seen[c] = i
@@ -92,10 +94,15 @@ class CharDict:
                 raise CharDictError(f"{path}: a folder without a dict (no inference.yml with PostProcess."
                                     "character_dict, no character_dict.txt)")
             path = str(found)
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise CharDictError(f"character dict file not found: {path!r}")
+        regular_file_size(path, CharDictError, "character dict file")  # a FIFO, a device: refused, never opened
         if path.endswith((".yml", ".yaml")):
             return cls(_inference_yml_chars(path), use_space_char=use_space_char, source=path)
+        try:  # at most file_caps()["dict"] bytes (1 MiB), from os.stat: nothing read from a larger file
+            capped(Path(path), "dict", "character dict file", read=check_size)
+        except InferenceFormatError as exc:
+            raise CharDictError(str(exc)) from None
         chars = []
         with open(path, "rb") as f:
             for lineno, raw in enumerate(f, 1):
@@ -111,7 +118,7 @@ class CharDict:
                     raise CharDictError(f"{path}:{lineno}: empty line (PaddleOCR counts it as a class, so the rows "
                                         "after it would not match): remove it")
                 if not is_single_entry(c):
-                    raise CharDictError(f"{path}:{lineno}: expected one character per line, got {c!r}")
+                    raise CharDictError(f"{path}:{lineno}: expected one character per line, got {bounded_repr(c)}")
                 chars.append(c)
         return cls(chars, use_space_char=use_space_char, source=path)
 
@@ -184,23 +191,25 @@ def _inference_yml_chars(path: str) -> List[str]:
     return list(_read_inference_yml_chars(path, stat.st_mtime_ns, stat.st_size))
 
 
+class NoDictInYml(CharDictError):
+    """An inference.yml that reads fine but carries no PostProcess.character_dict (a det or cls model's)."""
+
+
 @functools.lru_cache(maxsize=4)
 def _read_inference_yml_chars(path: str, mtime_ns: int, size: int) -> tuple:
-    import yaml
-
     try:
-        with open(path, encoding="utf-8") as f:
-            cfg = yaml.safe_load(f)
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise CharDictError(f"{path}: not a readable YAML file ({str(e).splitlines()[0]})") from None
+        cfg = read_inference_yml(path)  # capped bytes, safe YAML, aliases capped: "<path>: inference.yml refused: .."
+    except InferenceFormatError as exc:
+        raise CharDictError(str(exc)) from None
     post = cfg.get("PostProcess") if isinstance(cfg, dict) else None
     chars = post.get("character_dict") if isinstance(post, dict) else None
     if not isinstance(chars, list):
-        raise CharDictError(f"{path}: no PostProcess.character_dict list (not a text-recognition inference.yml)")
+        raise NoDictInYml(f"{path}: no PostProcess.character_dict list (not a text-recognition inference.yml)")
     out = []
     for i, c in enumerate(chars):
         if isinstance(c, bool) or not isinstance(c, (str, int)):  # unquoted YAML `yes` / `1.5` / null
-            raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {c!r}; expected a character")
+            raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {bounded_repr(c)}; expected a "
+                                "character")
         out.append(str(c))
     return tuple(out[1:] if out[:1] == ["blank"] else out)
 
@@ -208,16 +217,17 @@ def _read_inference_yml_chars(path: str, mtime_ns: int, size: int) -> tuple:
 def model_dict_file(folder: str | os.PathLike) -> Path | None:
     """The dict an inference model folder carries, or None: ``inference.yml`` when it has
     PostProcess.character_dict (PaddleX / paddleocr 3.x downloads, our exports), else ``character_dict.txt``
-    (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder."""
+    (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder. An inference.yml
+    that is refused (too large, not safe YAML, an alias bomb, a bad entry) is a CharDictError, not passed over."""
     folder = Path(folder)
     if not folder.is_dir():
         folder = folder.parent
     yml = folder / "inference.yml"
-    if yml.is_file():
+    if yml.exists():
         try:
             _inference_yml_chars(str(yml))
             return yml
-        except CharDictError:
+        except NoDictInYml:
             pass
     txt = folder / "character_dict.txt"
     return txt if txt.is_file() else None

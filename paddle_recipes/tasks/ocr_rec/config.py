@@ -11,7 +11,7 @@ from typing import List, Optional, Union
 
 from paddle_recipes.config import ConfigError, check_name, check_number
 from paddle_recipes.train.optim import OptimizerConfig
-from paddle_recipes.train.build import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
+from paddle_recipes.train.config import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
 from .dataset import DatasetConfig
 from .export_paddleocr import model_name_for
