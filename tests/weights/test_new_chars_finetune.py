@@ -19,7 +19,7 @@ from paddle_recipes.tasks.ocr_rec.synth import LineRenderer, SynthConfig
 from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_pad
 from test_ppocr_import import KEYS, REC_DIR, REC_YAML, needs_official
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: benchmarks/
 from benchmarks.harness.new_chars import check_new_chars, write_extended_dict  # noqa: E402
 
 NEW = ["㎜", "赟", "∴"]  # a unit sign, a rare hanzi, a symbol: none in ppocr_keys_v1
