@@ -249,6 +249,8 @@ def run(a, root: Path):
         t0 = time.time()
         model, fit = new_rows_init(a, root, out)  # init weights: the released rows + fitted new rows, run's order
         fit["wall_s"] = round(time.time() - t0, 1)
+    elif a.init_weights:  # e.g. another run's init_new_rows.pdparams: rows already in the run's dict order
+        model, fit = a.init_weights, {"from": a.init_weights}
     train = common(run_keys) + [f"Global.pretrained_dict={keys}"] * bool(ext and not fit) + [
         f"Global.pretrained_model={model}", f"Global.save_model_dir={out}", f"Train.dataset.data_dir={weak}",
         f"Train.dataset.label_file_list=[{','.join(files)}]", f"Train.dataset.ratio_list=[{','.join(ratios)}]",
@@ -360,6 +362,9 @@ def main(argv=None):
                    help="run (new_chars): first fit the new characters' CTC rows alone for STEPS Adam steps on the "
                         "frozen released features of --fit-lines weak train lines (then train from those weights)")
     p.add_argument("--fit-lines", type=int, default=1000)
+    p.add_argument("--init-weights", default="", metavar="PDPARAMS",
+                   help="run (new_chars): init weights whose rows are in the run's dict order (e.g. runs/F0/"
+                        "init_new_rows.pdparams) instead of the released folder + Global.pretrained_dict")
     p.add_argument("--crops", default="", help="agree: a folder with images/ (and label.txt) of real line crops")
     p.add_argument("--warmup-epoch", type=float, default=0)
     p.add_argument("--drop-transform", action="append", default=[], metavar="OP",
