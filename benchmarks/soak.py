@@ -6,7 +6,7 @@ seeded random lines (corrupt JPEGs and missing files, counted):
   2. disturbed: `paddle.distributed.launch --master etcd://... --max_restart 1 --elastic_level 1` (an etcd server on
      loopback, started here; docs/elastic.md) with Global.resume=auto, while this script SIGSTOPs rank 1 for
      --stop-s seconds then SIGCONTs it (at 25 % of the steps), SIGSTOPs a DataLoader worker likewise (at 35 %), and
-     kill -9s rank 1 (at 50 %): the launcher restarts the job and the recipe resumes from its last checkpoint.
+     kill -9s rank 1 (at 53 %, between two checkpoints): the launcher restarts the job and the recipe resumes from its last checkpoint.
 The report (report.json + README.md in --out): per-rank RSS (VmRSS of each rank's main process and with its loader
 workers) after the first epoch of each process lifetime vs at its end (goal: <= 10 % growth), the bad samples counted
 vs injected (goal: nothing lost beyond them), and whether the final weights (model + EMA) equal the undisturbed run's
@@ -174,13 +174,16 @@ def rss_report(samples: dict[str, list]) -> dict:
     for key, rows in samples.items():
         first_epoch = rows[0]["epoch"]
         after = next((r for r in rows if r["epoch"] >= first_epoch + 2), None)  # log epoch is 1-based, running
-        end = rows[-1]
+        end = rows[-1]  # the last reading, which may fall after the loader workers have ended (final eval)
+        end_loaders = next((r for r in reversed(rows) if r["loaders"] == (after or {}).get("loaders")), end)
         if after is None:
             out[key] = {"samples": len(rows), "note": "ended within its first epoch"}
             continue
         out[key] = {"samples": len(rows), "after_first_epoch": after, "end": end,
                     "growth_pct": round(100 * (end["rss_mib"] / after["rss_mib"] - 1), 2),
-                    "growth_with_loaders_pct": round(100 * (end["with_loaders_mib"] / after["with_loaders_mib"] - 1), 2),
+                    "end_with_loaders": end_loaders,  # the last reading with as many loader workers as `after`
+                    "growth_with_loaders_pct": round(100 * (end_loaders["with_loaders_mib"] / after["with_loaders_mib"]
+                                                            - 1), 2),
                     "max_rss_mib": max(r["rss_mib"] for r in rows)}
     return out
 
@@ -215,13 +218,14 @@ def start_etcd(work: Path) -> tuple[subprocess.Popen, str]:
 
 def run_job(cmd: list[str], env: dict, log_dir: Path, mark: str, total_steps: int | None, stop_s: float,
             events: list) -> tuple[int, float, dict, str]:
-    """Run one launcher; with total_steps, inject the faults at 25 / 35 / 50 % of the steps."""
+    """Run one launcher; with total_steps, inject the faults at 25 / 35 / 53 % of the steps."""
     mon = Monitor(mark, log_dir / "workerlog.0")
     t0 = time.time()
     launcher = subprocess.Popen(cmd, cwd=REPO, env={**env, MARK: mark}, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
     mon.start()
-    plan = [] if total_steps is None else [(0.25, "sigstop_rank1"), (0.35, "sigstop_loader"), (0.5, "kill9_rank1")]
+    # the kill falls between two checkpoints (every 10 steps), so the restarted run redoes some steps
+    plan = [] if total_steps is None else [(0.25, "sigstop_rank1"), (0.35, "sigstop_loader"), (0.53, "kill9_rank1")]
     out_lines: list[str] = []
     reader = threading.Thread(target=lambda: out_lines.extend(launcher.stdout), daemon=True)
     reader.start()
@@ -350,7 +354,9 @@ def render(r: dict) -> str:
              f"({r.get('weights', {}).get('tensors')} tensors).", "", "Events (s from launch, step): " +
              "; ".join(f"{e['event']} @ {e['t']} s" + (f" step {e['step']}" if 'step' in e else "") for e in d["events"]),
              "", f"Resumed: {d['resumed']}", "",
-             "RSS per process lifetime (MiB, VmRSS of the rank's main process; +loaders = with its DataLoader workers):", "",
+             "RSS per process lifetime (MiB, VmRSS of the rank's main process, sampled every 2 s; after the 1st epoch = the "
+             "first reading at least one epoch after the process's first step; +loaders = with its DataLoader workers, "
+             "up to the last reading that still had them):", "",
              "| run | process | after 1st epoch | end | growth % | growth % (+loaders) | max |", "|---|---|---|---|---|---|---|"]
     for run, rows in (("undisturbed", u["rss"]), ("disturbed", d["rss"])):
         for key, x in rows.items():
