@@ -227,6 +227,7 @@ def run_job(cmd: list[str], env: dict, log_dir: Path, mark: str, total_steps: in
     # the kill falls between two checkpoints (every 10 steps), so the restarted run redoes some steps
     plan = [] if total_steps is None else [(0.25, "sigstop_rank1"), (0.35, "sigstop_loader"), (0.53, "kill9_rank1")]
     out_lines: list[str] = []
+    looking = 0.0  # until when to look for a live loader worker to stop
     reader = threading.Thread(target=lambda: out_lines.extend(launcher.stdout), daemon=True)
     reader.start()
     try:
@@ -236,8 +237,12 @@ def run_job(cmd: list[str], env: dict, log_dir: Path, mark: str, total_steps: in
                 frac, what = plan[0]
                 live = ranks(mark)
                 if step >= frac * total_steps and 1 in live:
-                    plan.pop(0)
                     target = live[1]["pid"] if what != "sigstop_loader" else (live[1]["loaders"] or [None])[0]
+                    if target is None and time.time() < (looking := looking or time.time() + 60):
+                        time.sleep(0.05)  # loader workers are forked anew each epoch: catch one alive
+                        continue
+                    plan.pop(0)
+                    looking = 0.0
                     events.append({"t": round(time.time() - t0, 1), "step": step, "event": what, "pid": target})
                     if target is None:
                         events[-1]["note"] = "no loader worker found"
@@ -352,7 +357,8 @@ def render(r: dict) -> str:
              f"{max(d['pod_runs'] - 1, 0)} |", "",
              f"Final weights (model + EMA) equal bit for bit: **{r.get('weights', {}).get('bit_exact')}** "
              f"({r.get('weights', {}).get('tensors')} tensors).", "", "Events (s from launch, step): " +
-             "; ".join(f"{e['event']} @ {e['t']} s" + (f" step {e['step']}" if 'step' in e else "") for e in d["events"]),
+             "; ".join(f"{e['event']} @ {e['t']} s" + (f" step {e['step']}" if 'step' in e else "")
+                       + (f" ({e['note']})" if 'note' in e else "") for e in d["events"]),
              "", f"Resumed: {d['resumed']}", "",
              "RSS per process lifetime (MiB, VmRSS of the rank's main process, sampled every 2 s; after the 1st epoch = the "
              "first reading at least one epoch after the process's first step; +loaders = with its DataLoader workers, "
