@@ -42,7 +42,7 @@ def resume_from(g, output_dir: str | None = None) -> str | None:
     Every rank looks on its own node's disk; on several processes they must find the same checkpoint (a
     collective check), else CheckpointError: nodes that do not share the output dir would resume at
     different steps and fall out of step."""
-    named = getattr(g, "checkpoints", "") or ""
+    named = g.checkpoints or ""
     if named and g.resume not in ("", "auto", named):
         raise CheckpointError(f"Global.checkpoints={named} and Global.resume={g.resume} name different checkpoints "
                               "to continue from: set one")

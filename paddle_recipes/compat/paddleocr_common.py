@@ -30,7 +30,7 @@ import copy
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from paddle_recipes.config import ConfigError, OverrideNote, _suggest
+from paddle_recipes.config import ConfigError, OverrideNote, suggest_name
 
 from .translate import TranslationReport, Translator, canonical
 
@@ -68,7 +68,8 @@ EXTENSION_KEYS: Dict[str, str] = {
                                                                                 "(data.loader.LoaderConfig)",
     "EMA, AMP, Synthetic, Predict, Export": "our sections, as in the recipe's own configs",
     "Global: seed, device, max_steps, keep_last, weights, use_ema_weights, vdl_dir, calibrate_bn_batches, "
-    "fuse_for_inference, finetune_released, freeze_bn_stats, cpu_depthwise_kernel, cpu_affine_kernel":
+    "fuse_for_inference, finetune_released, freeze_bn_stats, cpu_depthwise_kernel, cpu_affine_kernel, "
+    "pretrained_dict":
         "our Global keys",
 }
 LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb")
@@ -81,7 +82,7 @@ OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed throug
 IGNORED_SECTIONS = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
 OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir",
                    "fuse_for_inference", "calibrate_bn_batches", "finetune_released", "freeze_bn_stats",
-                   "cpu_depthwise_kernel", "cpu_affine_kernel")
+                   "cpu_depthwise_kernel", "cpu_affine_kernel", "pretrained_dict")
 
 # Global keys that mark a file as PaddleOCR's even beside our own keys (an -o override of ours on their file)...
 _PADDLEOCR_ONLY_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "save_epoch_step", "use_gpu")
@@ -135,7 +136,7 @@ class PaddleOCRTranslator(Translator):
         allowed = PADDLEOCR_SECTIONS + OUR_SECTIONS + tuple(IGNORED_SECTIONS)
         for key in self.src:
             if key not in allowed:
-                raise self.error(str(key), f"unknown top-level section{_suggest(str(key), list(allowed))}")
+                raise self.error(str(key), f"unknown top-level section{suggest_name(str(key), list(allowed))}")
             if key in IGNORED_SECTIONS:
                 self.none(str(key), IGNORED_SECTIONS[key])
         g = self.check_keys(self.src.get("Global"), self._global_keys(), "Global")
@@ -459,7 +460,7 @@ class PaddleOCRTranslator(Translator):
 
 
 
-def _schema_has(schema: type, path: str) -> bool:
+def schema_has(schema: type, path: str) -> bool:
     """True when the dotted `path` is a key of dataclass `schema` (Optional sections looked through)."""
     import dataclasses
     import typing
@@ -492,7 +493,7 @@ def paddleocr_translator(schema: type, translate_fn: Callable
         ours, report = translate_fn(raw, f"{path} (PaddleOCR config)", overridden)
         for key in report.proposed:
             target = key.split("=")[0]
-            if "=" in key or not _schema_has(schema, target):
+            if "=" in key or not schema_has(schema, target):
                 src = [k for k, v in report.mapped.items() if v == target] or [target]
                 raise ConfigError(f"{src[0]}: not supported by this version of the recipe (it needs "
                                   f"{key}: {PROPOSED_KEYS.get(key, '')}) (in {path})")

@@ -30,10 +30,10 @@ import inspect
 import math
 from typing import Any, Tuple
 
-from paddle_recipes.config import ConfigError, _suggest
+from paddle_recipes.config import ConfigError, suggest_name
 from paddle_recipes.nn import catalog
 
-from .paddleocr_common import PaddleOCRTranslator, _schema_has, paddleocr_translator
+from .paddleocr_common import PaddleOCRTranslator, schema_has, paddleocr_translator
 from .translate import TranslationReport
 from .translate import canonical as _canon
 
@@ -147,7 +147,7 @@ class DetTranslator(PaddleOCRTranslator):
                 v = EMA_DECAY_TYPES[v]
             self.map(f"Global.{k}", v, dst)
         if "model_name" in g:
-            if self.schema is not None and _schema_has(self.schema, "Export.model_name"):
+            if self.schema is not None and schema_has(self.schema, "Export.model_name"):
                 self.map("Global.model_name", g["model_name"], "Export.model_name")
             else:
                 self.none("Global.model_name", "only names the inference.yml of PaddleOCR's export; this version's "
@@ -170,7 +170,7 @@ class DetTranslator(PaddleOCRTranslator):
             params = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "in_channels")]
             for key in node:
                 if key != "name" and key not in params:
-                    raise self.error(f"{path}.{key}", f"not an option of {cls.__name__} here{_suggest(key, params)}")
+                    raise self.error(f"{path}.{key}", f"not an option of {cls.__name__} here{suggest_name(key, params)}")
             if "det" in params and not node.get("det"):
                 raise self.error(f"{path}.det", f"{node.get('det')!r}: a detection backbone needs det: true")
             self.put(path, node)

@@ -389,7 +389,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     """Build a ``paddle.io.DataLoader`` from a dataset and a batch sampler.
 
     Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after).
-    With a ResumableBatchSampler (distributed.build_batch_sampler) every sample's (epoch, index)
+    With a ResumableBatchSampler (build_batch_sampler) every sample's (epoch, index)
     is published to current_sample_key(), from which AlbumentationsAdapter and DetCollate draw
     their randomness: exact resume without checkpointing those RNG streams.
     An exception while loading a sample or collating a batch (main process or worker) is raised
@@ -404,7 +404,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     cfg = cfg or LoaderConfig()
     if batch_sampler is None:
         raise ValueError("build_loader needs a batch_sampler (e.g. paddle.io.BatchSampler or "
-                         "paddle_recipes.runtime.distributed.build_batch_sampler)")
+                         "paddle_recipes.data.reproducible.build_batch_sampler)")
     if cfg.num_workers < 0:
         raise ValueError(f"LoaderConfig.num_workers must be >= 0, got {cfg.num_workers}")
     use_shm = cfg.use_shared_memory
@@ -422,7 +422,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     if workers and cfg.opencv_num_threads >= 0:
         set_opencv_threads(cfg.opencv_num_threads)
     unwrap = False
-    from .reproducible import ResumableBatchSampler
+    from .reproducible import ResumableBatchSampler  # in here: this module imports paddle only when it runs
 
     if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
         batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices

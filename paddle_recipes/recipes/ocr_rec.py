@@ -21,7 +21,7 @@ from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
 from paddle_recipes.formats.inference_files import is_inference_model
 from paddle_recipes.recipes.base import Recipe
-from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file
+from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file, weights_class_map
 from paddle_recipes.tasks.ocr_rec.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr_rec.evaluate import predict_images
@@ -29,6 +29,7 @@ from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.tasks.ocr_rec.ppocr_io import PaddleOCRExport, cur_metric
 from paddle_recipes.tasks.ocr_rec.recipe_data import build_train_loader, evaluate_sets, open_split
 from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep, MultiLossTrainStep
+from paddle_recipes.weights.dict_remap import CLASS_NAMES, ClassNames
 
 
 class OcrRec(PaddleOCRExport, Recipe):
@@ -69,6 +70,12 @@ class OcrRec(PaddleOCRExport, Recipe):
 
     def label_set(self) -> str:
         return f"dict {self.charset.source}"
+
+    def class_map(self, path: str):  # rows follow characters: the weights' dict -> this run's
+        return weights_class_map(path, self.charset.chars, self.cfg.Global.pretrained_dict)
+
+    def checkpoint_parts(self) -> dict:
+        return {CLASS_NAMES: ClassNames(self.charset.chars, self.charset.source)}
 
     def build_dataset(self, split: str) -> RecDataset:  # "train" | "eval" | "heldout" (eval fonts only)
         section, g = self.cfg.Train if split == "train" else self.cfg.Eval, self.cfg.Global

@@ -31,9 +31,10 @@ import paddle
 
 from ..checkpoint import format as ckpt
 from ..checkpoint.compare import check_compatible, optimizer_changes
-from ..checkpoint.state import RNG, PortableOptimizer, collect_state, restore_state
+from ..checkpoint.state import RNG, collect_state, restore_state
 from .accumulate import GradAccumulator
 from .amp import Amp
+from .optim import PortableOptimizer
 from ..data import DataError
 from ..runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
 from ..checkpoint.finite import FLOAT_DTYPES, first_nonfinite
@@ -208,7 +209,8 @@ class Trainer:
                  lr_scheduler=None, amp: Amp | None = None, accumulator: GradAccumulator | None = None,
                  ema=None, callbacks: list | tuple = (), output_dir: str | None = None, eval_fn: Callable | None = None,
                  dist_info: DistInfo | None = None, batch_size_fn: Callable = default_batch_size, config: Any = None,
-                 timer=None, scalar_writer=None, options: TrainerOptions | None = None):
+                 timer=None, scalar_writer=None, options: TrainerOptions | None = None,
+                 state_objects: dict | None = None):
         self.model, self.optimizer, self.train_step, self.train_loader = model, optimizer, train_step, train_loader
         self.lr_scheduler, self.ema, self.callbacks = lr_scheduler, ema, list(callbacks)
         self.amp = amp or Amp()
@@ -218,6 +220,7 @@ class Trainer:
         self.eval_fn, self.info = eval_fn, dist_info or DistInfo()
         self.batch_size_fn, self.config, self.scalar_writer, self.timer = batch_size_fn, config, scalar_writer, timer
         self.best = BestMetric(o.main_metric)
+        self.state_objects = dict(state_objects or {})  # the caller's parts of every checkpoint (optional on resume)
         self.eval_history: list[dict] = []  # one row per evaluation: global_step, epoch, metrics
         # progress
         self.epoch = 0                 # current epoch (0-based)
@@ -281,7 +284,7 @@ class Trainer:
         (state_dict / set_state_dict). Absent parts (no EMA, no LR scheduler) are left out."""
         objects = {"model": unwrap(self.model), "optimizer": PortableOptimizer(self.optimizer),
                    "amp": self.amp, "accumulator": self.accumulator, "lr": self.lr_scheduler, "ema": self.ema,
-                   "best": self.best, "callbacks": _Callbacks(self.callbacks), "rng": RNG}
+                   "best": self.best, "callbacks": _Callbacks(self.callbacks), "rng": RNG, **self.state_objects}
         return {k: v for k, v in objects.items() if v is not None}
 
     def state_dict(self) -> dict:
@@ -301,6 +304,9 @@ class Trainer:
             current_cfg = to_dict(self.config)
         check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
         objects = self.checkpoint_objects()
+        for name in self.state_objects:  # checkpoints written before the caller added a part lack it
+            if state.get(name) is None:
+                objects.pop(name, None)
         rng = objects.pop("rng")  # restored last: loading the others must not move the RNG streams
         changed = optimizer_changes(state, current_cfg)
         renamed = any(c.startswith("Optimizer.name:") for c in changed)
@@ -465,7 +471,7 @@ class Trainer:
             sampler.skip_next(skip)
         elif skip:
             raise RuntimeError("mid-epoch resume needs a batch sampler with skip_next() "
-                               "(use paddle_recipes.runtime.distributed.build_batch_sampler)")
+                               "(use paddle_recipes.data.reproducible.build_batch_sampler)")
         try:
             n_batches = len(loader)
         except TypeError:

@@ -14,7 +14,7 @@ __all__ = ["bbox_compose", "AlbumentationsAdapter"]
 def bbox_compose(transforms: list, format: str = "pascal_voc", seed: int | None = None,
                  min_visibility: float = 0.0, label_field: str = "labels"):
     """``A.Compose`` with bbox support (``format`` "pascal_voc" = x1,y1,x2,y2 px; "coco" = x,y,w,h px)."""
-    import albumentations as A
+    import albumentations as A  # optional dependency (extra aug): callers check it first (import_albumentations)
 
     if format not in ("pascal_voc", "coco"):
         raise ValueError(f"bbox format must be 'pascal_voc' or 'coco', got {format!r}")

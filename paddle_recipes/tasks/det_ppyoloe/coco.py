@@ -35,8 +35,11 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from paddle_recipes import import_albumentations
 from paddle_recipes.data import ImageError, read_image
 from paddle_recipes.data.images import image_file_size
+
+from .augment import AlbumentationsAdapter, bbox_compose
 
 logger = logging.getLogger("paddle_recipes.det")
 
@@ -212,15 +215,9 @@ def build_train_augment(hflip: float = 0.5, color: float = 0.5, affine: float = 
 
     Horizontal flip, brightness/contrast + HSV jitter, random scale (0.75-1.25) / translate (10 %).
     Boxes are pascal_voc pixels; boxes less than ``min_visibility`` visible after the affine are
-    dropped. Returns None (no augmentation, with a warning) if albumentations is not installed.
+    dropped. Without albumentations (the ``aug`` extra): a MissingDependencyError naming Train.augment.
     """
-    try:
-        import albumentations as A
-    except ImportError:  # optional dependency
-        logger.warning("albumentations not installed; training without augmentation")
-        return None
-    from .augment import AlbumentationsAdapter, bbox_compose
-
+    A = import_albumentations("Train.augment")
     compose = bbox_compose([
         A.HorizontalFlip(p=hflip),
         A.RandomBrightnessContrast(p=color),
