@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from paddle_recipes.config import ConfigError, OverrideNote, suggest_name
 
 from .translate import TranslationReport, Translator, canonical
+from paddle_recipes.config import field_types
 
 
 
@@ -97,8 +98,6 @@ DEVICE_SWITCHES = ("use_xpu", "use_npu", "use_mlu", "use_gcu", "use_tensorboard"
 AMP_KEYS = {"use_amp": "enable", "amp_level": "level", "scale_loss": "init_loss_scaling",
             "use_dynamic_loss_scaling": "use_dynamic_loss_scaling", "amp_dtype": "dtype",
             "amp_custom_black_list": "custom_black_list", "amp_custom_white_list": "custom_white_list"}
-
-
 
 def is_paddleocr_config(data: Any) -> bool:
     """True when `data` (a loaded YAML) is a PaddleOCR config: it has a PostProcess or Metric section, an
@@ -437,7 +436,6 @@ class PaddleOCRTranslator(Translator):
             self.approx("Optimizer.lr.warmup_epoch", "after warmup the schedule spans the remaining steps; "
                         "PaddleOCR restarts it with the full length")
 
-
     def loader(self, split: str, lo: Any, bs_from: Optional[str]) -> None:
         p = f"{split}.loader"
         lo = self.check_keys(lo, ("shuffle", "batch_size_per_card", "drop_last", "num_workers", "use_shared_memory",
@@ -458,14 +456,11 @@ class PaddleOCRTranslator(Translator):
         if bs_from is not None and "batch_size_per_card" not in self.ours.get(split, {}).get("loader", {}):
             self.put(f"{p}.batch_size_per_card", self.src["Train"]["sampler"]["first_bs"])
 
-
-
 def schema_has(schema: type, path: str) -> bool:
     """True when the dotted `path` is a key of dataclass `schema` (Optional sections looked through)."""
     import dataclasses
     import typing
 
-    from paddle_recipes.config import field_types
 
     tp: Any = schema
     for key in path.split("."):

@@ -46,6 +46,7 @@ import yaml
 
 from ..config import ConfigError, bounded_repr, bounded_text, load_yaml, yaml_error_line
 from ..data.files import check_size, read_bounded, regular_file_size
+from ..checkpoint.serialization import WeightsFileError, load_plain
 
 __all__ = ["InferenceFormatError", "InferenceFiles", "ParamUse", "Program", "find_inference_files", "param_role",
            "read_program", "read_pdiparams", "read_params_info", "read_inference_yml", "is_inference_model",
@@ -91,7 +92,6 @@ def capped(path: Path, kind: str, what: str, read=read_bounded):
     return read(path, cap, InferenceFormatError, what=what, hint=f"{cap / MiB:g} MiB; ${CAP_ENV} sets another cap "
                                                                  "in MiB")
 
-
 class InferenceFormatError(ValueError):
     """A missing, truncated or malformed inference file (one line naming the file)."""
 
@@ -107,7 +107,6 @@ class InferenceFiles:
     def format(self) -> str:
         return "pir" if self.model.suffix == ".json" else "legacy"
 
-
 # (op, input slot) -> role: the same role in a legacy program (slots by name) and a PIR one (slots by position).
 # A PIR conv / linear bias reaches its add through a reshape (a parameter-only op: see _Flow).
 _ROLES = {("elementwise_add", "Y"): "add", ("add", "1"): "add", ("elementwise_add", "X"): "add.x",
@@ -120,7 +119,6 @@ _ROLES = {("elementwise_add", "Y"): "add", ("add", "1"): "add", ("elementwise_ad
           ("batch_norm", "Bias"): "bn.bias", ("batch_norm", "1"): "bn.mean", ("batch_norm", "2"): "bn.var",
           ("batch_norm", "3"): "bn.scale", ("batch_norm", "4"): "bn.bias", ("layer_norm", "Scale"): "ln.scale",
           ("layer_norm", "Bias"): "ln.bias", ("layer_norm", "1"): "ln.scale", ("layer_norm", "2"): "ln.bias"}
-
 
 _SHAPE_OPS = {"shape", "shape64"}
 
@@ -165,7 +163,6 @@ class Program:
         """Parameter names by their first use (level, op index, role); unused ones last, sorted."""
         used = sorted((u[0].level, u[0].index, u[0].role, n) for n, u in self.uses.items() if u)
         return [k[-1] for k in used] + sorted(n for n in self.params if not self.uses.get(n))
-
 
 def _digest(*parts) -> str:
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
@@ -226,7 +223,6 @@ class _Flow:
         for name, use in reversed(found):
             self.prog.uses[name].append(use)
 
-
 def is_inference_model(path: str | os.PathLike) -> bool:
     """True when ``path`` looks like an inference model: a folder holding ``inference.{json|pdmodel|pdiparams}``,
     a prefix ``p`` with ``p.json`` / ``p.pdmodel`` / ``p.pdiparams``, or one of those files (what PaddleOCR /
@@ -275,7 +271,6 @@ def read_program(files: InferenceFiles) -> Program:
         raise InferenceFormatError(f"{files.model}: not a readable {files.format} inference program "
                                    f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
 
-
 def _read_legacy(path: Path, data: bytes) -> Program:
     from paddle.base.proto import framework_pb2 as fpb
 
@@ -304,7 +299,6 @@ def _read_legacy(path: Path, data: bytes) -> Program:
 
 _PIR_DTYPES = {"f32": "FP32", "f16": "FP16", "bf16": "BF16", "f64": "FP64", "i8": "INT8", "ui8": "UINT8",
                "i16": "INT16", "i32": "INT32", "i64": "INT64", "b": "BOOL"}
-
 
 def _read_pir(path: Path, data: bytes) -> Program:
     doc = json.loads(data.decode("utf-8"))
@@ -338,7 +332,6 @@ def _read_pir(path: Path, data: bytes) -> Program:
 _NP_DTYPES = {"BOOL": np.bool_, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FP16": np.float16,
               "FP32": np.float32, "FP64": np.float64, "UINT8": np.uint8, "INT8": np.int8, "BF16": np.uint16,
               "COMPLEX64": np.complex64, "COMPLEX128": np.complex128}
-
 
 class _Cursor:
     """Reads an open binary file of ``size`` bytes front to back; every take is checked against the bytes left
@@ -380,7 +373,6 @@ class _Cursor:
     def unpack(self, fmt: str, what: str):
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
-
 def read_pdiparams(path: str | os.PathLike, names: Sequence[str],
                    shapes: Optional[Dict[str, Tuple[int, ...]]] = None) -> Dict[str, np.ndarray]:
     """The tensors of a combined ``.pdiparams`` file, named by ``names`` in stored (sorted) order, as numpy
@@ -394,7 +386,6 @@ def read_pdiparams(path: str | os.PathLike, names: Sequence[str],
     size = regular_file_size(path, InferenceFormatError, "inference weights file")  # a FIFO is refused, not opened
     with open(path, "rb") as f:
         return _read_tensors(_Cursor(path, f, size), names, shapes or {})
-
 
 def check_inference_files(path: str | os.PathLike) -> InferenceFiles:
     """The inference model at ``path`` checked as the importer reads it (find_inference_files, read_program,
@@ -469,7 +460,6 @@ def read_params_info(path: Optional[Path]) -> Optional[Dict[str, str]]:
     restricted unpickler (serialization.load_plain): no pickle globals beyond plain python and numpy."""
     if path is None:
         return None
-    from ..checkpoint.serialization import WeightsFileError, load_plain
 
     capped(path, "info", ".pdiparams.info", read=check_size)  # before a byte is unpickled
     try:

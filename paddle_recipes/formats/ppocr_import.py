@@ -40,6 +40,8 @@ from ..nn.reparam import fused_copy
 from ..config import bounded_repr, bounded_text
 from .inference_files import (InferenceFormatError, Program, find_inference_files, read_inference_yml,
                               read_params_info, read_pdiparams, read_program)
+from ..export import export_model
+from ..runtime.distributed import unwrap
 
 _LOG = logging.getLogger("paddle_recipes.weights.pretrained")
 
@@ -86,7 +88,6 @@ class ImportReport:
                 f"imported {len(self.loaded)} tensors, un-fused {len(self.unfused_blocks)} rep blocks "
                 f"({len(self.unfused)} branch tensors), fresh {len(self.fresh)} (not in inference files: "
                 f"{_groups(self.fresh)}){cls}; {self.total} tensors in all")
-
 
 class ArchitectureMismatch(InferenceFormatError):
     """The files hold another network than the config builds (a tensor without a counterpart in ours)."""
@@ -155,12 +156,9 @@ def _plain_trace(net: paddle.nn.Layer):
             else:
                 setattr(fn, attr, old)
 
-
 def _our_program(fused: paddle.nn.Layer, deploy: Deploy, plain: bool = True) -> Tuple[Program, Dict[str, str]]:
     """Our fused model exported to a temporary PIR program (compared by role with either format); returns it
     and {program name: our state_dict key}. ``plain``: trace without dy2static's AST conversion (_plain_trace)."""
-    from ..export import export_model
-
     net, spec = deploy(fused)
     with tempfile.TemporaryDirectory(prefix="ppocr_import_") as tmp:
         with (_plain_trace(net) if plain else contextlib.nullcontext()):
@@ -249,8 +247,6 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
     the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt"). ``remap``: applied to the file's
     tensors (by our keys) before they are loaded: the class rows follow characters (weights.dict_remap).
     Raises InferenceFormatError (one line)."""
-    from ..runtime.distributed import unwrap
-
     log = logger or _LOG
     target = unwrap(model)
     if reinit_prefixes is None:

@@ -27,6 +27,7 @@ from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import is_ppdet_checkpoint, 
 from paddle_recipes.tasks.det_ppyoloe.predict_export import draw_predictions, same_detections, write_deploy_files
 from paddle_recipes.tasks.det_ppyoloe.evaluate import evaluate_detector
 from paddle_recipes.tasks.det_ppyoloe.synth import make_shapes_dataset
+from paddle_recipes.export import fuse_conv_bn
 
 
 class DetPPYOLOE(Recipe):
@@ -112,8 +113,6 @@ class DetPPYOLOE(Recipe):
 
     def deploy_model(self, model):
         """RepVGG re-parameterisation, TensorRT-friendly upsampling, optional conv-BN folding."""
-        from paddle_recipes.export import fuse_conv_bn
-
         fused = model.reparameterize()
         model.neck.upsample.mode = self.cfg.Export.upsample
         return (fuse_conv_bn(model) if self.cfg.Export.fold_bn else model), {"repvgg_fused": fused}
@@ -141,7 +140,6 @@ class DetPPYOLOE(Recipe):
         if self.info.is_main:
             print(json.dumps({**report, "weights": src}))
         return report
-
 
 main, cli = DetPPYOLOE.main, DetPPYOLOE.cli
 

@@ -27,6 +27,9 @@ import paddle.distributed as dist
 
 from . import peers, stopping
 from ..nn.layers import BN_TYPES
+from .lifetime import set_parent_death_signal
+from .device_defaults import env_threads, apply_threads, usable_cores
+from ..config import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +52,11 @@ class DistInfo:
     def is_distributed(self) -> bool:
         return self.world_size > 1
 
-
 def _env_int(name: str, default: int) -> int:
     try:
         return int(os.environ.get(name, default))
     except ValueError:
         return default
-
 
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and paddle."""
@@ -89,7 +90,6 @@ def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> thre
     if _WATCHDOG is not None and _WATCHDOG.is_alive():
         return _WATCHDOG
     parent = os.getppid()
-    from .lifetime import set_parent_death_signal
 
     if _env_int("PADDLE_NNODES", 1) <= 1:  # the kernel's signal also reaches a rank the thread can't; on several
         set_parent_death_signal(signal.SIGTERM, parent)  # nodes the thread first tells the peers (peers.py) why
@@ -114,8 +114,6 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
 
     Without it every rank's OpenMP pool sizes itself to all cores, and N ranks oversubscribe the CPU.
     """
-    from .device_defaults import env_threads, apply_threads, usable_cores
-
     env = os.environ if env is None else env
     if env_threads(env) is not None:
         return None
@@ -149,8 +147,6 @@ def exit_distributed_run(exit_code: int = 0) -> None:
 
 def _set_device(device: str) -> None:
     """paddle.set_device; a device this paddle build or machine lacks is a ConfigError naming Global.device."""
-    from ..config import ConfigError
-
     if str(device).startswith("gpu") and not paddle.is_compiled_with_cuda():
         raise ConfigError(f"Global.device {device!r}: this paddle build has no CUDA (a CPU wheel); use "
                           "Global.device=cpu, or install paddlepaddle-gpu (README: GPU install)")
@@ -159,7 +155,6 @@ def _set_device(device: str) -> None:
     except (ValueError, RuntimeError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"Global.device {device!r} cannot be used here: {reason}") from None
-
 
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
     """Initialise the process group (if launched with >1 process), pick the device, seed.
@@ -221,7 +216,6 @@ def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
     BatchNorm1D/2D/3D and paddle.nn.BatchNorm (not a _BatchNormBase; PaddleOCR's DB head uses it)."""
     return [f"{name}.{stat}" for name, layer in unwrap(model).named_sublayers()
             if isinstance(layer, BN_TYPES) for stat in ("_mean", "_variance")]
-
 
 def bn_stats(model: paddle.nn.Layer, names: list[str] | None = None) -> list:
     """The BatchNorm running-statistics tensors of `model` (the entries bn_stat_names names, or `names` when the
@@ -305,7 +299,6 @@ def barrier() -> None:
     if dist.get_world_size() > 1:
         dist.barrier()
 
-
 def all_reduce_sum(value):
     """Sum of a number/tensor over ranks (identity on one process)."""
     if dist.get_world_size() <= 1:
@@ -339,7 +332,6 @@ class _StdoutHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, value) -> None:  # StreamHandler.__init__ assigns it; the current sys.stdout is always used
         pass
-
 
 def setup_logging(info: DistInfo | None = None, log_file: str | None = None, level=logging.INFO) -> logging.Logger:
     """Root logging: INFO on rank 0, WARNING on other ranks; optional file (rank 0 only)."""

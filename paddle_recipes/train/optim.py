@@ -15,6 +15,7 @@ from typing import Any
 import paddle
 
 from ..config import ConfigError, check_name
+from ..config import check_number
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
 SCHEDULES = ("constant", "cosine", "linear", "step", "piecewise")
@@ -52,8 +53,6 @@ class OptimizerConfig:
     lr_factors: list[float] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        from ..config import check_number
-
         check_name("Optimizer.name", self.name, OPTIMIZERS)
         check_name("Optimizer.schedule", self.schedule, SCHEDULES)
         check_number("Optimizer.lr", self.lr, low=0, low_open=True)
@@ -77,7 +76,6 @@ class OptimizerConfig:
             raise ConfigError(f"Optimizer.warmup_steps ({self.warmup_steps}) and Optimizer.warmup_epochs "
                               f"({self.warmup_epochs}) are the same setting: set one")
 
-
 def resolve_warmup(cfg: OptimizerConfig, steps_per_epoch: int) -> OptimizerConfig:
     """A copy of `cfg` with warmup_epochs / milestone_epochs turned into optimizer steps (round(epochs *
     steps_per_epoch)); `cfg` itself when neither is set."""
@@ -87,7 +85,6 @@ def resolve_warmup(cfg: OptimizerConfig, steps_per_epoch: int) -> OptimizerConfi
     return dataclasses.replace(cfg, warmup_steps=to_steps(cfg.warmup_epochs) if cfg.warmup_epochs else cfg.warmup_steps,
                                warmup_epochs=0.0, milestones=cfg.milestones or [to_steps(e) for e in cfg.milestone_epochs],
                                milestone_epochs=[])
-
 
 def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):
     """paddle LRScheduler for `total_steps` optimizer steps (warmup included)."""

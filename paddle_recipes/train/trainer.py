@@ -39,6 +39,8 @@ from ..data import DataError
 from ..runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
 from ..checkpoint.finite import FLOAT_DTYPES, first_nonfinite
 from ..checkpoint.rundir import OutputLock
+from ..config import to_dict
+from .meters import StepTimer
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +134,6 @@ class BestMetric:
     def set_state_dict(self, state: dict) -> None:
         self.value, self.metrics, self.epoch = state["value"], dict(state["metrics"]), state["epoch"]
 
-
 class EvalLog:
     """How an evaluation is written to the log, after the trainer's own `eval at epoch E, global_step S: ...`
     line. This default adds `best <main>: <value> (epoch E)`; formats.ppocr_logs.PPOCREvalLog writes PaddleOCR's
@@ -140,7 +141,6 @@ class EvalLog:
 
     def lines(self, metrics: dict, best: BestMetric) -> list[str]:
         return [] if best.value is None else [f"best {best.main}: {best.value} (epoch {best.epoch})"]
-
 
 class _Callbacks:
     """The callbacks' states in a checkpoint (a list, by position)."""
@@ -154,7 +154,6 @@ class _Callbacks:
     def set_state_dict(self, states: list) -> None:
         for cb, state in zip(self.callbacks, states):
             cb.set_state_dict(state)
-
 
 @dataclass
 class TrainerOptions:
@@ -192,7 +191,6 @@ class TrainerOptions:
         self.log_every = max(1, int(self.log_every))
         self.eval_batch_step = tuple(self.eval_batch_step or ())
         self.eval_log = self.eval_log or EvalLog()
-
 
 class Trainer:
     """Epoch/step loop with AMP, accumulation, EMA, LR schedule, logging, eval, checkpoints, resume.
@@ -291,16 +289,12 @@ class Trainer:
         progress = {"epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch, "global_step": self.global_step,
                     "samples_seen": self.samples_seen, "world_size": self.info.world_size}
         if self.config is not None:
-            from ..config import to_dict
-
             progress["config"] = to_dict(self.config)
         return {**collect_state(self.checkpoint_objects()), **progress}
 
     def load_state_dict(self, state: dict) -> None:
         current_cfg = None
         if self.config is not None:
-            from ..config import to_dict
-
             current_cfg = to_dict(self.config)
         check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
         objects = self.checkpoint_objects()
@@ -549,8 +543,6 @@ class Trainer:
             self.resume(resume_from)
         o = self.options
         if self.timer is None:
-            from .meters import StepTimer
-
             try:
                 total = len(self.train_loader) * o.epochs
                 if o.max_steps:

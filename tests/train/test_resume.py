@@ -146,3 +146,18 @@ def test_resume_source(tmp_path):
     save_checkpoint(tmp_path / "checkpoints", {"epoch": 1}, "step_1")
     assert resume_source("auto", tmp_path) == str(tmp_path / "checkpoints")
     assert resume_source("some/ckpt", tmp_path) == "some/ckpt"
+
+
+def test_empty_resume_over_a_checkpoint_warns(tmp_path, caplog):
+    """A job restarted by its launcher (--max_restart) without Global.resume=auto starts over: say so (issue 53)."""
+    from paddle_recipes.checkpoint.resume import resume_source
+
+    with caplog.at_level("WARNING", logger="paddle_recipes.checkpoint.format"):
+        assert resume_source("", tmp_path) is None
+    assert not caplog.records  # nothing saved: a fresh run is no news
+    save_checkpoint(tmp_path / "checkpoints", {"epoch": 1}, "step_1")
+    with caplog.at_level("WARNING", logger="paddle_recipes.checkpoint.format"):
+        assert resume_source("", tmp_path) is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Global.resume is empty: starting fresh although {tmp_path / 'checkpoints'} holds checkpoint step_1 (its "
+        "checkpoints will be replaced); a restarted job continues only with -o Global.resume=auto"]
