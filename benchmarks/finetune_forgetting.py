@@ -204,7 +204,8 @@ def score(root: Path, weak: dict, real: dict, released: dict, general: dict | No
 
 def new_rows_init(a, root: Path, out: Path) -> tuple:
     """--fit-new-rows: the released model in its released form with the run's dict (rows follow characters), the new
-    characters' CTC rows fitted alone (harness.new_chars.fit_new_rows) on the first --fit-lines weak train lines,
+    characters' CTC rows fitted alone (harness.new_chars.fit_new_rows) on the first --fit-lines weak train lines
+    and --fit-general general train lines (lines where no new character may win),
     saved to out/init_new_rows.pdparams: the run's init weights. Returns (file, the fit's record)."""
     import paddle
 
@@ -220,7 +221,7 @@ def new_rows_init(a, root: Path, out: Path) -> tuple:
     model = recipe.build_model()
     to_released_form(model)
     recipe.load_pretrained(model, str(model_dir))
-    lines = read_label_file(root / "weak/train")[:a.fit_lines]
+    lines = read_label_file(root / "weak/train")[:a.fit_lines] + read_label_file(root / "general/train")[:a.fit_general]
     record = fit_new_rows(model, recipe.charset.chars, new_chars_of(root), lines, steps=a.fit_new_rows)
     path = out / "init_new_rows.pdparams"
     paddle.save(model.state_dict(), str(path))
@@ -362,6 +363,7 @@ def main(argv=None):
                    help="run (new_chars): first fit the new characters' CTC rows alone for STEPS Adam steps on the "
                         "frozen released features of --fit-lines weak train lines (then train from those weights)")
     p.add_argument("--fit-lines", type=int, default=1000)
+    p.add_argument("--fit-general", type=int, default=0, help="run --fit-new-rows: general train lines fitted too")
     p.add_argument("--init-weights", default="", metavar="PDPARAMS",
                    help="run (new_chars): init weights whose rows are in the run's dict order (e.g. runs/F0/"
                         "init_new_rows.pdparams) instead of the released folder + Global.pretrained_dict")
