@@ -24,6 +24,7 @@ from paddle_recipes.recipe import Recipe
 from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
 from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
+from paddle_recipes.tasks.ocr.distill_pretrained import CtcDistill, distill_from_init
 from paddle_recipes.tasks.ocr.evaluate import predict_images
 from paddle_recipes.tasks.ocr.models import build_rec_model
 from paddle_recipes.tasks.ocr.ppocr_io import PaddleOCRExport, cur_metric
@@ -37,6 +38,7 @@ class OcrRec(PaddleOCRExport, Recipe):
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
     cur_metric = staticmethod(cur_metric)  # eval lines: cur metric, acc: .., norm_edit_dis: .., fps: ..
     config_translators = (paddleocr_rec_translator(RecConfig),)  # -c accepts PaddleOCR rec YAMLs (and -o their keys)
+    distill: CtcDistill | None = None  # Global.distill_pretrained (set by init_weights)
 
     @property
     def main_metric(self) -> str:  # Metric.main_indicator picks `best`
@@ -106,11 +108,15 @@ class OcrRec(PaddleOCRExport, Recipe):
     def build_model(self):
         return build_rec_model(self.cfg.Architecture, self.charset.num_classes, self.cfg.Global.image_shape[0])
 
+    def init_weights(self, model) -> None:  # Global.distill_pretrained: the teacher is the model as initialised
+        super().init_weights(model)
+        self.distill = distill_from_init(model, self.cfg.Global, self.charset, self.init_weights_source(), self.log)
+
     @cached_property
     def train_step(self):
-        step = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep
+        step, g = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep, self.cfg.Global
         return step(self.charset, self.train_set.stats, zero_infinity=self.cfg.Loss.zero_infinity,
-                    metric_every=self.cfg.Global.metric_every, image_shape=self.cfg.Global.image_shape)
+                    metric_every=g.metric_every, image_shape=g.image_shape, distill=self.distill)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])
