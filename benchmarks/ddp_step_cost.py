@@ -4,7 +4,7 @@
 
 Each rank prints one JSON line: CPU and wall seconds per step with DDP sync and under no_sync() (alternating
 blocks, so load drift hits both), the all-reduce of a gradient-sized tensor alone, and the math threads the
-rank runs with (set by paddle_recipes.distributed.setup to cores // ranks when OMP_NUM_THREADS is unset).
+rank runs with (set by paddle_recipes.runtime.distributed.setup to cores // ranks when OMP_NUM_THREADS is unset).
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ def main(argv=None) -> int:
     import numpy as np
     import paddle
 
-    from paddle_recipes import distributed as D
-    from paddle_recipes.tasks.ocr.losses import CTCLoss
-    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.runtime import distributed as D
+    from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
+    from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 
     info = D.setup(seed=0, device="cpu")
     m = build_rec_model({"Backbone": {"name": a.backbone, "scale": a.scale, "width_stride": 8},

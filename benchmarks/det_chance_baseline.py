@@ -17,8 +17,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from paddle_recipes.tasks.det.coco import load_coco  # noqa: E402
-from paddle_recipes.tasks.det.metrics import coco_evaluate  # noqa: E402
+from paddle_recipes.tasks.det_ppyoloe.coco import load_coco  # noqa: E402
+from paddle_recipes.tasks.det_ppyoloe.metrics import coco_evaluate  # noqa: E402
 
 
 def main(argv=None):

@@ -39,8 +39,8 @@ def build_both(size: str, num_classes: int, seed: int):
     from ppdet.modeling.layers import MultiClassNMS
     from ppdet.modeling.necks.custom_pan import CustomCSPPAN
 
-    from paddle_recipes.tasks.det.model import build_ppyoloe
-    from paddle_recipes.tasks.det.ppdet_weights import to_ppdet_state
+    from paddle_recipes.tasks.det_ppyoloe.model import build_ppyoloe
+    from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import to_ppdet_state
 
     paddle.seed(seed)
     ours = build_ppyoloe(size, num_classes)
@@ -67,9 +67,9 @@ def build_both(size: str, num_classes: int, seed: int):
 def batches(n: int, px: int, batch: int, data_root: Path):
     import numpy as np
 
-    from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, load_coco
-    from paddle_recipes.tasks.det.normalize import NORMALIZE_PRESETS, collate_kwargs
-    from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset
+    from paddle_recipes.tasks.det_ppyoloe.coco import CocoDetDataset, DetCollate, load_coco
+    from paddle_recipes.tasks.det_ppyoloe.normalize import NORMALIZE_PRESETS, collate_kwargs
+    from paddle_recipes.tasks.det_ppyoloe.synth import ShapesSpec, make_shapes_dataset
 
     paths = make_shapes_dataset(data_root, ShapesSpec(num_train=1, num_val=n))["val"]
     ds = CocoDetDataset(load_coco(**paths))
@@ -98,7 +98,7 @@ def main(argv=None) -> dict:
     import numpy as np
     import paddle
 
-    from paddle_recipes.tasks.det.postprocess import postprocess_batch
+    from paddle_recipes.tasks.det_ppyoloe.postprocess import postprocess_batch
 
     paddle.set_device("cpu")
     ours, theirs = build_both(a.size, a.classes, a.seed)

@@ -162,7 +162,7 @@ def race(args, src: Path) -> int:
 
     from benchmarks.harness import official_init as OI
     from benchmarks.harness.official_system import official_models
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.recipes.ocr_det import OcrDet
 
     rows = H.pick_rows([r for r in args.rows.split(",") if r])

@@ -20,7 +20,7 @@ available, repeats interleaved: ours, ppdet, ours, ppdet, ...):
 Our side: ``paddle_recipes.recipes.det_ppyoloe`` with a YAML written from the Setup (harness/det_worker.py).
 ppdet's side: ``ppdet.engine.Trainer`` on a ppdet-format YAML written from the same Setup
 (harness/ppdet_driver.py); nothing of PaddleDetection's configs or scripts is copied, nothing is downloaded.
-The data is our synthetic shapes set (``paddle_recipes.tasks.det.synth``), already COCO json + PNG, written
+The data is our synthetic shapes set (``paddle_recipes.tasks.det_ppyoloe.synth``), already COCO json + PNG, written
 under the work dir (default output/bench/, never committed) and read by both sides.
 
 Requirements: ``pip install --no-deps paddledet==2.6.0`` plus pycocotools (both already in this environment,
@@ -246,8 +246,8 @@ def main(argv=None) -> int:
     load = {"before": loadavg()}
     t0 = time.time()
 
-    from paddle_recipes.tasks.det.coco import load_coco
-    from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset
+    from paddle_recipes.tasks.det_ppyoloe.coco import load_coco
+    from paddle_recipes.tasks.det_ppyoloe.synth import ShapesSpec, make_shapes_dataset
 
     spec = (ShapesSpec(num_train=16, num_val=8, image_size=96, min_size=16, max_size=40, max_objects=3) if q else
             ShapesSpec(num_train=args.num_train, num_val=args.num_val, image_size=args.image_px))

@@ -104,7 +104,7 @@ def label_map(folder: Path) -> dict:
 
 
 def prep(a, root: Path):
-    from paddle_recipes.tasks.ocr.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
 
     model, keys = released_files()
     chars = CharDict.from_file(str(keys), use_space_char=True).chars

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     import numpy as np
     import paddle
 
-    from paddle_recipes.tasks.ocr.ppocr_losses import NRTRLoss
+    from paddle_recipes.tasks.ocr_rec.ppocr_losses import NRTRLoss
 
     rng = np.random.default_rng(0)
     lines = max(1, a.rows // 2)  # each line: one character + eos = 2 positions

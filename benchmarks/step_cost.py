@@ -32,10 +32,10 @@ def main(argv=None) -> int:
     import paddle
 
     from benchmarks.harness.flops import count_flops
-    from paddle_recipes.tasks.ocr.step import batch_accuracy
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.losses import CTCLoss
-    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.tasks.ocr_rec.step import batch_accuracy
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
+    from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 
     cs = CharDict.from_file(str(REPO / "datasets/ocr_rec/ch_hanzi_100.txt"))
     shape = [int(v) for v in a.image_shape.split(",")]

@@ -26,10 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from paddle_recipes.config import load_config  # noqa: E402
-from paddle_recipes.distributed import DistInfo  # noqa: E402
+from paddle_recipes.runtime.distributed import DistInfo  # noqa: E402
 from paddle_recipes.export import create_predictor, predict  # noqa: E402
 from paddle_recipes.recipes.ocr_cls import OcrCls  # noqa: E402
-from paddle_recipes.tasks.ocr.charset import CharDict  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.charset import CharDict  # noqa: E402
 from paddle_recipes.tasks.ocr_cls.config import ClsInput  # noqa: E402
 from paddle_recipes.tasks.ocr_cls.predict import classify_images  # noqa: E402
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset  # noqa: E402

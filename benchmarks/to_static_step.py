@@ -43,8 +43,8 @@ def rec_case(batch: int, rng, no_dropout: bool):
     import numpy as np
     import paddle
 
-    from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
-    from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss, nrtr_labels
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model
 
     arch = json.loads(json.dumps(REC_ARCH))
     lengths = rng.integers(4, MAX_LEN - 1, batch)
@@ -124,9 +124,9 @@ def main(argv=None) -> int:
     import numpy as np
     import paddle
 
-    from paddle_recipes.affine_kernel import use_affine_kernel
-    from paddle_recipes.depthwise_kernel import use_depthwise_kernel
-    from paddle_recipes.static_train import apply_to_static
+    from paddle_recipes.kernels.affine import use_affine_kernel
+    from paddle_recipes.kernels.depthwise import use_depthwise_kernel
+    from paddle_recipes.train.to_static import apply_to_static
 
     kernels = {"depthwise_kernel": use_depthwise_kernel, "affine_kernel": use_affine_kernel}  # in this order
     switches = [w.strip() for w in a.switch.split(",") if w.strip()]

@@ -24,7 +24,7 @@ from benchmarks.harness import cli  # noqa: E402
 from benchmarks.harness import tta as T  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import loadavg  # noqa: E402
-from paddle_recipes.lifetime import die_with_parent  # noqa: E402
+from paddle_recipes.runtime.lifetime import die_with_parent  # noqa: E402
 
 DICT = str(REPO / "datasets/ocr_rec/ch_hanzi_100.txt")
 

@@ -164,8 +164,8 @@ def model_gflops(yaml_path: str, overrides: dict, shape: list[int]) -> tuple[flo
     try:
         from paddle_recipes.config import load_config
         from paddle_recipes.recipes.ocr_rec import OcrRec
-        from paddle_recipes.tasks.ocr.charset import CharDict
-        from paddle_recipes.tasks.ocr.models import build_rec_model
+        from paddle_recipes.tasks.ocr_rec.charset import CharDict
+        from paddle_recipes.tasks.ocr_rec.models import build_rec_model
         from benchmarks.harness.flops import count_flops
 
         cfg = load_config(yaml_path, [f"{k}={v}" for k, v in overrides.items()], OcrRec.Config,

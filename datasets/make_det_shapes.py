@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset  # noqa: E402
+from paddle_recipes.tasks.det_ppyoloe.synth import ShapesSpec, make_shapes_dataset  # noqa: E402
 
 
 def main(argv=None):

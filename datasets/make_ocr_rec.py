@@ -8,7 +8,7 @@
 Writes <out>/{train,val,heldout}/label.txt + images/ + fonts.txt and <out>/<split>/lmdb (PaddleOCR
 formats) and a meta.json fingerprint; an up-to-date set is not rebuilt. train and val are rendered with
 the train fonts, heldout only with the eval fonts (datasets/fonts/FONTS.md). The recipe calls the same function
-(paddle_recipes.tasks.ocr.synth.build_dataset) when its synthetic data is missing.
+(paddle_recipes.tasks.ocr_rec.synth.build_dataset) when its synthetic data is missing.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ sys.path.insert(0, str(REPO))
 
 from paddle_recipes.assets import resolve_path  # noqa: E402
 from paddle_recipes.config import load_config  # noqa: E402
-from paddle_recipes.tasks.ocr.charset import CharDict  # noqa: E402
-from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.charset import CharDict  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, build_dataset  # noqa: E402
 
 
 def main(argv=None):

@@ -27,8 +27,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from paddle_recipes.tasks.ocr.fonts import font_available, fonts_for, missing_chars  # noqa: E402
-from paddle_recipes.tasks.ocr.textgen import DIGITS, LATIN, TextSampler, load_char_freq  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.fonts import font_available, fonts_for, missing_chars  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.textgen import DIGITS, LATIN, TextSampler, load_char_freq  # noqa: E402
 
 PAGE_W, PAGE_H = 800, 600
 CHARS_FILE = Path(__file__).resolve().parent / "ocr_rec" / "ch_common_3000.txt"

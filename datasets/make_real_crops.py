@@ -78,7 +78,7 @@ def contact_sheets(rows: List[tuple], out: Path, per_sheet: int = 24, width: int
     """PNG sheets of (image path, name, label): each crop (shrunk to ``width`` if wider), its name and label below."""
     from PIL import Image, ImageDraw, ImageFont
 
-    from paddle_recipes.tasks.ocr.fonts import FONTS
+    from paddle_recipes.tasks.ocr_rec.fonts import FONTS
 
     font = ImageFont.truetype(FONTS[0].path(), 26, index=FONTS[0].index)
     out.mkdir(parents=True, exist_ok=True)

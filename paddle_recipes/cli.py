@@ -20,15 +20,15 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import distributed as dist_utils, peers
+from .runtime import distributed as dist_utils, peers
 from .assets import resolve_path
-from .checkpoint import CheckpointError
-from .rundir import OutputLock
+from .checkpoint.format import CheckpointError
+from .checkpoint.rundir import OutputLock
 from .config import (ConfigError, ConfigTranslator, OverrideNote, add_config_args, dump_config, flatten_opts,
                      load_config)
 from .data import DataError
-from .trainer import NonFiniteError
-from .serialization import WeightsFileError
+from .train.trainer import NonFiniteError
+from .checkpoint.serialization import WeightsFileError
 
 USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError,
                       dist_utils.PeerError)

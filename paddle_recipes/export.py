@@ -6,7 +6,7 @@
 
     fused = fuse_conv_bn(model)                  # eval-mode copy, Conv+BN folded into Conv
 
-INT8 post-training quantization lives with the task that uses it: paddle_recipes.tasks.nlp.ptq.
+INT8 post-training quantization lives with the task that uses it: paddle_recipes.tasks.ernie_multitask.ptq.
 
 TensorRT (GPU builds only): ``create_predictor(prefix, device="gpu", use_trt=True,
 trt=TrtConfig(precision="fp16", min_shapes=..., max_shapes=..., opt_shapes=...))``;

@@ -296,7 +296,7 @@ def det_loss_curve(arch: dict, steps: int = 4, nudge: bool = False, switch=None,
     import numpy as np
     import paddle
 
-    from paddle_recipes.static_train import apply_to_static
+    from paddle_recipes.train.to_static import apply_to_static
     from paddle_recipes.tasks.ocr_det.losses import DBLoss
     from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
 
@@ -327,9 +327,9 @@ def det_fit(out_dir: Path, arch: dict, **global_keys):
     import paddle
 
     from paddle_recipes.config import from_dict
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
-    from paddle_recipes.training import TrainingConfig, build_training
+    from paddle_recipes.train.build import TrainingConfig, build_training
 
     cfg = from_dict(TrainingConfig, {
         "Global": {"output_dir": str(out_dir), "epochs": 1, "log_every": 1, "seed": 0, "save_every_epochs": 0,

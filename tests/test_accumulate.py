@@ -3,8 +3,8 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.accumulate import GradAccumulator
-from paddle_recipes.amp import Amp
+from paddle_recipes.train.accumulate import GradAccumulator
+from paddle_recipes.train.amp import Amp
 
 
 def _model():

@@ -1,4 +1,4 @@
-"""Global.cpu_affine_kernel (paddle_recipes.affine_kernel): our scalar affine (LearnableAffineBlock) and channel
+"""Global.cpu_affine_kernel (paddle_recipes.kernels.affine): our scalar affine (LearnableAffineBlock) and channel
 bias (a conv's bias) ops give paddle's forward and input gradient bit for bit and its parameter gradients to
 float32 rounding; switching a PP-OCR network keeps its weights, names and first loss exactly and its training loss
 curve to the float noise floor; through build_training (with the depthwise kernel too) and to_static; jit.save
@@ -14,8 +14,8 @@ import paddle
 import pytest
 from conftest import SMALL_DET_ARCH, needs_cxx, rel_err, square_loss_grads
 
-from paddle_recipes import affine_kernel as ak
-from paddle_recipes import depthwise_kernel as dk
+from paddle_recipes.kernels import affine as ak
+from paddle_recipes.kernels import depthwise as dk
 from paddle_recipes.nn.layers import LearnableAffineBlock
 
 pytestmark = needs_cxx("cpu_affine_kernel")
@@ -210,7 +210,7 @@ def test_the_yaml_key_through_build_training_with_the_depthwise_kernel(tmp_path,
     lab_calls = _forward_calls(model_off, lambda m: isinstance(m, LearnableAffineBlock))
     bias_calls = _forward_calls(model_off, lambda m: isinstance(m, (paddle.nn.Conv2D, paddle.nn.Conv2DTranspose))
                                 and m.bias is not None)
-    with caplog.at_level("INFO", logger="paddle_recipes.training"):
+    with caplog.at_level("INFO", logger="paddle_recipes.train.build"):
         on, model = _train(tmp_path, True)
     labs = sum(isinstance(m, ak.AffineKernelLAB) for m in model.sublayers())
     depthwise_with_bias = [m for m in model.sublayers() if isinstance(m, ak.BiasKernelDepthwiseConv2D)]

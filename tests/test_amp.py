@@ -5,7 +5,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.amp import Amp, AmpConfig, DynamicLossScaler, any_nonfinite, unscale_and_check
+from paddle_recipes.train.amp import Amp, AmpConfig, DynamicLossScaler, any_nonfinite, unscale_and_check
 
 
 def _setup(lr=0.1):

@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.harness import metrics, report  # noqa: E402
 from benchmarks.harness.published import EPOCH_SIZES, LABEL  # noqa: E402
 from benchmarks.harness.rows import ocr_rows  # noqa: E402
-from paddle_recipes.meters import StepTimer  # noqa: E402
+from paddle_recipes.train.meters import StepTimer  # noqa: E402
 
 
 class FakeClock:
@@ -74,7 +74,7 @@ def test_time_to_target_uses_train_time_of_first_hit():
 
 
 def test_amp_only_row_is_not_a_speedup_where_amp_is_off():
-    from paddle_recipes.amp import Amp, AmpConfig
+    from paddle_recipes.train.amp import Amp, AmpConfig
 
     amp = Amp(AmpConfig(enable=True))
     if amp.in_effect:

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import paddle
 
-from paddle_recipes.bn_calibration import calibrate_at_start
+from paddle_recipes.weights.bn_calibration import calibrate_at_start
 from paddle_recipes.nn.reparam import PASSTHROUGH_FLAG, passthrough_bns
 
 

@@ -5,12 +5,12 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes import distributed as dist_utils
-from paddle_recipes.accumulate import GradAccumulator
-from paddle_recipes.amp import Amp, AmpConfig
-from paddle_recipes.distill import DistillCallback, DistillLoss, LinearT, make_distill_step
-from paddle_recipes.reproducible import SeededDataset
-from paddle_recipes.trainer import Trainer, TrainerOptions
+from paddle_recipes.runtime import distributed as dist_utils
+from paddle_recipes.train.accumulate import GradAccumulator
+from paddle_recipes.train.amp import Amp, AmpConfig
+from paddle_recipes.train.distill import DistillCallback, DistillLoss, LinearT, make_distill_step
+from paddle_recipes.data.reproducible import SeededDataset
+from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 
 class Blobs(paddle.io.Dataset):

@@ -115,7 +115,7 @@ def test_config_translators_supply_the_base_then_overrides_apply(tmp_path):
 
 
 def test_override_into_a_mapping_or_name_field():
-    from paddle_recipes.tasks.det.config import DetConfig
+    from paddle_recipes.tasks.det_ppyoloe.config import DetConfig
 
     cfg = load_config(None, ["Architecture.normalize=ppyoloe_plus"], DetConfig)
     assert (cfg.Architecture.normalize.mean, cfg.Architecture.normalize.std) == ([0.0] * 3, [1.0] * 3)
@@ -168,7 +168,7 @@ def test_a_later_override_wins_and_each_replacement_is_one_note(tmp_path):
 def test_override_notes_are_logged_at_info_in_the_run_log(tmp_path):
     """What run_recipe writes to <output_dir>/<mode>.log: one INFO line per replaced value."""
     from paddle_recipes.cli import run_recipe
-    from paddle_recipes.tasks.ocr.config import RecConfig
+    from paddle_recipes.tasks.ocr_rec.config import RecConfig
 
     cfg = REPO_CONFIGS / "ocr_rec_smoke.yml"
     out = tmp_path / "out"

@@ -21,7 +21,7 @@ from paddle_recipes.compat.ppdet import ppdet_config_translator
 from paddle_recipes.config import ConfigError, OverrideNote, load_config, load_yaml
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.det.config import DetConfig
+from paddle_recipes.tasks.det_ppyoloe.config import DetConfig
 
 REPO = Path(__file__).resolve().parents[1]
 DET = REPO / "tests" / "fixtures" / "paddleocr_det_configs"

@@ -15,7 +15,7 @@ from PIL import Image
 from conftest import run_launch
 from paddle_recipes.cli import quiet_known_warnings
 from paddle_recipes.data import image_pixels
-from paddle_recipes.pretrained import load_pretrained
+from paddle_recipes.weights.pretrained import load_pretrained
 
 RECIPE = "recipes/ocr_rec.py"
 SMOKE = "recipes/configs/ocr_rec_smoke.yml"

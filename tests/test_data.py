@@ -11,7 +11,7 @@ import pytest
 from paddle_recipes.data import (LabelFileDataset, LabelFileError, LmdbDataset, LmdbFormatError, LoaderConfig,
                                  build_loader, read_label_file, write_lmdb)
 from paddle_recipes.data import loader as D
-from paddle_recipes.tasks.det.augment import AlbumentationsAdapter, bbox_compose
+from paddle_recipes.tasks.det_ppyoloe.augment import AlbumentationsAdapter, bbox_compose
 
 
 # ------------------------------------------------------------------ label files

@@ -19,9 +19,9 @@ WORKER = '''
 import json, sys
 import numpy as np, paddle
 sys.path.insert(0, {repo!r})
-from paddle_recipes.distributed import average_bn_stats, setup, wrap_model, unwrap
-from paddle_recipes.ema import ModelEMA
-from paddle_recipes.trainer import Callback, Trainer, TrainerOptions
+from paddle_recipes.runtime.distributed import average_bn_stats, setup, wrap_model, unwrap
+from paddle_recipes.train.ema import ModelEMA
+from paddle_recipes.train.trainer import Callback, Trainer, TrainerOptions
 
 out = sys.argv[1]
 info = setup(seed=0, device="cpu")
@@ -88,7 +88,7 @@ def test_ranks_evaluate_and_save_the_mean_of_their_bn_statistics(tmp_path, launc
     # them and the checkpoints hold them
     assert len(r0["own"]) == 4 and r0["own"] == r1["own"] and r0["own"][0] != r0["own"][-1]
     assert len(r0["seen"]) == 1 and r0["seen"] == r1["seen"] == [r0["own"][-1]] and r0["final"] == r0["own"][-1]
-    from paddle_recipes import checkpoint as ckpt
+    from paddle_recipes.checkpoint import format as ckpt
 
     for where in (out / "checkpoints" / "best", out / "checkpoints"):  # best, and the root: the latest
         saved = ckpt.load_checkpoint(where)["model"]

@@ -1,4 +1,4 @@
-"""Global.cpu_depthwise_kernel (paddle_recipes.depthwise_kernel): our compiled depthwise conv equals paddle's
+"""Global.cpu_depthwise_kernel (paddle_recipes.kernels.depthwise): our compiled depthwise conv equals paddle's
 (output and both gradients) over strides, paddings, kernel shapes and a bias; switching a PP-OCR network keeps its
 weights and names, its eval forward bit for bit, and its training loss curve to float tolerance; through
 build_training with to_static too; jit.save never holds the custom op; a failed build is one line.
@@ -20,10 +20,10 @@ import pytest
 from conftest import SMALL_DET_ARCH, needs_cxx, rel_err, square_loss_grads
 from conftest import RandomImages as Pages
 
-from paddle_recipes import depthwise_kernel as dk
+from paddle_recipes.kernels import depthwise as dk
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
-from paddle_recipes.training import TrainingConfig, build_training
+from paddle_recipes.runtime.distributed import DistInfo
+from paddle_recipes.train.build import TrainingConfig, build_training
 
 pytestmark = needs_cxx("cpu_depthwise_kernel")
 DET_ARCH = SMALL_DET_ARCH
@@ -146,7 +146,7 @@ def test_the_yaml_key_through_build_training(tmp_path, caplog, kernel_calls):
     calls = kernel_calls
     off, _ = _train(tmp_path, False)
     assert not calls
-    with caplog.at_level("INFO", logger="paddle_recipes.training"):
+    with caplog.at_level("INFO", logger="paddle_recipes.train.build"):
         on, model = _train(tmp_path, True)
     switched = sum(isinstance(m, dk.DepthwiseKernelConv2D) for m in model.sublayers())
     assert switched > 20 and len(on) == len(off) == 4 and len(calls) == 4 * switched

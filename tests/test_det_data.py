@@ -6,10 +6,10 @@ import cv2
 import numpy as np
 import pytest
 
-from paddle_recipes.tasks.det.coco import (CocoDetDataset, DetCollate, DetDataError, build_train_augment,
-                                           load_coco)
-from paddle_recipes.tasks.det.metrics import coco_evaluate
-from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset
+from paddle_recipes.tasks.det_ppyoloe.coco import (CocoDetDataset, DetCollate, DetDataError, build_train_augment,
+                                                   load_coco)
+from paddle_recipes.tasks.det_ppyoloe.metrics import coco_evaluate
+from paddle_recipes.tasks.det_ppyoloe.synth import ShapesSpec, make_shapes_dataset
 
 
 def _write_images(d, names, size=(64, 80)):
@@ -154,7 +154,7 @@ def test_coco_evaluate_perfect_and_degraded(tmp_path):
 def test_draw_detections_handles_boxes_past_the_border(tmp_path):
     from PIL import Image
 
-    from paddle_recipes.tasks.det.visualize import draw_detections
+    from paddle_recipes.tasks.det_ppyoloe.visualize import draw_detections
 
     img = np.zeros((40, 50, 3), np.uint8)
     det = np.array([[0, 0.9, -5, -8, 20, 30], [1, 0.8, 30, 5, 70, 60], [2, 0.1, 1, 1, 5, 5]], np.float32)

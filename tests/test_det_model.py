@@ -5,12 +5,12 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.tasks.det.assigner import TaskAlignedAssigner, box_iou_pairwise
-from paddle_recipes.tasks.det.backbone import RepVggBlock
-from paddle_recipes.tasks.det.losses import (bbox_to_distance, distribution_focal_loss, giou, giou_loss,
-                                             varifocal_loss)
-from paddle_recipes.tasks.det.model import SIZES, build_ppyoloe
-from paddle_recipes.tasks.det.postprocess import multiclass_nms, nms
+from paddle_recipes.tasks.det_ppyoloe.assigner import TaskAlignedAssigner, box_iou_pairwise
+from paddle_recipes.tasks.det_ppyoloe.backbone import RepVggBlock
+from paddle_recipes.tasks.det_ppyoloe.losses import (bbox_to_distance, distribution_focal_loss, giou, giou_loss,
+                                                     varifocal_loss)
+from paddle_recipes.tasks.det_ppyoloe.model import SIZES, build_ppyoloe
+from paddle_recipes.tasks.det_ppyoloe.postprocess import multiclass_nms, nms
 
 T = paddle.to_tensor
 

@@ -10,10 +10,10 @@ import paddle
 import paddle.nn.functional as F
 import pytest
 
-from paddle_recipes.checkpoint import CheckpointError
-from paddle_recipes.tasks.det.model import build_ppyoloe
-from paddle_recipes.tasks.det.ppdet_weights import (convert_ppdet_state, is_ppdet_checkpoint, load_ppdet_weights,
-                                                    map_name, spp_index_of)
+from paddle_recipes.checkpoint.format import CheckpointError
+from paddle_recipes.tasks.det_ppyoloe.model import build_ppyoloe
+from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import (convert_ppdet_state, is_ppdet_checkpoint,
+                                                            load_ppdet_weights, map_name, spp_index_of)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MANIFEST_PLUS_S = FIXTURES / "ppdet_manifests" / "ppyoloe_plus_crn_s_80e.json"
@@ -186,7 +186,7 @@ def test_outputs_equal_paddledet_own_model(plus_state):
     np.testing.assert_allclose(boxes[order], ref_boxes, atol=1e-3)
     np.testing.assert_allclose(sc[order], ref_scores, atol=1e-5)
     # the way out: our weights under ppdet's names load into ppdet's model (alpha = 1) with the same outputs
-    from paddle_recipes.tasks.det.ppdet_weights import to_ppdet_state
+    from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import to_ppdet_state
 
     out_state = to_ppdet_state(ours)
     assert set(out_state) == set(ref.state_dict())
@@ -227,7 +227,7 @@ def test_ppdet_yaml_base_merge_semantics(tmp_path):
 def test_ppdet_yaml_translates_to_a_valid_det_config(caplog):
     from paddle_recipes.compat.ppdet import import_ppdet_config, is_ppdet_config
     from paddle_recipes.config import from_dict
-    from paddle_recipes.tasks.det.config import DetConfig
+    from paddle_recipes.tasks.det_ppyoloe.config import DetConfig
 
     assert is_ppdet_config(PPDET_CFG / "ppyoloe_plus_crn_s_80e_coco.yml")
     assert not is_ppdet_config(Path(__file__).parents[1] / "recipes" / "configs" / "det_ppyoloe_s.yml")
@@ -300,8 +300,8 @@ def test_ppdet_yaml_bad_includes_name_the_file(tmp_path):
 
 # ----------------------------------------------------------------------------- normalisation + deploy layout
 def test_detcollate_normalisation_presets():
-    from paddle_recipes.tasks.det.coco import DetCollate
-    from paddle_recipes.tasks.det.normalize import NORMALIZE_PRESETS, collate_kwargs
+    from paddle_recipes.tasks.det_ppyoloe.coco import DetCollate
+    from paddle_recipes.tasks.det_ppyoloe.normalize import NORMALIZE_PRESETS, collate_kwargs
 
     img = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
     sample = {"image": img, "gt_bbox": np.zeros((0, 4), np.float32), "gt_class": np.zeros(0, np.int64),
@@ -332,9 +332,9 @@ def test_ppdet_deploy_layout_and_inference_parity(tmp_path):
     import yaml
 
     from paddle_recipes.export import create_predictor
-    from paddle_recipes.tasks.det.deploy import export_ppdet_deploy, preprocess_like_deploy
-    from paddle_recipes.tasks.det.normalize import NORMALIZE_PRESETS
-    from paddle_recipes.tasks.det.postprocess import postprocess_batch
+    from paddle_recipes.tasks.det_ppyoloe.deploy import export_ppdet_deploy, preprocess_like_deploy
+    from paddle_recipes.tasks.det_ppyoloe.normalize import NORMALIZE_PRESETS
+    from paddle_recipes.tasks.det_ppyoloe.postprocess import postprocess_batch
 
     model = _model_with_varied_scores()
     nms = {"score_threshold": 0.05, "nms_top_k": 1000, "keep_top_k": 50, "iou_threshold": 0.6}
@@ -381,7 +381,7 @@ def test_ppdet_deploy_layout_and_inference_parity(tmp_path):
 
 
 def test_the_way_out_round_trips_to_ppdet_names(tmp_path):
-    from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights, to_ppdet_state
+    from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import save_ppdet_weights, to_ppdet_state
 
     paddle.seed(3)
     model = build_ppyoloe("s", 80)
@@ -406,7 +406,7 @@ def test_the_way_out_round_trips_to_ppdet_names(tmp_path):
 def test_paddlex_layout_names(tmp_path):
     import yaml
 
-    from paddle_recipes.tasks.det.deploy import export_ppdet_deploy
+    from paddle_recipes.tasks.det_ppyoloe.deploy import export_ppdet_deploy
 
     model = _model_with_varied_scores()
     with pytest.raises(ValueError, match="needs model_name"):

@@ -20,9 +20,9 @@ import pytest
 from conftest import REPO_ROOT, run_python
 from test_det_ppdet import _model_with_varied_scores
 
-from paddle_recipes.tasks.det.deploy import export_ppdet_deploy
-from paddle_recipes.tasks.det.normalize import NORMALIZE_PRESETS
-from paddle_recipes.tasks.det.predict_export import detect_images
+from paddle_recipes.tasks.det_ppyoloe.deploy import export_ppdet_deploy
+from paddle_recipes.tasks.det_ppyoloe.normalize import NORMALIZE_PRESETS
+from paddle_recipes.tasks.det_ppyoloe.predict_export import detect_images
 
 NMS = {"score_threshold": 0.05, "nms_top_k": 1000, "keep_top_k": 300, "iou_threshold": 0.6}
 LABELS = ["rect", "ellipse", "triangle"]
@@ -63,7 +63,7 @@ def test_legacy_layout_files_and_ppdet_style_predictor(legacy_export):
     import paddle.inference as pi
     import yaml
 
-    from paddle_recipes.tasks.det.deploy import preprocess_like_deploy
+    from paddle_recipes.tasks.det_ppyoloe.deploy import preprocess_like_deploy
 
     d = legacy_export["dir"]
     assert sorted(p.name for p in d.iterdir()) == ["infer_cfg.yml", "model.pdiparams", "model.pdiparams.info",

@@ -6,7 +6,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.tasks.det.postprocess import multiclass_nms, postprocess_batch
+from paddle_recipes.tasks.det_ppyoloe.postprocess import multiclass_nms, postprocess_batch
 
 
 def _raw_outputs(seed: int, ties: bool, B: int = 2, L: int = 600, C: int = 20):

@@ -25,8 +25,8 @@ SMOKE_SET = {"num_train": 32, "num_val": 8, "image_size": 96, "min_size": 16, "m
 @pytest.fixture(scope="module")
 def fake_ppdet_ckpt(tmp_path_factory):
     """Random PP-YOLOE tiny weights (reg_max 8, 5 classes) saved under ppdet's names."""
-    from paddle_recipes.tasks.det.model import build_ppyoloe
-    from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights
+    from paddle_recipes.tasks.det_ppyoloe.model import build_ppyoloe
+    from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import save_ppdet_weights
 
     model = build_ppyoloe("tiny", 5, reg_max=8)
     path = save_ppdet_weights(model, tmp_path_factory.mktemp("ppdet") / "ppyoloe_plus_fake")
@@ -55,7 +55,7 @@ def test_finetune_from_ppdet_checkpoint_reinitialises_class_head(finetuned, fake
 
 
 def test_ppdet_yaml_trains_and_reports_once(tmp_path, finetuned):
-    from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset
+    from paddle_recipes.tasks.det_ppyoloe.synth import ShapesSpec, make_shapes_dataset
 
     paths = make_shapes_dataset(finetuned["data"], ShapesSpec(**SMOKE_SET))
     out = tmp_path / "run"
@@ -104,7 +104,7 @@ def test_export_ppdet_layout_with_inference_parity(finetuned):
 
 def test_ppyoloe_plus_finetune_preset_is_the_plus_family():
     from paddle_recipes.config import load_config
-    from paddle_recipes.tasks.det.config import DetConfig
+    from paddle_recipes.tasks.det_ppyoloe.config import DetConfig
 
     cfg = load_config(REPO_ROOT / "recipes" / "configs" / "det_ppyoloe_plus_s_finetune.yml", [], DetConfig)
     assert (cfg.Architecture.size, cfg.Architecture.reg_max) == ("s", 16)
@@ -116,9 +116,9 @@ def test_ppyoloe_plus_finetune_preset_is_the_plus_family():
 def test_eval_takes_a_ppdet_checkpoint_as_global_weights(finetuned, tmp_path):
     """--mode eval -o Global.weights=<ppdet-named .pdparams> scores exactly like our own checkpoint it was
     written from; a ppdet checkpoint of another class count is a one-line error (no random class head)."""
-    from paddle_recipes.checkpoint import load_weights
-    from paddle_recipes.tasks.det.model import build_ppyoloe
-    from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights
+    from paddle_recipes.weights.load import load_weights
+    from paddle_recipes.tasks.det_ppyoloe.model import build_ppyoloe
+    from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import save_ppdet_weights
 
     common = ["-c", SMOKE, "--mode", "eval", "-o", f"Global.output_dir={finetuned['out']}",
               f"Synthetic.root={finetuned['data']}", "Architecture.normalize=ppyoloe_plus"]
@@ -146,10 +146,10 @@ def test_ppdet_yaml_with_weights_for_eval_predict_export(finetuned, tmp_path):
     """A real-structured ppdet YAML sets pretrain_weights (a URL): that training-time init must not block
     eval / predict / export weights, in our spelling (-o Global.weights=..., Global.pretrained_model=null) or
     ppdet's (-o weights=..., pretrain_weights=null). Eval equals our own config's eval of the same file."""
-    from paddle_recipes.checkpoint import load_weights
-    from paddle_recipes.tasks.det.model import build_ppyoloe
-    from paddle_recipes.tasks.det.ppdet_weights import save_ppdet_weights
-    from paddle_recipes.tasks.det.synth import ShapesSpec, make_shapes_dataset
+    from paddle_recipes.weights.load import load_weights
+    from paddle_recipes.tasks.det_ppyoloe.model import build_ppyoloe
+    from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import save_ppdet_weights
+    from paddle_recipes.tasks.det_ppyoloe.synth import ShapesSpec, make_shapes_dataset
 
     model = build_ppyoloe("tiny", 3, reg_max=8)
     load_weights(model, finetuned["out"] / "checkpoints" / "best")

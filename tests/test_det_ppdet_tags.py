@@ -11,7 +11,7 @@ import yaml
 from paddle_recipes.compat.ppdet import (PpdetLoader, import_ppdet_config, load_ppdet_yaml, ppdet_config_translator,
                                          translate_ppdet_config)
 from paddle_recipes.config import ConfigError, load_config
-from paddle_recipes.tasks.det.config import DetConfig
+from paddle_recipes.tasks.det_ppyoloe.config import DetConfig
 
 CFG = Path(__file__).parent / "fixtures" / "ppdet_configs"
 
@@ -70,7 +70,7 @@ def test_piecewise_schedule_equals_ppdets_own_step_by_step():
     pytest.importorskip("ppdet", reason="paddledet not installed (.ci/setup_test_env.sh installs it)")
     from ppdet.optimizer.optimizer import LearningRate, LinearWarmup, PiecewiseDecay
 
-    from paddle_recipes.optim import OptimizerConfig, build_lr_scheduler, resolve_warmup
+    from paddle_recipes.train.optim import OptimizerConfig, build_lr_scheduler, resolve_warmup
 
     steps_per_epoch, base = 10, 0.01
     for gamma, warm in ((0.1, 7), ([0.5, 0.05], 25)):

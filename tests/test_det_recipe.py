@@ -55,7 +55,7 @@ def _load_recipe():
 
 def test_trainer_evaluates_with_ema_weights(trained):
     from paddle_recipes.config import load_config
-    from paddle_recipes.distributed import DistInfo
+    from paddle_recipes.runtime.distributed import DistInfo
 
     rec = _load_recipe()
     out, data = trained["out"], trained["data"]
@@ -153,7 +153,7 @@ def test_clear_errors_for_bad_config_and_malformed_json(tmp_path):
 def test_resume_mid_epoch_is_exact(tmp_path, nproc):
     """Augmentation on, random sizes [64, 96]: stop after 3 optimizer steps (mid-epoch; the end-of-fit
     checkpoint keeps the position), resume to 2 epochs == 2 uninterrupted epochs, bit for bit."""
-    from paddle_recipes.checkpoint import load_checkpoint
+    from paddle_recipes.checkpoint.format import load_checkpoint
 
     common = ["-c", SMOKE, "-o", f"Synthetic.root={tmp_path / 'data'}", "Global.eval_every_epochs=0", "Global.epochs=2"]
     spe = 32 // (8 * nproc)  # 32 images, batch 8 per process

@@ -1,4 +1,4 @@
-"""paddle_recipes.distill: closed-form KD loss, temperature schedules, step wrapper on plain models."""
+"""paddle_recipes.train.distill: closed-form KD loss, temperature schedules, step wrapper on plain models."""
 import math
 
 import numpy as np
@@ -6,8 +6,8 @@ import paddle
 import paddle.nn as nn
 import pytest
 
-from paddle_recipes.distill import (ConstantT, CosineT, DistillCallback, DistillLoss, EntropyAdaptiveT, LinearT,
-                                    build_temperature, kd_kl_loss, make_distill_step)
+from paddle_recipes.train.distill import (ConstantT, CosineT, DistillCallback, DistillLoss, EntropyAdaptiveT, LinearT,
+                                          build_temperature, kd_kl_loss, make_distill_step)
 
 
 def _softmax(z):

@@ -1,4 +1,4 @@
-"""Global.distill_pretrained (paddle_recipes/tasks/ocr/distill_pretrained.py): the CTC distillation term against a
+"""Global.distill_pretrained (paddle_recipes/tasks/ocr_rec/distill_pretrained.py): the CTC distillation term against a
 float64 reference (zero when student == teacher, the gradient by central differences, only agreed lines count); in
 the recipe: the teacher is the released model, frozen, never in a checkpoint, and a run with it resumes exactly."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import paddle
 import pytest
 
 import paddle_recipes.recipes.ocr_rec as ocr_rec_module
-from paddle_recipes.tasks.ocr.distill_pretrained import ctc_distill_loss, frozen_teacher
+from paddle_recipes.tasks.ocr_rec.distill_pretrained import ctc_distill_loss, frozen_teacher
 from test_finetune_released import argv, log_lines, released, weights  # noqa: F401 (the module-scoped fixture)
 from test_paddleocr_recipe import run
 
@@ -53,7 +53,7 @@ def test_ctc_distill_loss_is_zero_at_the_teacher_and_its_gradient_is_the_referen
 
 
 def test_frozen_teacher_is_an_eval_copy_that_returns_logits():
-    from paddle_recipes.tasks.ocr.ppocr_heads import CTCHead
+    from paddle_recipes.tasks.ocr_rec.ppocr_heads import CTCHead
 
     head = CTCHead(8, 5)
     teacher = frozen_teacher(head)

@@ -51,7 +51,7 @@ def test_two_ranks_with_accumulation_use_no_sync(single, tmp_path):
 
 
 def test_single_process_setup_and_sampler_resume():
-    from paddle_recipes.distributed import build_batch_sampler, setup
+    from paddle_recipes.runtime.distributed import build_batch_sampler, setup
 
     info = setup(seed=1)
     assert (info.rank, info.world_size, info.is_main, info.device) == (0, 1, True, "cpu")

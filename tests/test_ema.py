@@ -5,7 +5,7 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.ema import ModelEMA, ema_decay
+from paddle_recipes.train.ema import ModelEMA, ema_decay
 
 
 def _model():

@@ -1,4 +1,4 @@
-"""Tests for paddle_recipes.env (CLI + advice rules)."""
+"""Tests for paddle_recipes.runtime.env (CLI + advice rules)."""
 from __future__ import annotations
 
 import copy
@@ -6,12 +6,12 @@ import json
 
 import paddle
 
-from paddle_recipes.env import advise, collect_env, format_report
+from paddle_recipes.runtime.env import advise, collect_env, format_report
 from conftest import run_python
 
 
 def test_env_json_cli_has_keys():
-    proc = run_python(["-m", "paddle_recipes.env", "--json", "--no-run-check"], timeout=300,
+    proc = run_python(["-m", "paddle_recipes.runtime.env", "--json", "--no-run-check"], timeout=300,
                       env={"FLAGS_cudnn_deterministic": "1", "PADDLE_TRAINERS_NUM": "2", "PADDLE_TRAINER_ID": "1"})
     info = json.loads(proc.stdout)
     for key in ("python", "paddle", "devices", "distributed", "cpu_count", "shm", "packages", "amp", "advice"):
@@ -30,7 +30,7 @@ def test_env_json_cli_has_keys():
 
 
 def test_env_text_cli_runs_run_check():
-    proc = run_python(["-m", "paddle_recipes.env"], timeout=300)
+    proc = run_python(["-m", "paddle_recipes.runtime.env"], timeout=300)
     assert "paddle:" in proc.stdout and "/dev/shm:" in proc.stdout
     assert "run_check:         OK" in proc.stdout
 

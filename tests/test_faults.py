@@ -13,15 +13,15 @@ import pytest
 
 from conftest import hang_watchdog
 
-from paddle_recipes.accumulate import GradAccumulator
-from paddle_recipes.amp import Amp, AmpConfig
-from paddle_recipes.checkpoint import load_checkpoint
-from paddle_recipes.training import GlobalConfig
+from paddle_recipes.train.accumulate import GradAccumulator
+from paddle_recipes.train.amp import Amp, AmpConfig
+from paddle_recipes.checkpoint.format import load_checkpoint
+from paddle_recipes.train.build import GlobalConfig
 from paddle_recipes.config import ConfigError, from_dict, load_config
 from paddle_recipes.data import DataError, LoaderConfig, build_loader
-from paddle_recipes.ema import EmaConfig, ModelEMA
-from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.trainer import NonFiniteError, Trainer, TrainerOptions
+from paddle_recipes.train.ema import EmaConfig, ModelEMA
+from paddle_recipes.train.optim import OptimizerConfig
+from paddle_recipes.train.trainer import NonFiniteError, Trainer, TrainerOptions
 
 
 @pytest.fixture(autouse=True)
@@ -172,8 +172,8 @@ def test_stuck_train_worker_is_one_line_and_exit_2_not_a_hang(tmp_path, capsys):
     import time
 
     from paddle_recipes.cli import exit_on_user_error
-    from paddle_recipes.distributed import DistInfo
-    from paddle_recipes.training import TrainingConfig, build_training
+    from paddle_recipes.runtime.distributed import DistInfo
+    from paddle_recipes.train.build import TrainingConfig, build_training
 
     cfg = from_dict(TrainingConfig, {
         "Global": {"output_dir": str(tmp_path), "epochs": 1, "eval_every_epochs": 0, "save_every_epochs": 0},
@@ -202,9 +202,9 @@ def test_stuck_eval_worker_names_the_eval_key():
     from types import SimpleNamespace
 
     from paddle_recipes.data import LoaderTimeout
-    from paddle_recipes.distributed import DistInfo
-    from paddle_recipes.recipe import Recipe
-    from paddle_recipes.training import EvalLoaderConfig
+    from paddle_recipes.runtime.distributed import DistInfo
+    from paddle_recipes.recipes.base import Recipe
+    from paddle_recipes.train.build import EvalLoaderConfig
 
     cfg = SimpleNamespace(Eval=SimpleNamespace(loader=EvalLoaderConfig(batch_size_per_card=2, num_workers=1,
                                                                           timeout=1)))
@@ -352,7 +352,7 @@ def test_skipped_step_leaves_bn_and_ema_untouched(tmp_path):
             bn_seen.append(_bn_stats(trainer))
             ema_seen.append({k: v.numpy().copy() for k, v in trainer.ema.shadow.items()})
 
-    from paddle_recipes.trainer import Callback
+    from paddle_recipes.train.trainer import Callback
 
     t.callbacks.append(type("S", (Callback,), {"on_step_end": Spy.on_step_end})())
     t.fit()
@@ -372,7 +372,7 @@ def test_skip_inside_accumulation_window_restores_window_start(tmp_path):
     t = _trainer(tmp_path, ds, accumulate=2, ema=False)
     start = _bn_stats(t)
     bn_after = []
-    from paddle_recipes.trainer import Callback
+    from paddle_recipes.train.trainer import Callback
 
     t.callbacks.append(type("S", (Callback,), {"on_step_end": lambda self, tr: bn_after.append(_bn_stats(tr))})())
     t.fit()
@@ -412,7 +412,7 @@ class AllBadSet(paddle.io.Dataset):
 
 def test_fully_corrupt_ocr_set_is_an_error_not_zero_steps(tmp_path):
     from paddle_recipes.data.skips import unpack_skipped
-    from paddle_recipes.tasks.ocr.dataset import collate
+    from paddle_recipes.tasks.ocr_rec.dataset import collate
 
     ds = AllBadSet()
     loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(), collate_fn=collate)
@@ -432,7 +432,7 @@ def test_fully_corrupt_ocr_set_is_an_error_not_zero_steps(tmp_path):
 
 
 def test_eval_on_zero_samples_is_an_error():
-    from paddle_recipes.tasks.ocr.metrics import RecMetric
+    from paddle_recipes.tasks.ocr_rec.metrics import RecMetric
 
     with pytest.raises(DataError, match="0 readable samples"):
         RecMetric.from_state({"correct": 0.0, "total": 0.0, "norm_ed_sum": 0.0})
@@ -459,8 +459,8 @@ def _det_set(tmp_path, n=8):
 
 @pytest.mark.parametrize("resume_workers", [0, 1])
 def test_det_augment_and_sizes_resume_exactly(tmp_path, resume_workers):
-    from paddle_recipes.distributed import build_batch_sampler
-    from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, build_train_augment, load_coco
+    from paddle_recipes.runtime.distributed import build_batch_sampler
+    from paddle_recipes.tasks.det_ppyoloe.coco import CocoDetDataset, DetCollate, build_train_augment, load_coco
 
     ann, img = _det_set(tmp_path)
     index = load_coco(ann, img)

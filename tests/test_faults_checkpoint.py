@@ -17,11 +17,13 @@ import paddle
 import pytest
 
 from conftest import REPO_ROOT, _clean_env
-from paddle_recipes import checkpoint as ckpt
-from paddle_recipes.checkpoint import (CheckpointError, NonFiniteStateError, OutputLock, check_compatible,
-                                       clean_stale, load_checkpoint, resolve_checkpoint, resume_source,
-                                       save_checkpoint)
-from paddle_recipes.trainer import Trainer, TrainerOptions
+from paddle_recipes.checkpoint import format as ckpt
+from paddle_recipes.checkpoint.format import (CheckpointError, NonFiniteStateError, clean_stale, load_checkpoint,
+                                              resolve_checkpoint, save_checkpoint)
+from paddle_recipes.checkpoint.rundir import OutputLock
+from paddle_recipes.checkpoint.compare import check_compatible
+from paddle_recipes.checkpoint.resume import resume_source
+from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 
 def _state(value: float, step: int) -> dict:
@@ -179,7 +181,7 @@ def test_latest_is_newest_state_with_save_every_epochs_0(tmp_path):
 
 
 def test_resume_auto_logs_fresh_or_resumed(tmp_path, caplog):
-    with caplog.at_level(logging.INFO, logger="paddle_recipes.checkpoint"):
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.checkpoint.format"):
         assert resume_source("auto", tmp_path) is None
         save_checkpoint(tmp_path / "checkpoints", _state(1.0, 1), "step_1")
         assert resume_source("auto", tmp_path) == str(tmp_path / "checkpoints")
@@ -209,7 +211,7 @@ def test_output_lock_live_stale_and_reentrant(tmp_path, caplog):
 
 def test_two_runs_cannot_share_an_output_dir(tmp_path):
     script = ("import sys, time\n"
-              "from paddle_recipes.checkpoint import OutputLock\n"
+              "from paddle_recipes.checkpoint.rundir import OutputLock\n"
               "OutputLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(60)\n")
     holder = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                               env=_clean_env(), cwd=REPO_ROOT)

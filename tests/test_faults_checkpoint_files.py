@@ -9,10 +9,10 @@ import numpy as np
 import paddle
 import pytest
 
-import paddle_recipes.checkpoint as ckpt
-from paddle_recipes.checkpoint import CheckpointError, clean_stale, save_checkpoint
-from paddle_recipes.ema import ModelEMA
-from paddle_recipes.trainer import Trainer, TrainerOptions
+import paddle_recipes.checkpoint.format as ckpt
+from paddle_recipes.checkpoint.format import CheckpointError, clean_stale, save_checkpoint
+from paddle_recipes.train.ema import ModelEMA
+from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 
 def build(output_dir, max_steps):
@@ -45,7 +45,7 @@ def test_step_folder_without_state_is_cleaned_and_logged(tmp_path, caplog):
     (root / "step_00000001" / "state.pkl").unlink()  # what a kill in the middle of an in-place delete leaves
     (root / "iter_epoch_2").mkdir()  # an empty folder of a permanent tag, the last file gone
     (root / "notes").mkdir()  # not a checkpoint tag: left alone
-    with caplog.at_level(logging.WARNING, logger="paddle_recipes.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="paddle_recipes.checkpoint.format"):
         removed = clean_stale(root)
     assert sorted(removed) == ["iter_epoch_2", "step_00000001"]
     assert sorted(p.name for p in root.iterdir()) == ["latest", "notes", "step_00000002", "step_00000003"]

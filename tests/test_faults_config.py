@@ -12,13 +12,14 @@ import paddle
 import pytest
 
 from conftest import REPO_ROOT, run_cli
-from paddle_recipes.checkpoint import load_weights, save_checkpoint
+from paddle_recipes.weights.load import load_weights
+from paddle_recipes.checkpoint.format import save_checkpoint
 from paddle_recipes.cli import USER_ERRORS
 from paddle_recipes.config import ConfigError, load_config, load_yaml
-from paddle_recipes.optim import OptimizerConfig, build_optimizer
+from paddle_recipes.train.optim import OptimizerConfig, build_optimizer
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.ocr.config import RecConfig
-from paddle_recipes.trainer import Trainer, TrainerOptions
+from paddle_recipes.tasks.ocr_rec.config import RecConfig
+from paddle_recipes.train.trainer import Trainer, TrainerOptions
 
 OCR_SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
 

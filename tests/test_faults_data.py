@@ -27,7 +27,7 @@ def test_truncated_lmdb_is_one_line_not_sigbus(tmp_path):
 
 
 def _charset(tmp_path):
-    from paddle_recipes.tasks.ocr.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
 
     f = tmp_path / "dict.txt"
     f.write_text("a\nb\nc\n", encoding="utf-8")
@@ -44,7 +44,7 @@ def test_non_utf8_lmdb_label_is_a_counted_skip(tmp_path):
     import lmdb
 
     from paddle_recipes.data import write_lmdb
-    from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset
+    from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig, RecDataset
 
     write_lmdb(tmp_path / "lm", [(_png(20, 10), "ab"), (_png(20, 10), "x"), (_png(20, 10), "ca")])
     env = lmdb.open(str(tmp_path / "lm"), map_size=1 << 24)
@@ -57,7 +57,7 @@ def test_non_utf8_lmdb_label_is_a_counted_skip(tmp_path):
 
 
 def test_oversized_image_is_a_counted_skip_before_decode(tmp_path, monkeypatch):
-    from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate
+    from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig, RecDataset, collate
 
     (tmp_path / "img").mkdir()
     (tmp_path / "img" / "small.png").write_bytes(_png(40, 16))
@@ -83,7 +83,7 @@ def test_det_truncated_image_is_one_line_error(tmp_path):
     import cv2
 
     from paddle_recipes.data import DataError, LoaderConfig, build_loader
-    from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, load_coco
+    from paddle_recipes.tasks.det_ppyoloe.coco import CocoDetDataset, DetCollate, load_coco
 
     img = tmp_path / "img"
     img.mkdir()
@@ -108,8 +108,8 @@ def test_det_truncated_image_is_one_line_error(tmp_path):
 
 
 def test_det_eval_scores_validated_annotations(tmp_path):
-    from paddle_recipes.tasks.det.coco import CocoIndex
-    from paddle_recipes.tasks.det.metrics import coco_evaluate, index_to_coco
+    from paddle_recipes.tasks.det_ppyoloe.coco import CocoIndex
+    from paddle_recipes.tasks.det_ppyoloe.metrics import coco_evaluate, index_to_coco
 
     idx = CocoIndex("x.json", ".", cat_ids=[7], cat_names=["x"])
     idx.records = [{"im_id": 1, "file": "a.jpg", "width": 50, "height": 50,

@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from conftest import REPO_ROOT, run_cli
-from paddle_recipes.checkpoint import first_nonfinite, load_checkpoint
+from paddle_recipes.checkpoint.format import first_nonfinite, load_checkpoint
 from paddle_recipes.recipes.ocr_rec import OcrRec
 
 OCR_SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"

@@ -15,9 +15,9 @@ import cv2
 import pytest
 
 from paddle_recipes.data import DataError
-from paddle_recipes.tasks.det import coco, predict_export
-from paddle_recipes.tasks.ocr import evaluate as ocr_evaluate
-from paddle_recipes.tasks.ocr.charset import CharDict
+from paddle_recipes.tasks.det_ppyoloe import coco, predict_export
+from paddle_recipes.tasks.ocr_rec import evaluate as ocr_evaluate
+from paddle_recipes.tasks.ocr_rec.charset import CharDict
 
 
 def _huge_png(path, w=20000, h=20000):

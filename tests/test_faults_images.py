@@ -171,8 +171,8 @@ def test_hdr_bomb_named_jpg_is_refused_with_bounded_memory(tmp_path):
 
 
 def _rec_set(tmp_path, names):
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig, RecDataset
 
     lf = tmp_path / "rec.txt"
     lf.write_text("".join(f"{n}\tab\n" for n in names), encoding="utf-8")
@@ -288,7 +288,7 @@ def test_det_and_system_predict_skip_bad_files_and_write_the_good(tmp_path, bad_
 
 
 def test_predict_with_nothing_readable_is_an_error():
-    from paddle_recipes.recipe import Recipe
+    from paddle_recipes.recipes.base import Recipe
 
     recipe = Recipe.__new__(Recipe)
     recipe.name, recipe.cfg = "ocr_det", SimpleNamespace(Predict=SimpleNamespace(images="pages/"))

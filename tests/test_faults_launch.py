@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from conftest import REPO_ROOT, _clean_env
-from paddle_recipes.checkpoint import OutputLock
+from paddle_recipes.checkpoint.rundir import OutputLock
 
 SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
 DUMPS = ("Traceback", "Termination signal", "terminate called", "EnforceNotMet", "C++ Traceback")

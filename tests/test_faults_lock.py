@@ -14,7 +14,8 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, run_python
-from paddle_recipes.checkpoint import CheckpointError, OutputLock
+from paddle_recipes.checkpoint.format import CheckpointError
+from paddle_recipes.checkpoint.rundir import OutputLock
 
 SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
 

@@ -82,7 +82,7 @@ def test_dataloader_workers_die_with_their_process():
 
 HARNESS_CHILD = """
 import subprocess, sys, time
-from paddle_recipes.lifetime import die_with_parent
+from paddle_recipes.runtime.lifetime import die_with_parent
 # as benchmarks/harness/runner.run_row launches a row: the launcher in its own session
 p = subprocess.Popen([sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", "2", "--log_dir",
                       sys.argv[1] + "/log", sys.argv[2], sys.argv[1]], start_new_session=True,

@@ -21,7 +21,7 @@ from conftest import REPO_ROOT, _clean_env
 
 TRAIN_LOOP = """
 import numpy as np, paddle
-from paddle_recipes import distributed as d
+from paddle_recipes.runtime import distributed as d
 from paddle_recipes.data import LoaderConfig, build_loader
 info = d.setup(seed=0)
 class Data(paddle.io.Dataset):

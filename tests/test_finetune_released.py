@@ -1,4 +1,4 @@
-"""Global.finetune_released (paddle_recipes/finetune_released.py): a released (inference) model fine-tuned in its
+"""Global.finetune_released (paddle_recipes/weights/released.py): a released (inference) model fine-tuned in its
 released form (rep blocks fused, no GTC branch, CTC loss only), its checkpoints resumed exactly and used by eval /
 predict / export / Global.pretrained_model, its export read by paddleocr 3.7 and 2.10; the learning-rate multipliers
 of the fused convs; the det network. The "released" model is a tiny PP-OCRv4 mobile rec (PPLCNetV3 scale 0.25,
@@ -13,10 +13,10 @@ import paddle
 import pytest
 import yaml
 
-from paddle_recipes.finetune_released import Form, decide, form_of_keys, to_released_form
-from paddle_recipes.pretrained import resolve_weights_file
+from paddle_recipes.weights.released import Form, decide, form_of_keys, to_released_form
+from paddle_recipes.weights.pretrained import resolve_weights_file
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.serialization import load_weights_file
+from paddle_recipes.checkpoint.serialization import load_weights_file
 from test_paddleocr_inference import VENV2_PY, _run_json
 from test_paddleocr_recipe import (DICT_A, FIXTURES, SCORE_TOL, V4, fresh_logging, paddleocr3_results, paddleocr_opts,
                                    run, write_label_set)
@@ -212,7 +212,7 @@ def test_freeze_bn_stats_auto_is_on_exactly_for_the_released_form(released, tmp_
 def test_freeze_keeps_imported_bn_statistics_and_lets_fresh_ones_estimate():
     """A BN whose statistics the init weights lacked (flagged by mark_fresh_bns from a report's kept_init) keeps
     training its statistics under freeze_bn_stats; the imported one keeps its own bit for bit."""
-    from paddle_recipes.freeze_bn import freeze_bn_stats, fresh_bns, mark_fresh_bns
+    from paddle_recipes.weights.freeze_bn import freeze_bn_stats, fresh_bns, mark_fresh_bns
 
     net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 1), paddle.nn.BatchNorm2D(4), paddle.nn.BatchNorm2D(4))
     assert mark_fresh_bns(net, ["2._mean", "2._variance", "2.weight"]) == ["2"] == fresh_bns(net)
@@ -332,7 +332,7 @@ def test_pseudo_labels_from_predict_mix_in_by_ratio_list(released, tmp_path):
     from types import SimpleNamespace
 
     from paddle_recipes.config import load_config
-    from paddle_recipes.tasks.ocr.config import RecConfig
+    from paddle_recipes.tasks.ocr_rec.config import RecConfig
 
     data, _, ft, _ = released
     res = tmp_path / "predicts.txt"
@@ -376,7 +376,7 @@ def test_official_rec_released_form_is_the_files_as_they_are():
     from paddle_recipes.formats.inference_files import (find_inference_files, read_params_info, read_pdiparams,
                                                        read_program)
     from paddle_recipes.formats.ppocr_import import import_inference_model
-    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
     from test_ppocr_import import REC_DIR, TOL, eval_out, rec_deploy, rec_input, rel
 
     if REC_DIR is None:

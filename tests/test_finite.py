@@ -5,8 +5,8 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import first_nonfinite
-from paddle_recipes.finite import all_finite, first_bad_index
+from paddle_recipes.checkpoint.format import first_nonfinite
+from paddle_recipes.checkpoint.finite import all_finite, first_bad_index
 
 
 def _state():

@@ -14,9 +14,9 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import save_checkpoint
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.training import GlobalConfig
+from paddle_recipes.checkpoint.format import save_checkpoint
+from paddle_recipes.recipes.base import Recipe
+from paddle_recipes.train.build import GlobalConfig
 
 TOL = 1e-5  # max abs diff / max abs output, see the module docstring
 

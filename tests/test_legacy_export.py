@@ -23,9 +23,9 @@ import yaml
 
 from paddle_recipes.export import create_predictor, export_model, predict
 from paddle_recipes.nn.reparam import fused_copy
-from paddle_recipes.tasks.ocr.export_paddleocr import export_rec_for_paddleocr
-from paddle_recipes.tasks.ocr.ppocr_io import probabilities_model
-from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
+from paddle_recipes.tasks.ocr_rec.export_paddleocr import export_rec_for_paddleocr
+from paddle_recipes.tasks.ocr_rec.ppocr_io import probabilities_model
+from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFESTS = REPO / "tests" / "fixtures" / "ppocr_manifests"

@@ -1,11 +1,11 @@
-"""Tests for paddle_recipes.meters with an injected fake clock (exact figures)."""
+"""Tests for paddle_recipes.train.meters with an injected fake clock (exact figures)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from paddle_recipes.meters import ScalarWriter, StepTimer, format_eta, peak_memory_mb
+from paddle_recipes.train.meters import ScalarWriter, StepTimer, format_eta, peak_memory_mb
 
 
 class FakeClock:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT, _clean_env, run_launch
-from paddle_recipes import peers
+from paddle_recipes.runtime import peers
 
 DDP_SCRIPT = REPO_ROOT / "tests" / "scripts" / "ddp_equiv.py"
 SMOKE = REPO_ROOT / "recipes" / "configs" / "ocr_rec_smoke.yml"
@@ -145,7 +145,7 @@ def test_killing_a_node_stops_the_other_with_one_line_then_resume(tmp_path):
 
 _LOOP = """import os, sys, time
 import paddle, paddle.distributed as dist
-from paddle_recipes import distributed as d
+from paddle_recipes.runtime import distributed as d
 info = d.setup(seed=0)
 open(os.path.join(sys.argv[1], f'pid{info.rank}'), 'w').write(str(os.getpid()))
 t = paddle.ones([4])
@@ -187,7 +187,7 @@ def test_frozen_node_is_lost_after_the_heartbeat_timeout(tmp_path):
 
 _PROBED = """import os, sys, time
 import paddle, paddle.distributed as dist
-from paddle_recipes import distributed as d, peers
+from paddle_recipes.runtime import distributed as d, peers
 info = d.setup(seed=0)
 tmp = sys.argv[1]
 if info.rank == 0:  # where the monitor listens (an outsider would find it with a port scan)
@@ -344,7 +344,7 @@ def test_gloo_collective_timeout_is_one_line_exit_3(capsys, monkeypatch):
     def exit_now(code):  # a launched rank leaves with os._exit (distributed.exit_now); observe the code instead
         raise SystemExit(code)
 
-    monkeypatch.setattr("paddle_recipes.distributed.exit_now", exit_now)
+    monkeypatch.setattr("paddle_recipes.runtime.distributed.exit_now", exit_now)
     msg = "[/paddle/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:80] TIMEOUT self_rank = none pair_rank = -1"
 
     def main():

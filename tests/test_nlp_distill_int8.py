@@ -8,13 +8,13 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.distill import ConstantT, DistillLoss, make_distill_step
-from paddle_recipes.tasks.nlp.ptq import quantize_ptq
-from paddle_recipes.tasks.nlp import int8 as int8_pack
-from paddle_recipes.tasks.nlp.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, build_ernie,
-                                                make_batch, make_multitask_step, predict, task_metrics)
-from paddle_recipes.tasks.nlp.synth_tasks import encode, generate, make_task_specs
-from paddle_recipes.tasks.nlp.vocab import load_tokenizer
+from paddle_recipes.train.distill import ConstantT, DistillLoss, make_distill_step
+from paddle_recipes.tasks.ernie_multitask.ptq import quantize_ptq
+from paddle_recipes.tasks.ernie_multitask import int8 as int8_pack
+from paddle_recipes.tasks.ernie_multitask.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, build_ernie,
+                                                            make_batch, make_multitask_step, predict, task_metrics)
+from paddle_recipes.tasks.ernie_multitask.synth_tasks import encode, generate, make_task_specs
+from paddle_recipes.tasks.ernie_multitask.vocab import load_tokenizer
 
 N_LABELED = 64
 

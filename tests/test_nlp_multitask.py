@@ -3,10 +3,11 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.distributed import DistInfo
-from paddle_recipes.tasks.nlp.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, bio_spans, build_ernie,
-                                                evaluate_tasks, make_multitask_step, span_f1, task_loss)
-from paddle_recipes.tasks.nlp.synth_tasks import SEQ_CLS, TOKEN_CLS
+from paddle_recipes.runtime.distributed import DistInfo
+from paddle_recipes.tasks.ernie_multitask.multitask import (MultiTaskLoader, MultiTaskModel, TaskSampler, bio_spans,
+                                                            build_ernie, evaluate_tasks, make_multitask_step, span_f1,
+                                                            task_loss)
+from paddle_recipes.tasks.ernie_multitask.synth_tasks import SEQ_CLS, TOKEN_CLS
 
 
 def _arrays(n, kind, num_labels, seed):
@@ -119,7 +120,7 @@ def test_evaluate_tasks_reports_per_task_and_average():
 
 
 def test_distill_step_with_hidden_and_attention_terms():
-    from paddle_recipes.distill import DistillLoss, EntropyAdaptiveT, make_distill_step
+    from paddle_recipes.train.distill import DistillLoss, EntropyAdaptiveT, make_distill_step
 
     paddle.seed(1)
     teacher = MultiTaskModel(build_ernie(100, 16, 2, 2, max_len=16), [("s", SEQ_CLS, 3), ("t", TOKEN_CLS, 5)])

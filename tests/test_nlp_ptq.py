@@ -1,4 +1,4 @@
-"""Tests for paddle_recipes.tasks.nlp.ptq: INT8 post-training quantization agrees with fp32, exports, reports sizes."""
+"""Tests for paddle_recipes.tasks.ernie_multitask.ptq: INT8 post-training quantization agrees with fp32, exports, reports sizes."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ from paddle import nn
 from paddle.static import InputSpec
 
 from paddle_recipes.export import create_predictor, export_model, predict
-from paddle_recipes.tasks.nlp.ptq import quant_size_report, quantize_ptq, save_quantized
+from paddle_recipes.tasks.ernie_multitask.ptq import quant_size_report, quantize_ptq, save_quantized
 
 
 class TinyConvNet(nn.Layer):

@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from paddle_recipes.tasks.nlp.synth_tasks import (MAX_TASKS, SEQ_CLS, TOKEN_CLS, build_arrays, encode, generate,
-                                                  make_task_specs)
-from paddle_recipes.tasks.nlp.vocab import DEFAULT_VOCAB, SPECIAL_TOKENS, build_vocab_tokens, gb2312_level1, load_tokenizer
+from paddle_recipes.tasks.ernie_multitask.synth_tasks import (MAX_TASKS, SEQ_CLS, TOKEN_CLS, build_arrays, encode,
+                                                              generate, make_task_specs)
+from paddle_recipes.tasks.ernie_multitask.vocab import (DEFAULT_VOCAB, SPECIAL_TOKENS, build_vocab_tokens,
+                                                        gb2312_level1, load_tokenizer)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.nrtr_loss_cost import float64_reference as float64
 from benchmarks.nrtr_loss_cost import log_softmax_form as textbook  # PaddleOCR's one_hot x log_softmax form
-from paddle_recipes.tasks.ocr.ppocr_losses import NRTRLoss
+from paddle_recipes.tasks.ocr_rec.ppocr_losses import NRTRLoss
 
 V = 6625  # ppocr_keys_v1 + space + blank: PP-OCRv4's NRTR vocabulary size order
 

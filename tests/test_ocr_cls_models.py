@@ -44,7 +44,7 @@ def official_cls(tmp_path_factory):
 
 def rendered_lines(n=6):
     """n synthetic text lines (BGR uint8), rendered without degradations."""
-    from paddle_recipes.tasks.ocr.synth import SynthConfig, generate_samples
+    from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, generate_samples
     chars = (ROOT / "datasets/ocr_rec/ch_hanzi_500.txt").read_text(encoding="utf-8").split()
     samples = generate_samples(SynthConfig(min_len=6, max_len=10, aug=False, fonts=("noto_sans_sc",)), chars, "val", n)
     return [cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR) for b, _ in samples]

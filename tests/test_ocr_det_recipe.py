@@ -86,7 +86,7 @@ def test_resume_equals_uninterrupted_run(smoke):
     """1 epoch + resume to 2 epochs gives the weights of 2 uninterrupted epochs (crops follow the sample keys)."""
     import numpy as np
 
-    from paddle_recipes.serialization import load_weights_file  # the restricted unpickler
+    from paddle_recipes.checkpoint.serialization import load_weights_file  # the restricted unpickler
 
     straight = smoke["tmp"] / "straight"
     run_python([RECIPE, "-c", SMOKE, "-o", f"Global.output_dir={straight}", f"Synthetic.root={smoke['synth']}",

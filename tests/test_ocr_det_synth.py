@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from shapely.geometry import Polygon
 
-from paddle_recipes.tasks.ocr.fonts import fonts_for
-from paddle_recipes.tasks.ocr.synth import LineRenderer
+from paddle_recipes.tasks.ocr_rec.fonts import fonts_for
+from paddle_recipes.tasks.ocr_rec.synth import LineRenderer
 from paddle_recipes.tasks.ocr_det.batch import collate
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset
 from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, bend, ink_box, render_page, write_pages
@@ -230,7 +230,7 @@ def test_rendering_pools_end_without_a_paddle_crash_dump(tmp_path, monkeypatch):
     in a benchmark's console). Checked without the race: no worker may still be alive when terminate() runs."""
     import multiprocessing.pool as mpp
 
-    from paddle_recipes.tasks.ocr.synth import SynthConfig, generate_samples
+    from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, generate_samples
 
     alive_at_terminate = []
     terminate = mpp.Pool.terminate
@@ -256,7 +256,7 @@ def test_rendering_pools_do_not_hang_after_the_parent_used_opencv_threads(tmp_pa
     code = f"""
 import cv2, numpy as np
 from pathlib import Path
-from paddle_recipes.tasks.ocr.synth import SynthConfig, generate_samples
+from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, generate_samples
 from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, write_pages
 chars = {CHARS[:40]!r}
 big = np.random.default_rng(0).integers(0, 255, (1500, 1500, 3), dtype=np.uint8)

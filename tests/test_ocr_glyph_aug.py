@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from paddle_recipes.tasks.ocr.augment import build_augment, slant, stretch_pieces, stroke_weight
-from paddle_recipes.tasks.ocr.dataset import DatasetConfig
+from paddle_recipes.tasks.ocr_rec.augment import build_augment, slant, stretch_pieces, stroke_weight
+from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig
 
 
 def _line(dark_ink=True):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_launch, run_python
-from paddle_recipes.tasks.ocr.fonts import fonts_for
+from paddle_recipes.tasks.ocr_rec.fonts import fonts_for
 
 RECIPE = "recipes/ocr_rec.py"
 SMOKE = "recipes/configs/ocr_rec_smoke.yml"

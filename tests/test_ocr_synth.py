@@ -14,16 +14,15 @@ from PIL import ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paddle_recipes.tasks.ocr.charset import (CharDict, CharDictError, gb2312_level1_hanzi,  # noqa: E402
-                                              normalize_width)
+from paddle_recipes.tasks.ocr_rec.charset import (CharDict, CharDictError, gb2312_level1_hanzi, normalize_width)  # noqa: E402
 from paddle_recipes.data.skips import SkipStats  # noqa: E402
-from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate  # noqa: E402
-from paddle_recipes.tasks.ocr.fonts import FONTS, FontError, FontSpec, coverage, fonts_for, missing_chars  # noqa: E402
-from paddle_recipes.tasks.ocr.metrics import PerTagRecMetric, format_per_tag, per_font_metrics  # noqa: E402
-from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode  # noqa: E402
-from paddle_recipes.tasks.ocr.synth import (LineRenderer, SynthConfig, build_dataset,  # noqa: E402
-                                            dataset_fingerprint, generate_samples, read_font_tags)
-from paddle_recipes.tasks.ocr.textgen import UNITS, TextSampler, load_char_freq  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig, RecDataset, collate  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.fonts import (FONTS, FontError, FontSpec, coverage, fonts_for, missing_chars)  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.metrics import PerTagRecMetric, format_per_tag, per_font_metrics  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.postprocess import ctc_greedy_decode  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.synth import (LineRenderer, SynthConfig, build_dataset, dataset_fingerprint,
+                                                generate_samples, read_font_tags)  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.textgen import UNITS, TextSampler, load_char_freq  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DICTS = {name: REPO / "datasets" / "ocr_rec" / name
@@ -323,7 +322,7 @@ def test_evaluate_rec_per_tag_reports_each_font(tmp_path):
     lines whose label is '天地', per font."""
     import paddle
 
-    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec
+    from paddle_recipes.tasks.ocr_rec.evaluate import evaluate_rec
 
     charset = CharDict(list("天地人"))
     ds = RecDataset(_label_dir(tmp_path, ["天地", "人", "天地", "地"]), charset, (3, 32, 64), max_text_length=4)
@@ -350,12 +349,12 @@ def test_evaluate_rec_per_tag_reports_each_font(tmp_path):
 def test_missing_font_files_fall_back_to_the_installed_ones(tmp_path, monkeypatch, caplog):
     """A wheel install has no datasets/fonts/: train lines use the Noto PyPI faces (warned), and the
     held-out-font split is dropped with a warning instead of failing."""
-    from paddle_recipes.tasks.ocr import fonts as fonts_mod, synth
+    from paddle_recipes.tasks.ocr_rec import fonts as fonts_mod, synth
 
     monkeypatch.setattr(fonts_mod, "FONTS_DIR", tmp_path / "no_fonts")
     monkeypatch.setattr(synth, "_WARNED_MISSING", set())
     cfg = synth.SyntheticSetConfig(num_train=3, num_val=2, num_heldout=4, min_len=2, max_len=4, height=32)
-    with caplog.at_level("WARNING", logger="paddle_recipes.tasks.ocr.synth"):
+    with caplog.at_level("WARNING", logger="paddle_recipes.tasks.ocr_rec.synth"):
         assert cfg.splits() == {"train": 3, "val": 2}
         samples = generate_samples(cfg, MIX_CHARS, "train", 6, return_fonts=True)
     assert {f for _, _, f in samples} <= {"noto_sans_sc", "noto_sans_mono_sc"}

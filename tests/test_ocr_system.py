@@ -14,13 +14,13 @@ import pytest
 
 from test_paddleocr_inference import VENV2_PY, _run_json, paddleocr_python  # noqa: F401
 from paddle_recipes.config import load_config
-from paddle_recipes.distributed import DistInfo
+from paddle_recipes.runtime.distributed import DistInfo
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.recipes.ocr_system import OcrSystem
-from paddle_recipes.tasks.ocr.metrics import edit_distance
-from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
-from paddle_recipes.tasks.ocr.transforms import resize_norm_infer
+from paddle_recipes.tasks.ocr_rec.metrics import edit_distance
+from paddle_recipes.tasks.ocr_rec.postprocess import ctc_greedy_decode
+from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_infer
 from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, write_pages
 from paddle_recipes.tasks.ocr_det.geometry import min_area_quad, order_quad, rotate_crop
 from paddle_recipes.tasks.ocr_system.geometry import crop_box, reading_order

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from paddle_recipes.tasks.ocr.synth import LineRenderer, font_side
+from paddle_recipes.tasks.ocr_rec.synth import LineRenderer, font_side
 from paddle_recipes.tasks.ocr_det.synth_pages import PageSynthConfig, order_quad, page_seed, render_page, system_crop
 from paddle_recipes.tasks.ocr_system.pipeline import OcrPipeline, orient_crops
 

@@ -14,17 +14,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from paddle_recipes.data import LmdbDataset, build_loader, LoaderConfig, write_lmdb  # noqa: E402
-from paddle_recipes.tasks.ocr.charset import (BLANK, CharDict, CharDictError, common_chars,  # noqa: E402
-                                              gb2312_level1_hanzi, spread_subset)
+from paddle_recipes.tasks.ocr_rec.charset import (BLANK, CharDict, CharDictError, common_chars, gb2312_level1_hanzi,
+                                                  spread_subset)  # noqa: E402
 from paddle_recipes.data.skips import SkipStats, unpack_skipped  # noqa: E402
-from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, RecDataset, collate  # noqa: E402
-from paddle_recipes.tasks.ocr.losses import CTCLoss  # noqa: E402
-from paddle_recipes.tasks.ocr.metrics import RecMetric, edit_distance  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, DatasetConfig, RecDataset, collate  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.losses import CTCLoss  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.metrics import RecMetric, edit_distance  # noqa: E402
 from paddle_recipes.config import ConfigError, UnknownNameError  # noqa: E402
-from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model  # noqa: E402
-from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode  # noqa: E402
-from paddle_recipes.tasks.ocr.synth import SynthConfig, generate_samples, write_split  # noqa: E402
-from paddle_recipes.tasks.ocr.transforms import decode_image, resize_norm_pad  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.models import ArchitectureConfig, build_rec_model  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.postprocess import ctc_greedy_decode  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, generate_samples, write_split  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.transforms import decode_image, resize_norm_pad  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_CHARS = list("天地人你我他中国上下左右大小山水12")
@@ -173,7 +173,7 @@ def test_model_forward_shapes(arch, ws, t):
 
 def test_conv_neck_context_groups():
     """0 = depthwise (the default), 1 = dense; the dense conv mixes channels, the depthwise one cannot."""
-    from paddle_recipes.tasks.ocr.models import ConvNeck
+    from paddle_recipes.tasks.ocr_rec.models import ConvNeck
 
     depthwise, dense = ConvNeck(8, hidden_size=16), ConvNeck(8, hidden_size=16, context_groups=1)
     assert depthwise.context.weight.shape == [16, 1, 1, 5] and dense.context.weight.shape == [16, 16, 1, 5]
@@ -209,7 +209,7 @@ def test_component_argument_it_does_not_take_is_an_error():
 
 
 def test_registered_component_becomes_a_valid_name():
-    from paddle_recipes.tasks.ocr import models
+    from paddle_recipes.tasks.ocr_rec import models
 
     @models.register_neck("TestIdentity")
     class TestIdentity(models.Im2Seq):

@@ -93,7 +93,7 @@ def test_photo_pages_are_deterministic_heldout_and_labelled(tmp_path):
 def test_paddleocr2_rec_resize_one_width_per_batch():
     """2.x's TextRecognizer: canvas int(48 * max(320 / 48, widest w / h)), each line ceil(48 * w / h) wide (capped
     at the canvas), (x / 255 - 0.5) / 0.5, zeros after; PaddleX's per-line resize gives a narrower line here."""
-    from paddle_recipes.tasks.ocr.transforms import resize_norm_batch_ppocr2, resize_norm_infer
+    from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_batch_ppocr2, resize_norm_infer
 
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, 256, (30, 301, 3), np.uint8), rng.integers(0, 256, (31, 250, 3), np.uint8)

@@ -4,8 +4,8 @@ import math
 import paddle
 import pytest
 
-from paddle_recipes.ema import EmaConfig, ModelEMA, build_ema
-from paddle_recipes.optim import OptimizerConfig, build_optimizer
+from paddle_recipes.train.ema import EmaConfig, ModelEMA, build_ema
+from paddle_recipes.train.optim import OptimizerConfig, build_optimizer
 
 
 def test_warmup_cosine_values():

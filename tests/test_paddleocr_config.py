@@ -29,7 +29,7 @@ def load_any_config(path, overrides, schema, notes=None):
     """`-c PATH -o ...` as the OCR recipe reads it: our YAML, or a PaddleOCR one through the translator
     (its one-line notes appended to `notes`)."""
     return load_config(path, overrides, schema, translators=(paddleocr_rec_translator(schema),), notes=notes)
-from paddle_recipes.optim import OptimizerConfig  # noqa: E402
+from paddle_recipes.train.optim import OptimizerConfig  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "paddleocr_configs"
 V2, R34, V4, V5M, V5S = ("ch_ppocr_v2.0/rec_chinese_common_train_v2.0.yml", "rec_r34_vd_none_bilstm_ctc.yml",
@@ -39,7 +39,7 @@ EXPECTED = yaml.safe_load((REPO / "tests" / "fixtures" / "paddleocr_rec_expected
 NAMES = [n for n, v in EXPECTED.items() if v == "trains"] + [R34]  # every file that translates (R34 with a dict)
 
 
-from paddle_recipes.tasks.ocr import config as REC  # noqa: E402  (the OCR recipe's schema)
+from paddle_recipes.tasks.ocr_rec import config as REC  # noqa: E402  (the OCR recipe's schema)
 
 
 # ----------------------------------------------------------------------------- the proposed schema keys

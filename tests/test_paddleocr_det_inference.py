@@ -26,7 +26,7 @@ from conftest import run_python
 from test_paddleocr_inference import ARCH, CHARS, IMAGE_SHAPE, _lines, _model, _run_json, paddleocr_python  # noqa: F401
 from paddle_recipes.config import load_config
 from paddle_recipes.export import create_predictor, predict
-from paddle_recipes.tasks.ocr.export_paddleocr import export_rec_for_paddleocr
+from paddle_recipes.tasks.ocr_rec.export_paddleocr import export_rec_for_paddleocr
 from paddle_recipes.tasks.ocr_det.config import DetConfig
 from paddle_recipes.tasks.ocr_det.export_paddleocr import (PADDLEX_DET_MODEL_NAMES, paddleocr_crops,
                                                              paddlex_det_config, paddlex_limit_type,

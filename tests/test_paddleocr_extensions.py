@@ -11,11 +11,11 @@ import pytest
 
 from paddle_recipes.compat.paddleocr import translate_rec_config
 from paddle_recipes.config import ConfigError, load_config, load_yaml
-from paddle_recipes.optim import build_lr_scheduler, resolve_warmup
+from paddle_recipes.train.optim import build_lr_scheduler, resolve_warmup
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.ocr.charset import CharDict
-from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig
-from paddle_recipes.tasks.ocr.models import build_rec_model
+from paddle_recipes.tasks.ocr_rec.charset import CharDict
+from paddle_recipes.tasks.ocr_rec.config import CurriculumSamplerConfig
+from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from test_paddleocr_recipe import DICT_A, FIXTURES, REPO, data_opts, fresh_logging, narrow, run, write_label_set
 
 R34, V5M = "rec_r34_vd_none_bilstm_ctc.yml", "PP-OCRv5/PP-OCRv5_mobile_rec.yml"

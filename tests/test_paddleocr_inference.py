@@ -18,12 +18,12 @@ import pytest
 import yaml
 
 from paddle_recipes.export import create_predictor, predict
-from paddle_recipes.tasks.ocr.charset import CharDict
-from paddle_recipes.tasks.ocr.evaluate import recognize_files
-from paddle_recipes.tasks.ocr.export_paddleocr import (SoftmaxOutput, export_rec_for_paddleocr, model_name_for,
-                                                       paddlex_rec_config, resolve_model_name)
-from paddle_recipes.tasks.ocr.models import build_rec_model
-from paddle_recipes.tasks.ocr.transforms import decode_image, infer_widths, pad_batch, resize_norm_infer
+from paddle_recipes.tasks.ocr_rec.charset import CharDict
+from paddle_recipes.tasks.ocr_rec.evaluate import recognize_files
+from paddle_recipes.tasks.ocr_rec.export_paddleocr import (SoftmaxOutput, export_rec_for_paddleocr, model_name_for,
+                                                           paddlex_rec_config, resolve_model_name)
+from paddle_recipes.tasks.ocr_rec.models import build_rec_model
+from paddle_recipes.tasks.ocr_rec.transforms import decode_image, infer_widths, pad_batch, resize_norm_infer
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_PY = Path(os.environ.get("PADDLEOCR_VENV", REPO / ".venv-paddleocr")) / "bin" / "python"

@@ -219,8 +219,8 @@ def test_real_yaml_builds_its_network(tmp_path, name):
 
     from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
     from paddle_recipes.config import load_config
-    from paddle_recipes.tasks.ocr.config import RecConfig
-    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.tasks.ocr_rec.config import RecConfig
+    from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 
     data = write_label_set(tmp_path / "data", DICT_A, n=2)
     cfg = load_config(FIXTURES / name, data_opts(data, tmp_path / "out", name), RecConfig,
@@ -310,7 +310,7 @@ def test_multiscale_training_resumes_exactly(tmp_path):
     (same weights bit for bit: the multi-scale plan depends only on (seed, epoch))."""
     import paddle
 
-    from paddle_recipes.pretrained import resolve_weights_file
+    from paddle_recipes.weights.pretrained import resolve_weights_file
 
     data = write_label_set(tmp_path / "data", DICT_A)
     smoke = str(REPO / "recipes" / "configs" / "ocr_rec_smoke.yml")
@@ -333,11 +333,11 @@ def test_nrtr_labels_that_do_not_fit_are_counted_skips_and_decoding_follows_the_
     """MultiLabelEncode keeps labels of at most max_text_length - 2 chars (NRTR's <s> text </s>); the rest are
     counted `too_long` skips. PaddleOCR's models output probabilities in eval, ours logits: decode accordingly."""
     from paddle_recipes.config import from_dict
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.dataset import DatasetConfig, RecDataset, collate_gtc
-    from paddle_recipes.tasks.ocr.evaluate import outputs_logits
-    from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model
-    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig, RecDataset, collate_gtc
+    from paddle_recipes.tasks.ocr_rec.evaluate import outputs_logits
+    from paddle_recipes.tasks.ocr_rec.models import ArchitectureConfig, build_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_MOBILE_REC_ARCH
 
     data = write_label_set(tmp_path / "d", DICT_A)
     lengths = [len(ln.split("\t")[1]) for ln in (data / "train.txt").read_text().splitlines()]

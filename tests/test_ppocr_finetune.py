@@ -10,13 +10,13 @@ import paddle
 import pytest
 from paddle.static import InputSpec
 
-from paddle_recipes.checkpoint import CheckpointError, load_weights, save_checkpoint
+from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
+from paddle_recipes.weights.load import load_weights
 from paddle_recipes.export import create_predictor, export_model, predict
-from paddle_recipes.pretrained import load_pretrained
-from paddle_recipes.tasks.ocr.multiscale import MultiScaleBatchSampler, MultiScaleDataset, scale_plan
-from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
-from paddle_recipes.tasks.ocr.ppocr_models import (PPOCR_CRNN_R34_ARCH, PPOCR_MOBILE_REC_ARCH,
-                                                    build_ppocr_rec_model)
+from paddle_recipes.weights.pretrained import load_pretrained
+from paddle_recipes.tasks.ocr_rec.multiscale import MultiScaleBatchSampler, MultiScaleDataset, scale_plan
+from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss, nrtr_labels
+from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_CRNN_R34_ARCH, PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
 
@@ -52,7 +52,7 @@ def test_paddleocr_file_loads_finetunes_exports(tmp_path, caplog):
     n = 30
     model = mobile(n)
     ref = random_paddleocr_file(model, tmp_path / "PP-OCRv5_mobile_rec_train" / "best_accuracy.pdparams")
-    with caplog.at_level(logging.INFO, logger="paddle_recipes.pretrained"):
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.weights.pretrained"):
         rep = load_pretrained(model, tmp_path / "PP-OCRv5_mobile_rec_train" / "best_accuracy")  # prefix form
     assert len(rep.loaded) == len(ref) and not (rep.reinitialized or rep.skipped or rep.missing or rep.unexpected)
     assert any("loaded 968/968 tensors" in r.message for r in caplog.records)
@@ -95,7 +95,7 @@ def test_dict_change_reinitialises_heads_only(tmp_path, caplog):
     ref = random_paddleocr_file(src, tmp_path / "best_accuracy.pdparams")
     model = mobile(20, seed=3)
     fresh = {k: v.numpy().copy() for k, v in model.state_dict().items()}
-    with caplog.at_level(logging.INFO, logger="paddle_recipes.pretrained"):
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.weights.pretrained"):
         rep = load_pretrained(model, tmp_path / "best_accuracy.pdparams")
     heads = {"head.ctc_head.fc.weight": ([120, 50], [120, 20]), "head.ctc_head.fc.bias": ([50], [20]),
              "head.gtc_head.embedding.embedding.weight": ([54, 384], [24, 384]),
@@ -212,7 +212,7 @@ def test_multiscale_plan_determinism_and_resume():
 
 def test_paddleocr_v5_dict_flag_entries_keep_their_class(tmp_path):
     """ppocrv5_dict.txt has 10 two-code-point flag lines; PaddleOCR counts them as classes (18,385 in all)."""
-    from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError
 
     (tmp_path / "d.txt").write_text("中\n🇩🇪\n🇨🇳\nA\n", encoding="utf-8")
     d = CharDict.from_file(tmp_path / "d.txt", use_space_char=True)

@@ -21,7 +21,7 @@ def test_cur_metric_line_matches_paddleocr():
 
 
 def test_best_metric_follows_paddleocr_rules():
-    from paddle_recipes.trainer import BestMetric
+    from paddle_recipes.train.trainer import BestMetric
 
     best, log = BestMetric("acc"), PPOCREvalLog()
     assert best.update({"acc": 0.5, "norm_edit_dis": 0.7, "fps": 10.0}, epoch=1)
@@ -55,10 +55,10 @@ def test_log_prefix_is_paddleocr_style():
 def test_eval_state_times_inference_for_fps():
     import paddle
 
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.evaluate import evaluate_rec
-    from paddle_recipes.tasks.ocr.metrics import RecMetric
-    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.evaluate import evaluate_rec
+    from paddle_recipes.tasks.ocr_rec.metrics import RecMetric
+    from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 
     paddle.seed(0)
     charset = CharDict(list("abc"))

@@ -15,10 +15,10 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss
+from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss
 from ppocr_parity import (EVAL_RTOL32, TRAIN_RTOL32, assert_matches_float32_reference, assert_matches_reference,
                           det_value, fixed_input)
-from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
+from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ppocr_manifests"
 PRESETS = ["PP-OCRv4_mobile_rec", "PP-OCRv5_mobile_rec", "PP-OCRv5_server_rec", "rec_r34_vd_none_bilstm_ctc"]
@@ -121,8 +121,8 @@ def test_unknown_architecture_keys_are_rejected():
 
 
 def test_build_rec_model_dispatches_to_paddleocr_networks():
-    from paddle_recipes.tasks.ocr.models import RecModel, build_rec_model
-    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_CRNN_R34_ARCH, PPOCRRecModel
+    from paddle_recipes.tasks.ocr_rec.models import RecModel, build_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_CRNN_R34_ARCH, PPOCRRecModel
 
     arch = {**PPOCR_CRNN_R34_ARCH, "Backbone": {"name": "resnet", "layers": 34}}  # case-insensitive
     assert isinstance(build_rec_model(arch, 37), PPOCRRecModel)
@@ -135,7 +135,7 @@ def test_paddleocr_yaml_architecture_parses_into_dataclasses(preset):
     """PaddleOCR's own Architecture section (from its YAML; Transform: null is the translator's) -> our
     ArchitectureConfig -> the manifest's network."""
     from paddle_recipes.config import ConfigError, from_dict
-    from paddle_recipes.tasks.ocr.models import ArchitectureConfig, build_rec_model
+    from paddle_recipes.tasks.ocr_rec.models import ArchitectureConfig, build_rec_model
 
     m = load_manifest(preset)
     arch = {k: v for k, v in m["architecture"].items() if k != "Transform"}

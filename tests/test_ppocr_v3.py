@@ -20,8 +20,8 @@ from paddle_recipes.config import ConfigError, UnknownNameError, load_config
 from paddle_recipes.nn import catalog
 from paddle_recipes.nn.mobilenetv1_enhance import MobileNetV1Enhance
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.ocr.config import RecConfig
-from paddle_recipes.tasks.ocr.models import build_rec_model
+from paddle_recipes.tasks.ocr_rec.config import RecConfig
+from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((REPO / "tests/fixtures/ppocr_manifests/MobileNetV1Enhance_rec.json").read_text("utf-8"))

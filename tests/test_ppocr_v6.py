@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from paddle_recipes.nn.lcnetv4 import PPLCNetV4
-from paddle_recipes.pretrained import load_pretrained
+from paddle_recipes.weights.pretrained import load_pretrained
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
-from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
+from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss, nrtr_labels
+from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model
 from test_paddleocr_inference import (CHARS, _lines, _run_json, assert_paddleocr3_agrees,  # noqa: F401 (fixture)
                                       paddleocr_python)
 from test_paddleocr_recipe import DICT_A, FIXTURES, fresh_logging, paddleocr_opts, run, write_label_set
@@ -126,7 +126,7 @@ def test_paddleocr_v6_file_loads_with_no_renaming(tmp_path, size, caplog):
     m = manifest(size)
     ref = paddleocr_file(m, tmp_path / f"PP-OCRv6_{size}_rec_train" / "best_accuracy.pdparams", 40)
     model = build_ppocr_rec_model(m["architecture"], 40)
-    with caplog.at_level(logging.INFO, logger="paddle_recipes.pretrained"):
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.weights.pretrained"):
         rep = load_pretrained(model, tmp_path / f"PP-OCRv6_{size}_rec_train" / "best_accuracy")
     assert len(rep.loaded) == m["num_tensors"]
     assert not (rep.reinitialized or rep.skipped or rep.missing or rep.unexpected)
@@ -203,7 +203,7 @@ def test_v6_medium_base_yaml_trains_as_written(tmp_path, size):
 
 
 def test_ratio_list_draws_a_fresh_fraction_of_each_label_file_per_epoch():
-    from paddle_recipes.tasks.ocr.multiscale import MultiScaleBatchSampler
+    from paddle_recipes.tasks.ocr_rec.multiscale import MultiScaleBatchSampler
 
     spans = [(0, 10, 0.5), (10, 40, 0.2)]  # two label files: 10 and 30 samples -> 5 + 6 per epoch
     s = MultiScaleBatchSampler(40, scales=[[96, 32]], first_bs=4, seed=3, ratio_spans=spans, with_epoch=False)
@@ -238,7 +238,7 @@ def test_ratio_list_outside_train_with_a_sampler_is_one_line(tmp_path, capsys):
 def _image_dependent(model, files, shape):
     """Untrained v6 recognizer whose texts depend on the image: batch-norm statistics taken from the test lines
     (one train-mode pass of the CTC branch with momentum 0), CTC classifier scaled x3 so logits spread."""
-    from paddle_recipes.tasks.ocr.transforms import decode_image, pad_batch, resize_norm_infer
+    from paddle_recipes.tasks.ocr_rec.transforms import decode_image, pad_batch, resize_norm_infer
 
     bns = [m for m in model.sublayers() if isinstance(m, (paddle.nn.BatchNorm1D, paddle.nn.BatchNorm2D))]
     for bn in bns:
@@ -261,8 +261,8 @@ def test_paddleocr3_reads_v6_export_under_the_v6_model_name(paddleocr_python, tm
     """export_rec_for_paddleocr(model_name="PP-OCRv6_<size>_rec") -> paddleocr 3.7
     TextRecognition(model_name="PP-OCRv6_<size>_rec", model_dir=...) == our recognize_files on 20 lines of
     widths 60..2400 px: same texts, scores within 1e-4."""
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.export_paddleocr import export_rec_for_paddleocr
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.export_paddleocr import export_rec_for_paddleocr
 
     files = _lines(tmp_path)
     charset = CharDict(CHARS)

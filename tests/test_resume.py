@@ -3,13 +3,13 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes import distributed as dist_utils
-from paddle_recipes.accumulate import GradAccumulator
-from paddle_recipes.amp import Amp, AmpConfig
-from paddle_recipes.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from paddle_recipes.ema import ModelEMA
-from paddle_recipes.reproducible import SeededDataset, sample_seed
-from paddle_recipes.trainer import Callback, Trainer, TrainerOptions
+from paddle_recipes.runtime import distributed as dist_utils
+from paddle_recipes.train.accumulate import GradAccumulator
+from paddle_recipes.train.amp import Amp, AmpConfig
+from paddle_recipes.checkpoint.format import CheckpointError, load_checkpoint, save_checkpoint
+from paddle_recipes.train.ema import ModelEMA
+from paddle_recipes.data.reproducible import SeededDataset, sample_seed
+from paddle_recipes.train.trainer import Callback, Trainer, TrainerOptions
 
 
 class NoisyDataset(paddle.io.Dataset):
@@ -118,7 +118,7 @@ def test_failed_save_leaves_previous_checkpoint(tmp_path, monkeypatch):
         f.write(b"\x80\x05partial")
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("paddle_recipes.checkpoint.dump_plain", boom)
+    monkeypatch.setattr("paddle_recipes.checkpoint.format.dump_plain", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         save_checkpoint(tmp_path, {"model": model.state_dict(), "epoch": 2}, "step_2")
     assert (tmp_path / "latest").read_text().strip() == "step_1"
@@ -139,7 +139,7 @@ def test_seeded_augmentation_is_independent_of_workers():
 
 
 def test_resume_source(tmp_path):
-    from paddle_recipes.checkpoint import resume_source
+    from paddle_recipes.checkpoint.resume import resume_source
 
     assert resume_source("", tmp_path) is None
     assert resume_source("auto", tmp_path) is None  # nothing saved yet: a fresh run

@@ -1,4 +1,4 @@
-"""Safe weight loading (paddle_recipes.serialization): a crafted checkpoint never runs code, through
+"""Safe weight loading (paddle_recipes.checkpoint.serialization): a crafted checkpoint never runs code, through
 every weights path of the recipes; every format paddle.save writes still loads exactly as paddle.load
 reads it; state.pkl holds plain values; safetensors round trips."""
 from __future__ import annotations
@@ -15,9 +15,10 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from paddle_recipes.serialization import (UnsafeWeightsError, WeightsFileError, check_plain, load_plain,
-                                          load_safetensors, load_weights_file, save_safetensors)
+from paddle_recipes.checkpoint.format import load_checkpoint, save_checkpoint
+from paddle_recipes.checkpoint.state import rng_state, set_rng_state
+from paddle_recipes.checkpoint.serialization import (UnsafeWeightsError, WeightsFileError, check_plain, load_plain,
+                                                     load_safetensors, load_weights_file, save_safetensors)
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "paddle_recipes" / "configs"
@@ -195,7 +196,7 @@ def _load_capped(path: Path) -> subprocess.CompletedProcess:
     """load_weights_file in a child whose address space is capped at 1 GiB: a refusal that came after the
     allocation would be a MemoryError there (and never 6 GiB of this machine's memory)."""
     code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
-            "from paddle_recipes.serialization import load_weights_file, WeightsFileError\n"
+            "from paddle_recipes.checkpoint.serialization import load_weights_file, WeightsFileError\n"
             "try:\n    load_weights_file(__import__('sys').argv[1])\nexcept WeightsFileError as exc:\n    print(exc)")
     return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -327,8 +328,8 @@ def _tiny():
 
 
 def _loaders():
-    from paddle_recipes.checkpoint import load_weights
-    from paddle_recipes.pretrained import load_pretrained
+    from paddle_recipes.weights.load import load_weights
+    from paddle_recipes.weights.pretrained import load_pretrained
 
     return {"load_weights": load_weights, "load_pretrained": load_pretrained}
 

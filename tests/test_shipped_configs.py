@@ -28,7 +28,7 @@ def test_shipped_config_loads_and_passes_its_recipes_checks(path):
     cls = recipe_for(path.name)
     cfg = load_config(path, [], cls.Config, translators=cls.config_translators)
     if hasattr(cls, "check"):
-        from paddle_recipes.distributed import DistInfo
+        from paddle_recipes.runtime.distributed import DistInfo
         cls(cfg, DistInfo()).check()
     if cls.__name__ == "OcrSystem":
         for m in (cfg.Det, cfg.Rec, cfg.Cls):

@@ -11,21 +11,21 @@ import paddle
 import pytest
 
 from conftest import REPO_ROOT, run_python
-from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.checkpoint.format import load_checkpoint
 from paddle_recipes.config import ConfigError, load_config
-from paddle_recipes.device_defaults import choose_defaults
-from paddle_recipes.distributed import DistInfo, set_cpu_threads_per_rank
-from paddle_recipes.tasks.ocr.charset import CharDict
-from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, RecConfig, RecGlobal, SamplerConfig
-from paddle_recipes.tasks.ocr.ctc_init import blank_logit, frame_prior, init_ctc_blank_bias
-from paddle_recipes.tasks.ocr.curriculum import LengthCurriculumSampler
+from paddle_recipes.runtime.device_defaults import choose_defaults
+from paddle_recipes.runtime.distributed import DistInfo, set_cpu_threads_per_rank
+from paddle_recipes.tasks.ocr_rec.charset import CharDict
+from paddle_recipes.tasks.ocr_rec.config import CurriculumSamplerConfig, RecConfig, RecGlobal, SamplerConfig
+from paddle_recipes.tasks.ocr_rec.ctc_init import blank_logit, frame_prior, init_ctc_blank_bias
+from paddle_recipes.tasks.ocr_rec.curriculum import LengthCurriculumSampler
 from paddle_recipes.data.skips import SkipStats
-from paddle_recipes.tasks.ocr.losses import CTCLoss
+from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
 from paddle_recipes.nn import catalog
-from paddle_recipes.tasks.ocr.models import build_rec_model
-from paddle_recipes.tasks.ocr.recipe_data import build_train_loader
-from paddle_recipes.tasks.ocr.step import CtcTrainStep
-from paddle_recipes.training import TrainLoaderConfig
+from paddle_recipes.tasks.ocr_rec.models import build_rec_model
+from paddle_recipes.tasks.ocr_rec.recipe_data import build_train_loader
+from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep
+from paddle_recipes.train.build import TrainLoaderConfig
 
 sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.harness.flops import count_flops  # noqa: E402
@@ -166,7 +166,7 @@ def test_curriculum_rejects_too_few_short_lines():
 def test_curriculum_loader_names_the_keys_when_the_data_cannot_fill_a_short_batch():
     from types import SimpleNamespace
 
-    from paddle_recipes.tasks.ocr.curriculum import build_curriculum_loader
+    from paddle_recipes.tasks.ocr_rec.curriculum import build_curriculum_loader
 
     data = SimpleNamespace(label_lengths=lambda: LENGTHS)
     info = SimpleNamespace(world_size=2, rank=0)
@@ -217,7 +217,7 @@ def test_curriculum_checkpoint_counts_consumed_batches_not_prefetched_ones():
     """A loader draws ahead of training: the hook saves the trainer's position, and resuming there is exact."""
     from types import SimpleNamespace
 
-    from paddle_recipes.tasks.ocr.curriculum import CurriculumLogger
+    from paddle_recipes.tasks.ocr_rec.curriculum import CurriculumLogger
 
     r = LengthCurriculumSampler(LENGTHS, 8, warm_steps=12, short_len=3)
     ref = list(r)

@@ -1,4 +1,4 @@
-"""Global.to_static (paddle_recipes.static_train): the same loss curve as dygraph training from the same seed, for
+"""Global.to_static (paddle_recipes.train.to_static): the same loss curve as dygraph training from the same seed, for
 a rec model (through build_training and the Trainer), PP-OCRv4's MultiHead with its targets, and a DB det model;
 evaluation stays dygraph; an unconvertible forward is one line naming the layer.
 
@@ -15,11 +15,11 @@ import paddle
 import pytest
 
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
-from paddle_recipes.static_train import StaticTrainForward, apply_to_static
-from paddle_recipes.tasks.ocr.losses import CTCLoss
-from paddle_recipes.tasks.ocr.models import build_rec_model
-from paddle_recipes.training import TrainingConfig, build_training
+from paddle_recipes.runtime.distributed import DistInfo
+from paddle_recipes.train.to_static import StaticTrainForward, apply_to_static
+from paddle_recipes.tasks.ocr_rec.losses import CTCLoss
+from paddle_recipes.tasks.ocr_rec.models import build_rec_model
+from paddle_recipes.train.build import TrainingConfig, build_training
 
 REL_TOL = 1e-5
 REC_ARCH = {"Backbone": {"name": "LCNetRec", "scale": 0.25, "width_stride": 8}, "Neck": {"name": "Conv", "hidden_size": 16},
@@ -108,8 +108,8 @@ def _no_dropout(model):
 def test_multihead_targets_several_shapes_and_eval_stay_exact():
     """PP-OCRv4 mobile rec's MultiHead (CTC + NRTR, targets as a list argument), small; two batch shapes (as the
     multi-scale sampler gives) trace two programs; an eval-mode call traces nothing and equals dygraph."""
-    from paddle_recipes.tasks.ocr.ppocr_losses import MultiLoss, nrtr_labels
-    from paddle_recipes.tasks.ocr.ppocr_models import build_ppocr_rec_model
+    from paddle_recipes.tasks.ocr_rec.ppocr_losses import MultiLoss, nrtr_labels
+    from paddle_recipes.tasks.ocr_rec.ppocr_models import build_ppocr_rec_model
 
     arch = {"Backbone": {"name": "PPLCNetV3", "scale": 0.25},
             "Head": {"name": "MultiHead", "head_list": [

@@ -9,12 +9,12 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import load_checkpoint
+from paddle_recipes.checkpoint.format import load_checkpoint
 from paddle_recipes.formats.ppocr_logs import PPOCREvalLog
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
-from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training
-from paddle_recipes.tasks.ocr.config import RecGlobal
+from paddle_recipes.runtime.distributed import DistInfo
+from paddle_recipes.train.build import GlobalConfig, TrainingConfig, build_training
+from paddle_recipes.tasks.ocr_rec.config import RecGlobal
 
 
 class Squares(paddle.io.Dataset):

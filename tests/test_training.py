@@ -1,4 +1,4 @@
-"""paddle_recipes.training / recipe: the final-eval rule, ETA under accumulation, init weights in train mode,
+"""paddle_recipes.train.build / recipe: the final-eval rule, ETA under accumulation, init weights in train mode,
 resume alias, rank-0 data preparation, and recipes as importable modules of the right size."""
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import CheckpointError, save_checkpoint
+from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
 from paddle_recipes.config import ConfigError, from_dict
-from paddle_recipes.distributed import DistInfo
-from paddle_recipes.recipe import Recipe, prepare_on_rank0
-from paddle_recipes.training import GlobalConfig, TrainingConfig, build_training
+from paddle_recipes.runtime.distributed import DistInfo
+from paddle_recipes.recipes.base import Recipe, prepare_on_rank0
+from paddle_recipes.train.build import GlobalConfig, TrainingConfig, build_training
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ def test_global_weights_in_train_mode_load_or_fail_in_one_line(tmp_path):
 def test_paddleocr_checkpoints_resumes_and_init_conflicts_only_in_training(tmp_path):
     """Global.checkpoints (PaddleOCR's key) is ours too: in train mode it is the checkpoint to continue from, over
     resume "auto"; naming another checkpoint than Global.resume is an error (docs/weights.md for the other modes)."""
-    from paddle_recipes.resume import resume_from
+    from paddle_recipes.checkpoint.resume import resume_from
 
     assert from_dict(GlobalConfig, {"checkpoints": None}).checkpoints == ""
     save_checkpoint(tmp_path / "a", {"model": paddle.nn.Linear(2, 2).state_dict()}, "step_1")
@@ -158,7 +158,7 @@ def test_recipes_are_modules_under_150_lines_and_entry_points_are_thin():
 
 
 def test_ema_warmup_reads_the_trainer_step():
-    from paddle_recipes.ema import ModelEMA, ema_decay
+    from paddle_recipes.train.ema import ModelEMA, ema_decay
 
     ema = ModelEMA(paddle.nn.Linear(2, 2), decay=0.999, warmup="threshold")
     assert ema.update(paddle.nn.Linear(2, 2), step=40) == pytest.approx(ema_decay(40, 0.999, "threshold"))
@@ -170,11 +170,11 @@ def test_ema_warmup_reads_the_trainer_step():
 def test_use_visualdl_without_visualdl_warns_once(tmp_path, monkeypatch, caplog):
     import importlib.util
 
-    from paddle_recipes import training
+    from paddle_recipes.train import build as training
 
     real = importlib.util.find_spec
     monkeypatch.setattr(training.importlib.util, "find_spec", lambda n, *a: None if n == "visualdl" else real(n, *a))
-    with caplog.at_level("WARNING", logger="paddle_recipes.training"):
+    with caplog.at_level("WARNING", logger="paddle_recipes.train.build"):
         writer = training.scalar_writer(GlobalConfig(use_visualdl=True, output_dir=str(tmp_path)), DistInfo())
     writer.close()
     lines = [r.getMessage() for r in caplog.records if "visualdl is not installed" in r.getMessage()]
@@ -184,7 +184,7 @@ def test_use_visualdl_without_visualdl_warns_once(tmp_path, monkeypatch, caplog)
 def test_warmup_epochs_resolve_to_optimizer_steps(tmp_path, caplog):
     import logging
 
-    from paddle_recipes.optim import OptimizerConfig, build_optimizer, resolve_warmup
+    from paddle_recipes.train.optim import OptimizerConfig, build_optimizer, resolve_warmup
 
     assert resolve_warmup(OptimizerConfig(warmup_epochs=2.5), steps_per_epoch=4).warmup_steps == 10
     plain = OptimizerConfig(warmup_steps=7)
@@ -195,7 +195,7 @@ def test_warmup_epochs_resolve_to_optimizer_steps(tmp_path, caplog):
         build_optimizer(OptimizerConfig(warmup_epochs=1.0), paddle.nn.Linear(2, 1).parameters(), total_steps=10)
     cfg = _cfg(tmp_path, eval_every_epochs=0, save_every_epochs=0)
     cfg.Optimizer = OptimizerConfig(name="sgd", lr=0.1, schedule="constant", warmup_epochs=1.5)
-    with caplog.at_level(logging.INFO, logger="paddle_recipes.training"):
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.train.build"):
         run = build_training(cfg, paddle.nn.Linear(4, 1), Squares(), step=_step, info=DistInfo())
     # 32 samples / batch 4 = 8 micro-batches, accumulate 2 -> 4 optimizer steps per epoch; 1.5 epochs = 6 steps
     assert "Optimizer.warmup_epochs 1.5 = 6 optimizer steps (4 per epoch)" in caplog.text

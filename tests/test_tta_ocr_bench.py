@@ -168,7 +168,7 @@ def test_worker_overrides_are_recipe_keys(tmp_path):
     """Every row's settings load into the OCR recipe's typed config (unknown keys would be rejected)."""
     from benchmarks.harness import tta_worker as W
     from paddle_recipes.config import load_config
-    from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, RecConfig
+    from paddle_recipes.tasks.ocr_rec.config import CurriculumSamplerConfig, RecConfig
 
     args = W.parse_args(["--data", str(tmp_path), "--out", str(tmp_path / "o.json"), "--warmup-epochs", "5",
                          "--ema", "0.999"])

@@ -78,7 +78,7 @@ def test_wall_seconds_per_step_come_from_timestamps_and_skip_evals():
 
 def test_our_log_lines_parse_the_same():
     """Our StepTimer / PPOCREvalLog print the same shapes (the recipe's log is read by the same parser)."""
-    from paddle_recipes.meters import StepTimer  # noqa: F401  (the format under test lives there)
+    from paddle_recipes.train.meters import StepTimer  # noqa: F401  (the format under test lives there)
     from paddle_recipes.formats.ppocr_logs import format_cur_metric
 
     line = ("[2026/12/03 10:00:00] root INFO: epoch: [1/1], global_step: 2, lr: 0.001, loss: 3.5, acc: 0.5, "
@@ -146,7 +146,7 @@ def test_fast_row_keys_load_on_the_real_yamls_and_take_effect(tmp_path, yn, fixt
     config loads, every speedup is in effect, and the one extensions line names them."""
     from paddle_recipes.config import load_config
     from paddle_recipes.recipes.ocr_rec import OcrRec
-    from paddle_recipes.tasks.ocr.config import CurriculumSamplerConfig, SamplerConfig
+    from paddle_recipes.tasks.ocr_rec.config import CurriculumSamplerConfig, SamplerConfig
 
     raw = yaml.safe_load((REPO_ROOT / "tests/fixtures/paddleocr_configs" / fixture).read_text(encoding="utf-8"))
     o = H.common_overrides(str(tmp_path), str(REPO_ROOT / "datasets/ocr_rec/ch_hanzi_100.txt"), str(tmp_path / "o"),
@@ -541,8 +541,8 @@ def test_official_weights_file_is_the_released_model_in_train_form(tmp_path):
 
     from benchmarks.harness import official_init as OI
     from paddle_recipes.config import load_config
-    from paddle_recipes.distributed import DistInfo
-    from paddle_recipes.pretrained import load_pretrained
+    from paddle_recipes.runtime.distributed import DistInfo
+    from paddle_recipes.weights.pretrained import load_pretrained
     from paddle_recipes.recipes.ocr_rec import OcrRec
 
     released = OI.official_paths()

@@ -13,12 +13,12 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import save_checkpoint
+from paddle_recipes.checkpoint.format import save_checkpoint
 from paddle_recipes.config import load_config
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
 from paddle_recipes.recipes.ocr_system import OcrSystem
-from paddle_recipes.serialization import save_safetensors
+from paddle_recipes.checkpoint.serialization import save_safetensors
 
 from test_paddleocr_det_config import FIXTURES as DET_FIXTURES, tiny_opts
 from test_paddleocr_recipe import DICT_A, FIXTURES as REC_FIXTURES, V5M, paddleocr_opts, write_label_set
@@ -266,8 +266,8 @@ def test_ernie_eval_scores_the_named_weights(tmp_path, capsys):
     """ERNIE's eval mode (the student): <output_dir>/distill/checkpoints/best by default, a step folder named by
     Global.checkpoints, Global.weights over pretrained_model; training still refuses the keys."""
     from paddle_recipes.recipes.ernie_multitask import ErnieMultitask
-    from paddle_recipes.tasks.nlp.config import build_model as build_ernie
-    from paddle_recipes.tasks.nlp.phases import build_task_data
+    from paddle_recipes.tasks.ernie_multitask.config import build_model as build_ernie
+    from paddle_recipes.tasks.ernie_multitask.phases import build_task_data
 
     fresh_logging()  # build_task_data logs: not through a handler an earlier test's main() left
     smoke, out = "recipes/configs/ernie_multitask_smoke.yml", tmp_path / "out"

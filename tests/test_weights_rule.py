@@ -12,10 +12,10 @@ import numpy as np
 import paddle
 import pytest
 
-from paddle_recipes.checkpoint import CheckpointError, save_checkpoint
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.serialization import save_safetensors
-from paddle_recipes.training import GlobalConfig
+from paddle_recipes.checkpoint.format import CheckpointError, save_checkpoint
+from paddle_recipes.recipes.base import Recipe
+from paddle_recipes.checkpoint.serialization import save_safetensors
+from paddle_recipes.train.build import GlobalConfig
 
 
 class Tiny(Recipe):

@@ -11,7 +11,7 @@ benchmark) with one extra callback: the time of every optimizer step since fit s
 ``--weights-out`` at the end. The record holds per-step times and losses (``Global.log_every: 1``).
 
 ``eval`` loads each weights file into our PP-YOLOE (ppdet's names through
-``paddle_recipes.tasks.det.ppdet_weights.load_ppdet_weights``) and scores it with
+``paddle_recipes.tasks.det_ppyoloe.ppdet_weights.load_ppdet_weights``) and scores it with
 ``evaluate_detector`` (same resize, normalisation, NMS and pycocotools metric for both sides).
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from paddle_recipes.trainer import Callback  # noqa: E402
+from paddle_recipes.train.trainer import Callback  # noqa: E402
 
 
 class StepClock(Callback):
@@ -77,11 +77,11 @@ def evaluate(args) -> dict:
     """Each --weights PATH:FORMAT[:NAME] scored on the same loader; {NAME: metrics}."""
     import paddle
 
-    from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, load_coco
-    from paddle_recipes.tasks.det.config import ArchitectureConfig, LossConfig, NmsConfig, build_model
-    from paddle_recipes.tasks.det.evaluate import evaluate_detector
-    from paddle_recipes.tasks.det.ppdet_weights import load_ppdet_weights
-    from paddle_recipes.serialization import load_weights_file
+    from paddle_recipes.tasks.det_ppyoloe.coco import CocoDetDataset, DetCollate, load_coco
+    from paddle_recipes.tasks.det_ppyoloe.config import ArchitectureConfig, LossConfig, NmsConfig, build_model
+    from paddle_recipes.tasks.det_ppyoloe.evaluate import evaluate_detector
+    from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import load_ppdet_weights
+    from paddle_recipes.checkpoint.serialization import load_weights_file
 
     paddle.set_device("cpu")
     index = load_coco(args.ann, args.image_dir)

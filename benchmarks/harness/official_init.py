@@ -43,7 +43,7 @@ def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: i
     (`synth` and `print_options` do not apply); "dot_matrix": clean lines (SynthConfig(aug=False, seed, **synth), kept in root/clean) re-printed
     by a dot-matrix head (harness/dot_matrix.py) with print_seeds[name] and `print_options` (dots_per_line,
     coverage; default dot_matrix's). Cached by the generator's fingerprint, the clean label file and print.json."""
-    from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
+    from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, build_dataset
 
     if domain == "small":
         return build_dataset(root, chars, splits, SynthConfig(seed=seed, **synth), fmt="label_file")
@@ -89,7 +89,7 @@ def make_weak_set(root: str | Path, keys_file: str | Path, num_train: int, num_v
                   domain: str = "small") -> Path:
     """make_weak_splits for vs_paddleocr.py: train and val from one seed, lines of `text_len` (min, max) chars; the
     released model reads about 0.6 of 8-10 px lines ("small", `font_size`) and about 0.45 of "dot_matrix" prints."""
-    from paddle_recipes.tasks.ocr.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
 
     chars = CharDict.from_file(str(keys_file), use_space_char=True).chars
     synth = dict(min_len=text_len[0], max_len=text_len[1]) | ({"font_size": tuple(font_size)} if domain == "small" else {})
@@ -106,7 +106,7 @@ def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Pat
     import paddle
 
     from paddle_recipes.config import load_config
-    from paddle_recipes.distributed import DistInfo, seed_everything
+    from paddle_recipes.runtime.distributed import DistInfo, seed_everything
 
     if recipe_cls is None:
         from paddle_recipes.recipes.ocr_rec import OcrRec as recipe_cls
@@ -117,7 +117,7 @@ def write_official_weights(yaml_path: str, overrides: dict, model_dir: str | Pat
     recipe.check()
     seed_everything(cfg.Global.seed)  # the fresh tensors (un-fused side branches, det's thresh): the same file each time
     model = recipe.build_model()
-    from paddle_recipes.pretrained import load_pretrained
+    from paddle_recipes.weights.pretrained import load_pretrained
 
     report = load_pretrained(model, str(model_dir), deploy=recipe.inference_deploy, dictionary=recipe.label_set())
     calibration = recipe.calibrate_imported_bn(model, recipe.build_dataset("train"))

@@ -1,7 +1,7 @@
 """Configs, figures and report of benchmarks/det_vs_ppdet.py (our PP-YOLOE recipe vs PaddleDetection's Trainer).
 
 Both configs are written at run time from one ``Setup`` (facts: PP-YOLOE keys, width/depth of the size from
-``paddle_recipes.tasks.det.model.SIZES``, image sizes, batch, optimizer, LR schedule, EMA); no ppdet file is
+``paddle_recipes.tasks.det_ppyoloe.model.SIZES``, image sizes, batch, optimizer, LR schedule, EMA); no ppdet file is
 copied. ``ours_config`` is our recipe's YAML, ``ppdet_config`` a ppdet-format YAML for ``ppdet.engine.Trainer``.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Setup:
 
 
 def width_depth(size: str) -> tuple[float, float]:
-    from paddle_recipes.tasks.det.model import SIZES
+    from paddle_recipes.tasks.det_ppyoloe.model import SIZES
 
     spec = SIZES[size]
     return spec.width_mult, spec.depth_mult

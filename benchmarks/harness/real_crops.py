@@ -8,7 +8,7 @@ from typing import List, Sequence, Tuple
 import cv2
 import numpy as np
 
-from paddle_recipes.tasks.ocr.transforms import resize_norm_pad
+from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_pad
 
 REAL_CROPS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "real_crops"
 

@@ -50,7 +50,7 @@ def machine_info() -> dict:
     try:
         import paddle
 
-        from paddle_recipes.amp import amp_support
+        from paddle_recipes.train.amp import amp_support
 
         gpus = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
         ok, reason = amp_support("float16")

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paddle_recipes.lifetime import die_with_parent
+from paddle_recipes.runtime.lifetime import die_with_parent
 
 from .rows import Row
 
@@ -224,7 +224,7 @@ def prepare_ocr_data(settings: Settings, config: str, overrides: tuple, log: Pat
     code = (
         "from paddle_recipes.recipes.ocr_rec import OcrRec, RecConfig\n"
         "from paddle_recipes.config import load_config\n"
-        "from paddle_recipes.distributed import DistInfo\n"
+        "from paddle_recipes.runtime.distributed import DistInfo\n"
         f"cfg = load_config({config!r}, {list(overrides)!r}, RecConfig)\n"
         "OcrRec(cfg, DistInfo()).build_dataset('train')\n"
         "print('data ready:', cfg.Synthetic.root)\n"

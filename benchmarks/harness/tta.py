@@ -238,8 +238,8 @@ def write_plots(rep: dict, runs: dict, out_dir: Path) -> list[Path]:
 def prepare_data(root: str, dict_path: str, num_train: int, num_val: int, min_len: int, max_len: int,
                  height: int) -> None:
     sys.path.insert(0, str(REPO))
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.synth import SynthConfig, build_dataset
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, build_dataset
 
     chars = CharDict.from_file(dict_path).chars
     build_dataset(root, chars, {"train": num_train, "val": num_val},

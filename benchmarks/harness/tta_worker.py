@@ -149,7 +149,7 @@ class TtaClock:
     def on_fit_start(self, tr):
         if self.flops_shape:
             from benchmarks.harness.flops import count_flops
-            from paddle_recipes.distributed import unwrap
+            from paddle_recipes.runtime.distributed import unwrap
 
             self.flops = count_flops(unwrap(tr.model), [1, *self.flops_shape])
         self.steps_per_epoch = len(tr.train_loader)
@@ -200,13 +200,13 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     methods = parse_methods(args.methods)
     if args.threads:
-        from paddle_recipes.device_defaults import apply_threads
+        from paddle_recipes.runtime.device_defaults import apply_threads
 
         apply_threads(args.threads, override=True)
     import paddle
 
     from benchmarks.harness.flops import matmul_peak_gflops
-    from paddle_recipes import distributed as D
+    from paddle_recipes.runtime import distributed as D
     from paddle_recipes.recipes.ocr_rec import OcrRec
 
     out = Path(args.out)

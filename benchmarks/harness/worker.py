@@ -11,7 +11,7 @@ infer: eval-mode latency of the model vs ``paddle_recipes.export.fuse_conv_bn(mo
 measured alternately in the same process, plus the numerical difference of the outputs. BN running
 statistics and affine parameters are randomized first, so the fold is not a near-identity.
 Models: resnet50 (paddle.vision, random init), ernie_tiny (paddlenlp ErnieModel, small config, random
-init), ppyoloe_tiny (paddle_recipes.tasks.det). Sizes are reduced for CPU; all are recorded.
+init), ppyoloe_tiny (paddle_recipes.tasks.det_ppyoloe). Sizes are reduced for CPU; all are recorded.
 """
 from __future__ import annotations
 
@@ -29,11 +29,11 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 
-from paddle_recipes.accumulate import GradAccumulator  # noqa: E402
-from paddle_recipes.amp import Amp, AmpConfig  # noqa: E402
+from paddle_recipes.train.accumulate import GradAccumulator  # noqa: E402
+from paddle_recipes.train.amp import Amp, AmpConfig  # noqa: E402
 from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
-from paddle_recipes.distributed import build_batch_sampler, setup, setup_logging  # noqa: E402
-from paddle_recipes.trainer import Trainer, TrainerOptions  # noqa: E402
+from paddle_recipes.runtime.distributed import build_batch_sampler, setup, setup_logging  # noqa: E402
+from paddle_recipes.train.trainer import Trainer, TrainerOptions  # noqa: E402
 
 logger = logging.getLogger("bench.worker")
 
@@ -81,10 +81,10 @@ class TokenCls(paddle.io.Dataset):
 
 
 class Shapes(paddle.io.Dataset):
-    """Synthetic shapes rendered on the fly by paddle_recipes.tasks.det.synth (the expensive part)."""
+    """Synthetic shapes rendered on the fly by paddle_recipes.tasks.det_ppyoloe.synth (the expensive part)."""
 
     def __init__(self, n: int, size: int):
-        from paddle_recipes.tasks.det.synth import ShapesSpec
+        from paddle_recipes.tasks.det_ppyoloe.synth import ShapesSpec
 
         self.n, self.spec = n, ShapesSpec(image_size=size)
 
@@ -92,7 +92,7 @@ class Shapes(paddle.io.Dataset):
         return self.n
 
     def __getitem__(self, i):
-        from paddle_recipes.tasks.det.synth import render_image
+        from paddle_recipes.tasks.det_ppyoloe.synth import render_image
 
         img, anns = render_image(np.random.default_rng(i), self.spec)
         boxes = np.array([[x, y, x + w, y + h] for _, (x, y, w, h) in anns], np.float32).reshape(-1, 4)
@@ -137,7 +137,7 @@ def build(model_name: str, size: int, n: int):
         return model, ImageNetLike(n, size), None, step, lambda b: paddle.randn([b, 3, size, size]), \
             resnet_pairs(model), desc
     if model_name == "ernie_tiny":
-        from paddle_recipes.tasks.nlp.multitask import build_ernie
+        from paddle_recipes.tasks.ernie_multitask.multitask import build_ernie
 
         hidden = 128
         model = ErnieCls(build_ernie(vocab_size=3000, hidden_size=hidden, num_layers=4, num_heads=4,
@@ -151,8 +151,8 @@ def build(model_name: str, size: int, n: int):
         return model, TokenCls(n, size), None, step, \
             lambda b: paddle.randint(1, 3000, [b, size], dtype="int64"), [], desc
     if model_name == "ppyoloe_tiny":
-        from paddle_recipes.tasks.det.coco import DetCollate
-        from paddle_recipes.tasks.det.model import build_ppyoloe
+        from paddle_recipes.tasks.det_ppyoloe.coco import DetCollate
+        from paddle_recipes.tasks.det_ppyoloe.model import build_ppyoloe
 
         model = build_ppyoloe("tiny", num_classes=3)
 
@@ -160,7 +160,7 @@ def build(model_name: str, size: int, n: int):
             losses = m(batch["image"], batch["gt_class"], batch["gt_bbox"], batch["pad_gt_mask"])
             return {"loss": losses["loss"]}
 
-        desc = f"paddle_recipes.tasks.det PP-YOLOE tiny (width 0.125, depth 0.33, random init), input 3x{size}x{size}"
+        desc = f"paddle_recipes.tasks.det_ppyoloe PP-YOLOE tiny (width 0.125, depth 0.33, random init), input 3x{size}x{size}"
         return model, Shapes(n, size), DetCollate(sizes=(size,)), step, \
             lambda b: paddle.randn([b, 3, size, size]), None, desc
     raise ValueError(f"unknown model {model_name!r}; choose one of {sorted(DEFAULTS)}")

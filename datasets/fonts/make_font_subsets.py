@@ -21,8 +21,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from paddle_recipes.tasks.ocr.charset import gb2312_level1_hanzi  # noqa: E402
-from paddle_recipes.tasks.ocr.fonts import FONTS  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.charset import gb2312_level1_hanzi  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.fonts import FONTS  # noqa: E402
 
 # Debian package and path (under --root) of each shipped font's original.
 ORIGINALS = {

@@ -45,7 +45,7 @@ REC_OUR_GLOBAL = ("distill_pretrained", "distill_weight", "distill_temperature")
 
 def _paddlex_rec_names() -> tuple:
     """The Global.model_name values an export can carry (paddlex 3.x's text-recognition names)."""
-    from paddle_recipes.tasks.ocr.export_paddleocr import PADDLEX_REC_MODEL_NAMES
+    from paddle_recipes.tasks.ocr_rec.export_paddleocr import PADDLEX_REC_MODEL_NAMES
 
     return PADDLEX_REC_MODEL_NAMES
 

@@ -6,7 +6,7 @@ OCR task reads: label files (``labelfile``) and LMDB sets (``lmdb``). Each is us
     write_lmdb("out/lmdb", [(jpeg_bytes, "你好"), ...])  # PaddleOCR keys, 1-based
     LmdbDataset("out/lmdb")[0] -> (jpeg_bytes, "你好")
 
-The albumentations adapter (image + boxes) belongs to detection: paddle_recipes.tasks.det.augment.
+The albumentations adapter (image + boxes) belongs to detection: paddle_recipes.tasks.det_ppyoloe.augment.
 """
 from .images import (IMAGE_EXTS, MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, check_file, image_pixels, image_size,
                      list_images, read_image)

@@ -367,7 +367,7 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
     def __call__(self, worker_id: int) -> None:
         import paddle
 
-        from ..lifetime import set_parent_death_signal
+        from ..runtime.lifetime import set_parent_death_signal
 
         set_parent_death_signal(signal.SIGKILL)  # a worker never outlives its process (blocked in a pipe read)
         info = paddle.io.get_worker_info()
@@ -404,7 +404,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     cfg = cfg or LoaderConfig()
     if batch_sampler is None:
         raise ValueError("build_loader needs a batch_sampler (e.g. paddle.io.BatchSampler or "
-                         "paddle_recipes.distributed.build_batch_sampler)")
+                         "paddle_recipes.runtime.distributed.build_batch_sampler)")
     if cfg.num_workers < 0:
         raise ValueError(f"LoaderConfig.num_workers must be >= 0, got {cfg.num_workers}")
     use_shm = cfg.use_shared_memory
@@ -422,7 +422,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     if workers and cfg.opencv_num_threads >= 0:
         set_opencv_threads(cfg.opencv_num_threads)
     unwrap = False
-    from ..reproducible import ResumableBatchSampler
+    from .reproducible import ResumableBatchSampler
 
     if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
         batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices

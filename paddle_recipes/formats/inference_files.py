@@ -341,7 +341,7 @@ def read_params_info(path: Optional[Path]) -> Optional[Dict[str, str]]:
     restricted unpickler (serialization.load_plain): no pickle globals beyond plain python and numpy."""
     if path is None:
         return None
-    from ..serialization import WeightsFileError, load_plain
+    from ..checkpoint.serialization import WeightsFileError, load_plain
 
     try:
         raw = load_plain(path)

@@ -40,7 +40,7 @@ from ..nn.reparam import fused_copy
 from .inference_files import (InferenceFormatError, Program, find_inference_files, read_params_info,
                               read_pdiparams, read_program)
 
-_LOG = logging.getLogger("paddle_recipes.pretrained")
+_LOG = logging.getLogger("paddle_recipes.weights.pretrained")
 
 # PaddleOCR's released PP-OCRv4 PPLCNetV3 names (its first, MobileOne-style implementation) -> our names
 NAME_ALIASES = ((re.compile(r"\.activation\.(scale|bias)$"), r".act.lab.\1"),
@@ -244,7 +244,7 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
     docstring. ``reinit_prefixes``: class-dependent keys (None -> model.class_dependent_params()). ``dictionary``:
     the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt").
     Raises InferenceFormatError (one line)."""
-    from ..distributed import unwrap
+    from ..runtime.distributed import unwrap
 
     log = logger or _LOG
     target = unwrap(model)

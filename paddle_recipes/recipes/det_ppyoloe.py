@@ -17,16 +17,17 @@ import paddle
 
 from paddle_recipes.compat.ppdet import ppdet_config_translator
 from paddle_recipes.config import ConfigError
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.det.coco import CocoDetDataset, DetCollate, DetDataError, build_train_augment, load_coco
-from paddle_recipes.tasks.det.config import DetConfig, build_model
-from paddle_recipes.tasks.det.deploy import export_ppdet_checked
-from paddle_recipes.tasks.det.normalize import collate_kwargs
-from paddle_recipes.tasks.det.ppdet_weights import is_ppdet_checkpoint, load_ppdet_weights
+from paddle_recipes.recipes.base import Recipe
+from paddle_recipes.tasks.det_ppyoloe.coco import (CocoDetDataset, DetCollate, DetDataError, build_train_augment,
+                                                   load_coco)
+from paddle_recipes.tasks.det_ppyoloe.config import DetConfig, build_model
+from paddle_recipes.tasks.det_ppyoloe.deploy import export_ppdet_checked
+from paddle_recipes.tasks.det_ppyoloe.normalize import collate_kwargs
+from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import is_ppdet_checkpoint, load_ppdet_weights
 from paddle_recipes.data import list_images
-from paddle_recipes.tasks.det.predict_export import draw_predictions, same_detections, write_deploy_files
-from paddle_recipes.tasks.det.evaluate import evaluate_detector
-from paddle_recipes.tasks.det.synth import make_shapes_dataset
+from paddle_recipes.tasks.det_ppyoloe.predict_export import draw_predictions, same_detections, write_deploy_files
+from paddle_recipes.tasks.det_ppyoloe.evaluate import evaluate_detector
+from paddle_recipes.tasks.det_ppyoloe.synth import make_shapes_dataset
 
 
 class DetPPYOLOE(Recipe):

@@ -7,7 +7,7 @@
 Phases (Global.phases, in order), each one `build_training(...).fit()` into <output_dir>/<phase>:
   teacher - shared ERNIE encoder + one head per task, trained on all labelled train data;
   student - the smaller student trained alone (baseline, same init/data/steps as "distill");
-  distill - the same student init trained with the teacher (paddle_recipes.distill);
+  distill - the same student init trained with the teacher (paddle_recipes.train.distill);
   quant   - PTQ of the distilled student into an int8 weight pack; size, agreement, accuracy delta.
 Data.student_labeled = N > 0: the student phases see labels of only the first N train examples per task;
 "distill" still sees every train text (unlabelled transfer set, KD term only). Random init, synthetic
@@ -21,14 +21,16 @@ from pathlib import Path
 import paddle
 import paddlenlp.transformers  # noqa: F401  (before logging setup, which drops its root handler)
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.config import ConfigError, to_dict
-from paddle_recipes.distill import DistillCallback, make_distill_step
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.nlp.config import ErnieConfig, build_model
-from paddle_recipes.tasks.nlp.multitask import MultiTaskLoader, TaskSampler, evaluate_tasks, make_multitask_step
-from paddle_recipes.tasks.nlp.phases import build_task_data, load_phase_model, quant_phase, student_sets, write_report
-from paddle_recipes.training import build_training, count_params
+from paddle_recipes.train.distill import DistillCallback, make_distill_step
+from paddle_recipes.recipes.base import Recipe
+from paddle_recipes.tasks.ernie_multitask.config import ErnieConfig, build_model
+from paddle_recipes.tasks.ernie_multitask.multitask import (MultiTaskLoader, TaskSampler, evaluate_tasks,
+                                                            make_multitask_step)
+from paddle_recipes.tasks.ernie_multitask.phases import (build_task_data, load_phase_model, quant_phase, student_sets,
+                                                         write_report)
+from paddle_recipes.train.build import build_training, count_params
 
 class ErnieMultitask(Recipe):
     """ERNIE 3.0-style multi-task training, distillation and INT8"""

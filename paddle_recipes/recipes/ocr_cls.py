@@ -18,15 +18,15 @@ import json
 from functools import cached_property
 from pathlib import Path
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.config import ConfigError
 from paddle_recipes.compat.paddleclas_cls import paddleclas_cls_translator
 from paddle_recipes.compat.paddleocr_cls import paddleocr_cls_translator
 from paddle_recipes.data import DataError, LabelFileError, LmdbFormatError, list_images
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.ocr.dataset import DataPathError
-from paddle_recipes.tasks.ocr.synth import build_dataset as build_lines, dataset_fingerprint
+from paddle_recipes.recipes.base import Recipe
+from paddle_recipes.tasks.ocr_rec.dataset import DataPathError
+from paddle_recipes.tasks.ocr_rec.synth import build_dataset as build_lines, dataset_fingerprint
 from paddle_recipes.tasks.ocr_cls.config import ClsConfig, ClsInput, resolve_input
 from paddle_recipes.tasks.ocr_cls.dataset import ClsDataset, collate
 from paddle_recipes.tasks.ocr_cls.export_paddleocr import ClsPaddleOCRExport

@@ -18,12 +18,12 @@ from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr_det import paddleocr_det_translator
 from paddle_recipes.data import LabelFileError, list_images
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.ocr.dataset import DataPathError
+from paddle_recipes.recipes.base import Recipe
+from paddle_recipes.tasks.ocr_rec.dataset import DataPathError
 from paddle_recipes.tasks.ocr_det.batch import collate
 from paddle_recipes.tasks.ocr_det.config import DetConfig, DetSynthetic
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset

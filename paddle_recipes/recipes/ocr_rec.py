@@ -15,21 +15,21 @@ import logging
 import os
 from functools import cached_property, partial
 
-from paddle_recipes import distributed as dist_utils
+from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
 from paddle_recipes.formats.inference_files import is_inference_model
-from paddle_recipes.recipe import Recipe
-from paddle_recipes.tasks.ocr.charset import CharDict, CharDictError, model_dict_file
-from paddle_recipes.tasks.ocr.config import RecConfig, check_rec_config
-from paddle_recipes.tasks.ocr.dataset import DataPathError, RecDataset, collate, collate_gtc
-from paddle_recipes.tasks.ocr.distill_pretrained import CtcDistill, distill_from_init
-from paddle_recipes.tasks.ocr.evaluate import predict_images
-from paddle_recipes.tasks.ocr.models import build_rec_model
-from paddle_recipes.tasks.ocr.ppocr_io import PaddleOCRExport, cur_metric
-from paddle_recipes.tasks.ocr.recipe_data import build_train_loader, evaluate_sets, open_split
-from paddle_recipes.tasks.ocr.step import CtcTrainStep, MultiLossTrainStep
+from paddle_recipes.recipes.base import Recipe
+from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file
+from paddle_recipes.tasks.ocr_rec.config import RecConfig, check_rec_config
+from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, RecDataset, collate, collate_gtc
+from paddle_recipes.tasks.ocr_rec.distill_pretrained import CtcDistill, distill_from_init
+from paddle_recipes.tasks.ocr_rec.evaluate import predict_images
+from paddle_recipes.tasks.ocr_rec.models import build_rec_model
+from paddle_recipes.tasks.ocr_rec.ppocr_io import PaddleOCRExport, cur_metric
+from paddle_recipes.tasks.ocr_rec.recipe_data import build_train_loader, evaluate_sets, open_split
+from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep, MultiLossTrainStep
 
 
 class OcrRec(PaddleOCRExport, Recipe):
@@ -47,7 +47,7 @@ class OcrRec(PaddleOCRExport, Recipe):
     def check(self) -> None:
         check_rec_config(self.cfg)
         if not self.info.is_main:  # rank 0 warns once per bad file:line
-            logging.getLogger("paddle_recipes.tasks.ocr").setLevel(logging.ERROR)
+            logging.getLogger("paddle_recipes.tasks.ocr_rec").setLevel(logging.ERROR)
 
     @cached_property
     def charset(self) -> CharDict:

@@ -23,12 +23,12 @@ from pathlib import Path
 from paddle_recipes.assets import resolve_path
 from paddle_recipes.config import ConfigError, load_config
 from paddle_recipes.data import DataError, list_images
-from paddle_recipes.recipe import Recipe, merge_skips
+from paddle_recipes.recipes.base import Recipe, merge_skips
 from paddle_recipes.recipes.ocr_cls import OcrCls
 from paddle_recipes.recipes.ocr_det import OcrDet
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.ocr.dataset import DataPathError
-from paddle_recipes.tasks.ocr.fonts import FontError, font_by_name
+from paddle_recipes.tasks.ocr_rec.dataset import DataPathError
+from paddle_recipes.tasks.ocr_rec.fonts import FontError, font_by_name
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset
 from paddle_recipes.tasks.ocr_cls.predict import classify_images
 from paddle_recipes.tasks.ocr_det.transforms import DBEvalTransform

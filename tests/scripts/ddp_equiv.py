@@ -10,9 +10,9 @@ import os
 import numpy as np
 import paddle
 
-from paddle_recipes import distributed as dist_utils
-from paddle_recipes.accumulate import GradAccumulator
-from paddle_recipes.amp import Amp
+from paddle_recipes.runtime import distributed as dist_utils
+from paddle_recipes.train.accumulate import GradAccumulator
+from paddle_recipes.train.amp import Amp
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--batch-size", type=int, required=True, help="per process")

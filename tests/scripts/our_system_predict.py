@@ -19,8 +19,8 @@ def main(spec, images):
     import cv2
     import paddle
 
-    from paddle_recipes.tasks.ocr.charset import CharDict
-    from paddle_recipes.tasks.ocr.models import build_rec_model
+    from paddle_recipes.tasks.ocr_rec.charset import CharDict
+    from paddle_recipes.tasks.ocr_rec.models import build_rec_model
     from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
     from paddle_recipes.tasks.ocr_det.postprocess import DBPostProcess
     from paddle_recipes.tasks.ocr_det.transforms import DBEvalTransform

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from paddle_recipes.config import ConfigError, check_name
-from paddle_recipes.optim import OptimizerConfig
-from paddle_recipes.training import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
-from paddle_recipes.tasks.ocr.dataset import DatasetConfig
-from paddle_recipes.tasks.ocr.synth import SyntheticSetConfig
+from paddle_recipes.train.optim import OptimizerConfig
+from paddle_recipes.train.build import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
+from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig
+from paddle_recipes.tasks.ocr_rec.synth import SyntheticSetConfig
 
 from .export_paddleocr import ClsExportConfig
 from .models import INPUTS, ClsArchitecture

@@ -21,7 +21,7 @@ import numpy as np
 
 from paddle_recipes.data import DataError, ImageError, LmdbDataset, LmdbLabelError, check_file, read_image, read_label_file
 from paddle_recipes.data.skips import SkipStats
-from paddle_recipes.tasks.ocr.dataset import DataPathError, DatasetConfig, find_lmdb_dirs
+from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, DatasetConfig, find_lmdb_dirs
 
 from .config import ClsInput
 from .transforms import preprocess, rotate180
@@ -41,7 +41,7 @@ class ClsDataset:
         self.items: List[Tuple[object, int, str]] = []  # (image key, class, where)
         self._aug = None
         if train and cfg.aug:
-            from paddle_recipes.tasks.ocr.augment import build_augment
+            from paddle_recipes.tasks.ocr_rec.augment import build_augment
             self._aug = build_augment(glyph=cfg.glyph_aug)
         self._lmdb = None
         if cfg.format == "lmdb":

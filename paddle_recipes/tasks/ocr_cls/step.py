@@ -9,7 +9,7 @@ import paddle
 import paddle.nn.functional as F
 
 from paddle_recipes.data.skips import SkipStats, unpack_skipped
-from paddle_recipes.tasks.ocr.step import zero_loss
+from paddle_recipes.tasks.ocr_rec.step import zero_loss
 
 
 class ClsTrainStep:

@@ -14,7 +14,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from paddle_recipes.tasks.ocr.transforms import resize_norm_pad
+from paddle_recipes.tasks.ocr_rec.transforms import resize_norm_pad
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)

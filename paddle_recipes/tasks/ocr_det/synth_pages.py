@@ -45,8 +45,8 @@ from PIL import Image, ImageDraw
 from shapely.geometry import Polygon
 
 from ...data.render_pool import fork_map
-from ..ocr.backgrounds import make_background, pick_colors
-from ..ocr.synth import SPLIT_IDS, LineRenderer, SynthConfig, font_side
+from ..ocr_rec.backgrounds import make_background, pick_colors
+from ..ocr_rec.synth import SPLIT_IDS, LineRenderer, SynthConfig, font_side
 from .geometry import order_quad, rotate_crop
 
 

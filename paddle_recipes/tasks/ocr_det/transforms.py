@@ -193,7 +193,7 @@ class DBTrainTransform:
         from .label_maps import make_border_map, make_shrink_map
 
         from paddle_recipes.data import current_sample_key
-        from paddle_recipes.reproducible import sample_seed
+        from paddle_recipes.data.reproducible import sample_seed
 
         key = current_sample_key()
         rng = np.random.RandomState(sample_seed(self.seed, *key) if key else np.random.randint(2 ** 31 - 1))

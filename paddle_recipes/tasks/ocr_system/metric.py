@@ -14,7 +14,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 from shapely.geometry import Polygon
 
-from ..ocr.metrics import edit_distance
+from ..ocr_rec.metrics import edit_distance
 from ..ocr_det.labels import IGNORE_TEXTS
 
 

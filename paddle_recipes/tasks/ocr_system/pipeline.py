@@ -24,11 +24,11 @@ import numpy as np
 import paddle
 from PIL import Image, ImageDraw, ImageFont
 
-from ..ocr.charset import CharDict
-from ..ocr.postprocess import ctc_greedy_decode
+from ..ocr_rec.charset import CharDict
+from ..ocr_rec.postprocess import ctc_greedy_decode
 from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, images
 
-from ..ocr.transforms import pad_batch, resize_norm_batch_ppocr2, resize_norm_infer
+from ..ocr_rec.transforms import pad_batch, resize_norm_batch_ppocr2, resize_norm_infer
 from ..ocr_det.predict import detect_image
 from .geometry import crop_box, paddleocr2_boxes, reading_order
 from .metric import E2EMetric
