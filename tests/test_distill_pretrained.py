@@ -1,6 +1,8 @@
 """Global.distill_pretrained (paddle_recipes/tasks/ocr_rec/distill_pretrained.py): the CTC distillation term against a
-float64 reference (zero when student == teacher, the gradient by central differences, only agreed lines count); in
-the recipe: the teacher is the released model, frozen, never in a checkpoint, and a run with it resumes exactly."""
+float64 reference (zero when student == teacher, the gradient by central differences, only agreed lines count), and
+its gradient pulls a student to the teacher's distribution; in the recipe: the teacher is the released model,
+frozen, pooling as the student does, never in a checkpoint; switched off (or at weight 0) the run is bit for bit the
+plain fine-tune; a run with it resumes exactly."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +10,7 @@ import paddle
 import pytest
 
 import paddle_recipes.recipes.ocr_rec as ocr_rec_module
-from paddle_recipes.tasks.ocr_rec.distill_pretrained import ctc_distill_loss, frozen_teacher
+from paddle_recipes.tasks.ocr_rec.distill_pretrained import CtcDistill, ctc_distill_loss, frozen_teacher
 from test_finetune_released import argv, log_lines, released, weights  # noqa: F401 (the module-scoped fixture)
 from test_paddleocr_recipe import run
 
@@ -52,6 +54,33 @@ def test_ctc_distill_loss_is_zero_at_the_teacher_and_its_gradient_is_the_referen
     assert not grad[1].any()  # a line the teacher misreads gets no soft target
 
 
+def test_distill_gradient_pulls_the_student_to_the_teachers_distribution():
+    """Adam on the term alone: a student CTC head of another init ends with the teacher's
+    per-frame distribution (KL / 100 and below 0.01 nats per frame) and its greedy path."""
+    from paddle_recipes.tasks.ocr_rec.ppocr_heads import CTCHead
+
+    paddle.seed(1)
+    teacher, student = frozen_teacher(CTCHead(8, 6)), CTCHead(8, 6)
+    x = paddle.randn([4, 10, 8])
+    t_logits = teacher(x)
+    agreed = paddle.ones([4])
+    opt = paddle.optimizer.Adam(learning_rate=0.05, parameters=student.parameters())
+    start = float(ctc_distill_loss(student(x), t_logits, agreed))
+    for _ in range(400):
+        loss = ctc_distill_loss(student(x), t_logits, agreed)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+    end = float(ctc_distill_loss(student(x), t_logits, agreed))
+    assert start > 0.5 and end < start / 100 and end / 10 < 0.01  # nats per line of 10 frames
+    np.testing.assert_array_equal(student(x).numpy().argmax(-1), t_logits.numpy().argmax(-1))
+
+
+def all_agreed(monkeypatch):
+    """Every line counts (the tiny "released" model reads none of its lines right): the term is not 0."""
+    monkeypatch.setattr(CtcDistill, "agreed", lambda self, logits, texts: np.ones(len(texts), "float32"))
+
+
 def test_frozen_teacher_is_an_eval_copy_that_returns_logits():
     from paddle_recipes.tasks.ocr_rec.ppocr_heads import CTCHead
 
@@ -92,27 +121,48 @@ def test_distill_pretrained_teacher_is_the_frozen_released_model_and_never_saved
     assert any(not np.array_equal(saved[k], at_start[k]) for k in saved)  # the student did learn
 
 
-def test_distill_pretrained_run_resumes_exactly(released, tmp_path):
+def test_distill_pretrained_off_or_at_weight_0_is_the_plain_fine_tune_bit_for_bit(released, tmp_path, monkeypatch):
+    """The switch off is the plain fine-tune (the step code without a distill term); on at weight 0 the same
+    weights again, although the term is computed (kd > 0 logged); at weight 1 other weights."""
+    data, infer, _, _ = released
+    all_agreed(monkeypatch)
+    common = [f"Global.pretrained_model={infer}", "Global.eval_batch_step=[]", "Global.max_steps=0"]
+    run(argv(data, tmp_path / "off", *common))
+    zero = run(argv(data, tmp_path / "w0", *common, "Global.distill_pretrained=true", "Global.distill_weight=0"))
+    run(argv(data, tmp_path / "w1", *common, "Global.distill_pretrained=true"))
+    kds = [h["kd"] for h in zero["history"]]
+    assert kds[0] == 0 and max(kds) > 0 and all(h["kd_lines"] == 1 for h in zero["history"])  # step 1: student = teacher
+    off, w0, w1 = (weights(tmp_path / n / "checkpoints") for n in ("off", "w0", "w1"))
+    assert off.keys() == w0.keys() == w1.keys()
+    assert [k for k in off if not np.array_equal(off[k], w0[k])] == []
+    assert any(not np.array_equal(off[k], w1[k]) for k in off)
+
+
+def test_distill_pretrained_run_resumes_exactly(released, tmp_path, monkeypatch):
     """3 steps, then Global.checkpoints -> 5 steps == 5 steps straight, bit for bit: the teacher is the released
     model again on resume (not the checkpoint's student)."""
     data, infer, _, _ = released
+    all_agreed(monkeypatch)
     out, straight_out = tmp_path / "b", tmp_path / "straight"
     common = [f"Global.pretrained_model={infer}", "Global.eval_batch_step=[]", "Global.distill_pretrained=true"]
     straight = run(argv(data, straight_out, *common, "Global.max_steps=0"))
     run(argv(data, out, *common, "Global.max_steps=3"))
     resumed = run(argv(data, out, *common, "Global.max_steps=0", f"Global.checkpoints={out / 'checkpoints'}"))
     assert resumed["resumed_from"] and resumed["global_step"] == straight["global_step"] == 5
-    assert [h["kd"] for h in resumed["history"]] == [h["kd"] for h in straight["history"]][-len(resumed["history"]):]
+    kds = [h["kd"] for h in straight["history"]]
+    assert kds[0] == 0 and kds[-1] > 0  # step 1: the student is the teacher
+    assert [h["kd"] for h in resumed["history"]] == kds[-len(resumed["history"]):]
     a, b = weights(straight_out / "checkpoints"), weights(out / "checkpoints")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_distill_pretrained_without_init_weights_is_one_line(tmp_path, capsys):
+def test_distill_pretrained_without_init_weights_is_a_config_error(tmp_path):
+    """A ConfigError (the console entry prints it as one line, exit 2) before any step."""
+    from paddle_recipes.config import ConfigError
     from test_paddleocr_recipe import DICT_A, write_label_set
 
     data = write_label_set(tmp_path / "data", DICT_A)
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(ConfigError, match=r"^Global.distill_pretrained needs init weights to distill from: set "
+                                          r"Global.pretrained_model$"):
         run(argv(data, tmp_path / "o", "Global.distill_pretrained=true", "Global.max_steps=1"))
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith("Global.distill_pretrained needs init weights to distill from: set Global.pretrained_model")
+    assert not (tmp_path / "o" / "checkpoints").exists()

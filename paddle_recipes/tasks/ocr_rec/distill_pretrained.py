@@ -24,6 +24,7 @@ from ...runtime.distributed import unwrap
 from ...train.distill import kd_kl_loss
 from .charset import CharDict
 from .postprocess import ctc_greedy_decode
+from .ppocr_models import PPOCRRecModel
 
 
 def ctc_distill_loss(student_logits: paddle.Tensor, teacher_logits: paddle.Tensor, agreed: paddle.Tensor,
@@ -35,11 +36,20 @@ def ctc_distill_loss(student_logits: paddle.Tensor, teacher_logits: paddle.Tenso
     return per_frame * mask.sum() / batch
 
 
+def teacher_mode(teacher: paddle.nn.Layer) -> None:
+    """Eval mode (BatchNorm statistics, no dropout), except a PaddleOCR rec backbone's sequence pool
+    (nn/rec_pool.py: 40 columns in training, one per 2 feature columns in eval), which pools as the student's
+    training forward does, so that teacher and student give the same frames at every input width."""
+    teacher.eval()
+    if isinstance(teacher, PPOCRRecModel):
+        teacher.backbone.training = True  # the backbone's own flag only: its sub-layers stay in eval mode
+
+
 def frozen_teacher(model: paddle.nn.Layer) -> paddle.nn.Layer:
-    """A deep copy of ``model`` in eval mode, every parameter stop_gradient, returning CTC logits (not
+    """A deep copy of ``model`` in teacher_mode, every parameter stop_gradient, returning CTC logits (not
     probabilities) in eval mode. Not a sublayer of anything: no optimizer, EMA or checkpoint sees it."""
     teacher = copy.deepcopy(model)
-    teacher.eval()
+    teacher_mode(teacher)
     for p in teacher.parameters():
         p.stop_gradient = True
     for layer in teacher.sublayers(include_self=True):
@@ -59,13 +69,17 @@ class CtcDistill:
         self.teacher, self.charset = teacher, charset
         self.weight, self.temperature = float(weight), float(temperature)
 
+    def agreed(self, teacher_logits: paddle.Tensor, texts: list) -> np.ndarray:
+        """[B] float32: 1 where the teacher's greedy reading equals the label."""
+        reads = ctc_greedy_decode(teacher_logits.astype("float32").numpy(), self.charset, with_confidence=False)
+        return np.array([r == t for (r, _), t in zip(reads, texts)], dtype="float32")
+
     def __call__(self, student_logits: paddle.Tensor, batch: dict):
-        self.teacher.eval()
+        teacher_mode(self.teacher)  # the trainer's model.train() never reaches it, but a caller's might
         with paddle.no_grad():
             out = self.teacher(batch["image"])
         teacher_logits = (out["ctc"] if isinstance(out, dict) else out).detach()
-        reads = ctc_greedy_decode(teacher_logits.astype("float32").numpy(), self.charset, with_confidence=False)
-        agreed = np.array([r == t for (r, _), t in zip(reads, batch["text"])], dtype="float32")
+        agreed = self.agreed(teacher_logits, batch["text"])
         kd = ctc_distill_loss(student_logits, teacher_logits, paddle.to_tensor(agreed), self.temperature)
         return self.weight * kd, {"kd": float(kd), "kd_lines": float(agreed.mean())}
 
