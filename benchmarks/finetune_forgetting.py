@@ -18,6 +18,9 @@ PaddleOCR's ch_PP-OCRv4_rec_infer, ppocr_keys_v1):
 - **replay** (optional): other real line crops (`--replay-pool`, e.g. made by datasets/make_replay_pool.py), read by
   the released model with `--mode predict`, kept at score >= `--replay-score` (the awk line of README_ocr_rec.md),
   mixed into training by `Train.dataset.label_file_list` + `ratio_list` (PaddleOCR's keys).
+- **general real crops** (optional, `--general DIR` of datasets/make_general_crops.py: line crops of 25 other real
+  photos of four sources, split by photo into tune/ and heldout/, none in the replay pool): the released model's and
+  the fine-tuned model's `--mode predict` readings of both parts; agreement per split and per source (sources.tsv).
 Scores come from `--mode predict` result files (exact strings, spaces included): weak-domain accuracy, real-crop
 accuracy against the hand-checked labels, and agreement with the released model's own readings of the same inputs.
 Results: one JSON line per run in <root>/results.jsonl; `report` prints the markdown table. No timing is asserted.
@@ -124,6 +127,11 @@ def prep(a, root: Path):
                 if len(ln.split("\t")) == 3 and ln.split("\t")[1] and float(ln.split("\t")[2]) >= a.replay_score]
         (root / "replay_pseudo.txt").write_text("".join(f"{p}\t{t}\n" for p, t in kept), encoding="utf-8")
         reads["replay_kept"] = len(kept)
+    if a.general:
+        gen = Path(a.general).resolve()
+        (root / "general.txt").write_text(str(gen), encoding="utf-8")
+        for split in GENERAL_SPLITS:
+            reads[f"general_{split}"] = predict(key, gen / split / "images", root / f"released/general_{split}", keys)
     (root / "released_reads.json").write_text(json.dumps(reads, ensure_ascii=False), encoding="utf-8")
     print(json.dumps({"released": score(root, reads["weak_val"], reads["real"], reads),
                       "replay_kept": reads.get("replay_kept")}))
@@ -142,6 +150,33 @@ def score(root: Path, weak: dict, real: dict, released: dict) -> dict:
                                     / len(weak_truth), 4),
             "real_acc": round(sum(real.get(k) == t for k, t in real_truth.items()) / len(real_truth), 4),
             "real_agree": round(sum(real.get(k) == released["real"][k] for k in real_truth) / len(real_truth), 4)}
+
+
+GENERAL_SPLITS = ("tune", "heldout")
+
+
+def general_scores(root: Path, weights_key: str, out: Path, keys: Path, released: dict) -> dict:
+    """{} without prep --general; else per split of the general crops: agreement with the released model's
+    readings and exact accuracy against the crops' labels (the released SYSTEM's confident readings), in all and
+    per source (documents / forms / english / signs), with line counts."""
+    if not (root / "general.txt").exists():
+        return {}
+    gen = Path((root / "general.txt").read_text(encoding="utf-8"))
+    source = {}
+    for row in (gen / "sources.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        crop, split, src = row.split("\t")[:3]
+        source[(split, crop)] = src
+    res = {}
+    for split in GENERAL_SPLITS:
+        reads = predict(weights_key, gen / split / "images", out / f"general_{split}", keys)
+        truth, base = label_map(gen / split), released[f"general_{split}"]
+        groups = {"all": list(truth)}
+        for k in truth:
+            groups.setdefault(source[(split, k)], []).append(k)
+        res[split] = {g: {"lines": len(ks), "agree": round(sum(reads.get(k) == base.get(k) for k in ks) / len(ks), 4),
+                          "acc": round(sum(reads.get(k) == truth[k] for k in ks) / len(ks), 4)}
+                      for g, ks in sorted(groups.items())}
+    return res
 
 
 def run(a, root: Path):
@@ -170,7 +205,8 @@ def run(a, root: Path):
     row = {"name": a.name, "domain": domain.read_text(encoding="utf-8") if domain.exists() else "small", "nproc": a.nproc, "steps": a.steps, "batch_per_card": a.batch, "lr": a.lr,
            "dropped_transforms": a.drop_transform, "weak_ratio": a.weak_ratio, "replay_ratio": a.replay_ratio, "o": a.o, "train_wall_s": round(wall, 1),
            "loadavg_after": os.getloadavg()[0], "before": score(root, released["weak_val"], released["real"], released),
-           "after": after, "date": time.strftime("%Y-%m-%d %H:%M")}
+           "after": after, "general": general_scores(root, key, out, keys, released),
+           "date": time.strftime("%Y-%m-%d %H:%M")}
     with open(root / "results.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(json.dumps(row, ensure_ascii=False))
@@ -178,6 +214,7 @@ def run(a, root: Path):
 
 def report(root: Path):
     rows = [json.loads(ln) for ln in (root / "results.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()]
+    general_report(rows)
     print("| run | keys | train wall | weak domain | real crops: accuracy | agreement with the released model |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -186,6 +223,19 @@ def report(root: Path):
         keys = " ".join(mix + r["o"]) or "defaults"
         print(f"| {run_label(r)} | {keys} | {r['train_wall_s'] / 60:.1f} min | {b['weak_acc']:.3f} -> {f['weak_acc']:.3f} | "
               f"{b['real_acc']:.3f} -> {f['real_acc']:.3f} | {b['real_agree']:.3f} -> {f['real_agree']:.3f} |")
+
+
+def general_report(rows: list) -> None:
+    """The table of the general real crops' agreement with the released model, per split and source (rows with it)."""
+    rows = [r for r in rows if r.get("general")]
+    if not rows:
+        return
+    cols = [(split, g) for split in GENERAL_SPLITS for g in rows[0]["general"][split]]
+    print("| run | " + " | ".join(f"{split} {g} ({rows[0]['general'][split][g]['lines']})" for split, g in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for r in rows:
+        print(f"| {r['name']} | " + " | ".join(f"{r['general'][s][g]['agree']:.3f}" for s, g in cols) + " |")
+    print()
 
 
 def main(argv=None):
@@ -202,6 +252,8 @@ def main(argv=None):
     p.add_argument("--num-val", type=int, default=200, help="weak-domain val lines (prep)")
     p.add_argument("--replay-pool", default="", help="folder with images/ of real line crops (prep)")
     p.add_argument("--replay-score", type=float, default=0.9)
+    p.add_argument("--general", default="", help="folder of datasets/make_general_crops.py (prep): also scored per "
+                                                  "split and source")
     p.add_argument("--replay-ratio", type=float, default=0.0, help="ratio_list entry of the replay file (run)")
     p.add_argument("--weak-ratio", type=float, default=1.0, help="ratio_list entry of the weak-domain file (run)")
     p.add_argument("--warmup-epoch", type=float, default=0)
