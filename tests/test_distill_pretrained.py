@@ -166,3 +166,24 @@ def test_distill_pretrained_without_init_weights_is_a_config_error(tmp_path):
                                           r"Global.pretrained_model$"):
         run(argv(data, tmp_path / "o", "Global.distill_pretrained=true", "Global.max_steps=1"))
     assert not (tmp_path / "o" / "checkpoints").exists()
+
+
+def test_paddleocr_yaml_takes_the_switch_as_an_extension_and_checks_it():
+    """PaddleOCR's v5 mobile rec YAML with -o Global.distill_*: typed values in the config, listed in the one
+    extensions line; off without them; a bad value or a misspelled key is a one-line ConfigError."""
+    from paddle_recipes.config import ConfigError
+    from test_paddleocr_extensions import V5M, load, one_line
+
+    cfg, notes = load(V5M, ["Global.distill_pretrained=true", "Global.distill_weight=0.5",
+                            "Global.distill_temperature=2"])
+    g = cfg.Global
+    assert (g.distill_pretrained, g.distill_weight, g.distill_temperature) == (True, 0.5, 2.0)
+    line = one_line(notes, "paddle-recipes extensions: ")
+    assert all(k in line for k in ("Global.distill_pretrained=True", "Global.distill_weight=0.5"))
+    assert load(V5M, [])[0].Global.distill_pretrained is False
+    for opt, match in (("Global.distill_temperature=0", "Global.distill_temperature"),
+                       ("Global.distill_weight=-1", "Global.distill_weight"),
+                       ("Global.distill_pretrain=true", "distill_pretrained")):
+        with pytest.raises(ConfigError, match=match) as exc:
+            load(V5M, [opt])
+        assert "\n" not in str(exc.value)
