@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create (or reuse) a side venv holding the real paddleocr, in which tests/test_paddleocr_inference.py
+# Create (or reuse) a side venv holding the real paddleocr, in which tests/paddleocr/test_paddleocr_inference.py
 # runs our OCR export. Idempotent: a venv whose marker file lists the pinned versions is reused as is.
 #   .ci/setup_paddleocr_venv.sh      paddleocr 3.x -> $PADDLEOCR_VENV  (default <repo>/.venv-paddleocr; .ci/run builds it)
 #   .ci/setup_paddleocr_venv.sh 2    paddleocr 2.x -> $PADDLEOCR2_VENV (default <repo>/.venv-paddleocr2; optional)

@@ -28,7 +28,7 @@ steps (its own ``cur metric`` hmean); rows run ``--budget-min`` minutes, 1-proce
 ``--side-by-side``; time to PaddleOCR's best hmean (median over repeats), hmean-vs-time plot; afterwards both sides'
 best weights are scored by our ``recipes/ocr_det.py --mode eval``. report.md is the rec race's table.
 
-Figures from both trainers' own step lines (avg_batch_cost, ips; harness/ppocr_rec.py's parser): s/step after
+Figures from both trainers' own step lines (avg_batch_cost, ips; harness/ppocr_log.py's parser): s/step after
 the warm-up steps, ips, the ratio ours/PaddleOCR per interleaved pair. Writes report.json (commands, parsed step
 lines, load, machine, versions) and report.md under --out (default benchmarks/results/cpu_det_vs_paddleocr[_quick]/).
 No timing is asserted anywhere.
@@ -50,6 +50,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.harness import cli  # noqa: E402
 from benchmarks.harness import ppocr_det as D  # noqa: E402
 from benchmarks.harness import ppocr_rec as H  # noqa: E402
+from benchmarks.harness import ppocr_log as L  # noqa: E402
+from benchmarks.harness import ppocr_yaml as Y  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import cores_prefix, loadavg, run_proc, scratch_copy  # noqa: E402
 
@@ -194,9 +196,9 @@ def race(args, src: Path) -> int:
     yn = names[0]
     original = yaml.safe_load((scratch / D.YAMLS[yn]).read_text())
     drops, edits = D.default_edits(original, args.crop)
-    drops, edits = drops + args.drop, edits + H.parse_set(args.set)
+    drops, edits = drops + args.drop, edits + Y.parse_set(args.set)
     ypath = work / f"{yn}.yml"
-    ypath.write_text(yaml.safe_dump(H.derive_yaml(original, edits, drops), allow_unicode=True, sort_keys=False))
+    ypath.write_text(yaml.safe_dump(Y.derive_yaml(original, edits, drops), allow_unicode=True, sort_keys=False))
     steps_per_epoch = args.num_train // args.batch
     extra = {"Eval.loader.batch_size_per_card": "1"}
     base = H.common_overrides(str(data), None, str(work / f"{yn}_official"), args.epochs, args.batch,
@@ -214,8 +216,8 @@ def race(args, src: Path) -> int:
                     f"calibrated: {made['calibration']}. The released model's val hmean "
                     f"{H._f(start.get('hmean'), '{:.4f}')} (our evaluator, before training)."}
     extra["Global.pretrained_model"] = str(weights)
-    fast_keys = H.o_text({"Global.pretrained_model": str(released["det"]), **H.FINETUNE_FAST_KEYS,
-                          **dict(H.parse_set(args.fast_o))})
+    fast_keys = Y.o_text({"Global.pretrained_model": str(released["det"]), **H.FINETUNE_FAST_KEYS,
+                          **dict(Y.parse_set(args.fast_o))})
     earlier, continued, done_before = cli.earlier_report(args.add_to)  # read before --out is written
     runs: dict = {r.name: list(earlier.get(yn, {}).get(r.name, [])) for r in rows}
     peak = None
@@ -244,11 +246,11 @@ def race(args, src: Path) -> int:
                        work / f"{tag}.stdout", args.threads, args.timeout,
                        budgets.get(row.name, args.budget_min) * 60.0)
         rec["side_by_side_slot"] = slot if args.side_by_side else None
-        log_path, text = H.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
-        parsed = H.parse_train_log(text)
+        log_path, text = L.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
+        parsed = L.parse_train_log(text)
         rec.update(parsed=parsed, parsed_log=str(log_path) if log_path else None, data_errors=D.data_errors(text),
                    init_log=OI.init_log(row.side, text + Path(rec["log"]).read_text(errors="replace")))
-        rec["figures"] = H.run_figures(parsed, args.warmup_steps, row.nproc,
+        rec["figures"] = L.run_figures(parsed, args.warmup_steps, row.nproc,
                                        steps_per_epoch if split else steps_per_epoch // row.nproc,
                                        completed=rec["returncode"] == 0 and not rec["stopped"], metric="hmean")
         if not parsed["steps"]:
@@ -346,8 +348,8 @@ def versions(python_ppocr: str) -> dict:
 def run_yaml(args, yn: str, scratch: Path, data: str, work: Path, n_steps: int, warmup: int, crop: int) -> dict:
     original = yaml.safe_load((scratch / D.YAMLS[yn]).read_text())
     drops, edits = D.default_edits(original, crop)
-    drops, edits = drops + args.drop, edits + H.parse_set(args.set)
-    derived = H.derive_yaml(original, edits, drops)  # KeyError naming the key: caught by main
+    drops, edits = drops + args.drop, edits + Y.parse_set(args.set)
+    derived = Y.derive_yaml(original, edits, drops)  # KeyError naming the key: caught by main
     ypath = work / f"{yn}.yml"
     ypath.write_text(yaml.safe_dump(derived, allow_unicode=True, sort_keys=False))
     runs: dict = {r.name: [] for r in D.ROWS}
@@ -362,9 +364,9 @@ def run_yaml(args, yn: str, scratch: Path, data: str, work: Path, n_steps: int, 
                              work / f"{tag}.stdout", args.threads, args.timeout, 0)
             log = work / tag / "train.log"
             text = log.read_text(errors="replace") if log.exists() else ""
-            parsed = H.parse_train_log(text)
+            parsed = L.parse_train_log(text)
             rec.update(parsed=parsed, data_errors=D.data_errors(text),
-                       figures=H.run_figures(parsed, warmup, 1, n_steps, completed=rec["returncode"] == 0))
+                       figures=L.run_figures(parsed, warmup, 1, n_steps, completed=rec["returncode"] == 0))
             rec["figures"].update(D.step_extras(parsed, warmup))
             if not parsed["steps"]:
                 rec["error"] = f"no step lines in {log} (see {rec['log']})"

@@ -73,6 +73,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.harness import cli  # noqa: E402
 from benchmarks.harness import official_init as OI  # noqa: E402
 from benchmarks.harness import ppocr_rec as H  # noqa: E402
+from benchmarks.harness import ppocr_log as L  # noqa: E402
+from benchmarks.harness import ppocr_yaml as Y  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import cores_prefix, loadavg, run_proc  # noqa: E402
 
@@ -277,7 +279,7 @@ def main(argv=None) -> int:
     try:
         min_len, max_len = min_max(args.text_len or ("2,10" if official else "2,6"), "--text-len", 1)
         font_size = min_max(args.font_size, "--font-size", 8)
-        fast_extra = H.o_text({**(H.FINETUNE_FAST_KEYS if official else {}), **dict(H.parse_set(args.fast_o))})
+        fast_extra = Y.o_text({**(H.FINETUNE_FAST_KEYS if official else {}), **dict(Y.parse_set(args.fast_o))})
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -342,9 +344,9 @@ def main(argv=None) -> int:
 
     for yn in yaml_names:
         original = yaml.safe_load((scratch / H.YAMLS[yn]).read_text())
-        edits = H.parse_set((QUICK_SET[yn] if q else []) + args.set)
+        edits = Y.parse_set((QUICK_SET[yn] if q else []) + args.set)
         try:
-            derived = H.derive_yaml(original, edits)
+            derived = Y.derive_yaml(original, edits)
         except KeyError as exc:
             print(f"{yn}: {exc.args[0]}", file=sys.stderr)
             return 2
@@ -376,10 +378,10 @@ def main(argv=None) -> int:
             rec = run_proc(cores_prefix(row.nproc, args.threads, slot) + cmd, cwd, work / f"{tag}.stdout", args.threads,
                            args.timeout, budgets.get(row.name, args.budget_min) * 60.0)
             rec["side_by_side_slot"] = slot if args.side_by_side else None
-            log_path, log_text = H.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
-            parsed = H.parse_train_log(log_text)
+            log_path, log_text = L.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
+            parsed = L.parse_train_log(log_text)
             rec["parsed"], rec["parsed_log"] = parsed, str(log_path) if log_path else None
-            rec["figures"] = H.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
+            rec["figures"] = L.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
                                            completed=rec["returncode"] == 0 and not rec["stopped"])
             if not parsed["steps"]:
                 rec["error"] = f"no step lines in {work / tag / 'train.log'}, its launch log or {rec['log']}"

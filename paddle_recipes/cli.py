@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from .runtime import distributed as dist_utils, peers
 from .assets import resolve_path
+from . import MissingDependencyError
 from .checkpoint.format import CheckpointError
 from .checkpoint.rundir import OutputLock
 from .config import (ConfigError, ConfigTranslator, OverrideNote, add_config_args, dump_config, flatten_opts,
@@ -31,7 +32,7 @@ from .train.trainer import NonFiniteError
 from .checkpoint.serialization import WeightsFileError
 
 USER_ERRORS: tuple = (ConfigError, CheckpointError, DataError, NonFiniteError, FileNotFoundError, WeightsFileError,
-                      dist_utils.PeerError)
+                      dist_utils.PeerError, MissingDependencyError)
 
 
 def quiet_known_warnings() -> None:

@@ -12,6 +12,7 @@ import argparse
 import copy
 import os
 import dataclasses
+import reprlib
 import difflib
 import types
 import typing
@@ -128,7 +129,8 @@ def load_yaml(text: str, where: str = "", loader: type = yaml.SafeLoader, duplic
 
 def read_config_text(path: Path, what: str = "config file") -> str:
     """The UTF-8 text of config file ``path``; ConfigError (one line naming it) when it is not a regular file,
-    is larger than MAX_CONFIG_BYTES (1 MiB; read no further), or is not UTF-8."""
+    is larger than MAX_CONFIG_BYTES (1 MiB; read no further), or is not UTF-8. Imports no package of paddle_recipes
+    (config sits below them all; data/files.py is the bounded reader of images and the importer's files)."""
     if not path.is_file():
         raise ConfigError(f"{what} not found: {path}")
     with open(path, "rb") as f:
@@ -244,7 +246,7 @@ def _flow_items(raw: str) -> Optional[list[str]]:
     return None if depth or quote or not all(items) else items
 
 
-def _suggest(name: str, options: list[str]) -> str:
+def suggest_name(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
     if not close:  # case-insensitive second chance (epochs vs Epochs)
         lowered = {o.lower(): o for o in options}
@@ -383,7 +385,7 @@ def from_dict(schema: type, data: dict, where: str = "") -> Any:
     for key, value in data.items():
         path = f"{where}.{key}" if where else str(key)
         if key not in fields:
-            raise ConfigError(f"unknown key '{path}'{_suggest(str(key), list(fields))}")
+            raise ConfigError(f"unknown key '{path}'{suggest_name(str(key), list(fields))}")
         kwargs[key] = _convert(value, hints[key], path)
     try:
         return schema(**kwargs)
@@ -429,14 +431,14 @@ def _check_override_path(schema: type, keys: list[str], text: str) -> None:
             tp = next((a for a in members if key in {f.name for f in dataclasses.fields(a)}), members[0] if members else tp)
             if len(members) > 1 and key not in {f.name for f in dataclasses.fields(tp)}:
                 names = sorted({f.name for m in members for f in dataclasses.fields(m)})
-                raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{_suggest(key, names)}")
+                raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{suggest_name(key, names)}")
         if not _is_dataclass_type(tp):
             if i and typing.get_origin(tp) in (dict, typing.Dict) or tp is Any:
                 return
             raise ConfigError(f"override '{text}': '{'.'.join(keys[:i])}' is not a section")
         names = [f.name for f in dataclasses.fields(tp)]
         if key not in names:
-            raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{_suggest(key, names)}")
+            raise ConfigError(f"override '{text}': unknown key '{'.'.join(keys[:i + 1])}'{suggest_name(key, names)}")
         tp = field_types(tp)[key]
 
 
@@ -485,14 +487,26 @@ class _Overrides:
         dotted = ".".join(keys)
         if old is not _MISSING and old != value:
             by = f"the earlier -o {self.earlier[dotted]}" if dotted in self.earlier else \
-                f"the config's value {_short(old)}"
+                f"the config's value {bounded_repr(old)}"
             self.notes.append(OverrideNote(f"-o {text} overrides {by}"))
         self.earlier[dotted] = text
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
+
+
+def bounded_repr(value: Any, limit: int = 80) -> str:
+    """repr(value) cut to ``limit`` characters, built in bounded time and memory (reprlib: at most 3 levels, a few
+    items of each container, long strings cut): safe for a value from a file, such as an alias-bomb's expansion."""
+    text = _REPR.repr(value)
     return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def bounded_text(text: str, limit: int = 80) -> str:
+    """A name read from a file, for a one-line message: as is when printable and at most ``limit`` characters,
+    else bounded_repr (quoted, escaped, cut)."""
+    return text if isinstance(text, str) and text.isprintable() and len(text) <= limit else bounded_repr(text, limit)
 
 
 def translate_config(data: dict, path: Path, translators: Sequence[ConfigTranslator],

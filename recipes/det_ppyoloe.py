@@ -1,4 +1,4 @@
 """`python recipes/det_ppyoloe.py` / `python -m paddle.distributed.launch recipes/det_ppyoloe.py`: see paddle_recipes.recipes.det_ppyoloe."""
-from paddle_recipes.recipes.det_ppyoloe import cli
+from paddle_recipes.runtime.stopping import run_entry  # standard library only: SIGTERM is one line before paddle is imported
 if __name__ == "__main__":
-    cli()
+    run_entry("paddle_recipes.recipes.det_ppyoloe")

@@ -1,4 +1,4 @@
 """`python recipes/ernie_multitask.py` / `python -m paddle.distributed.launch recipes/ernie_multitask.py`: see paddle_recipes.recipes.ernie_multitask."""
-from paddle_recipes.recipes.ernie_multitask import cli
+from paddle_recipes.runtime.stopping import run_entry  # standard library only: SIGTERM is one line before paddle is imported
 if __name__ == "__main__":
-    cli()
+    run_entry("paddle_recipes.recipes.ernie_multitask")

@@ -1,4 +1,4 @@
-"""`python recipes/ocr_system.py --mode predict|eval`: see paddle_recipes.recipes.ocr_system."""
-from paddle_recipes.recipes.ocr_system import cli
+"""`python recipes/ocr_system.py` / `python -m paddle.distributed.launch recipes/ocr_system.py`: see paddle_recipes.recipes.ocr_system."""
+from paddle_recipes.runtime.stopping import run_entry  # standard library only: SIGTERM is one line before paddle is imported
 if __name__ == "__main__":
-    cli()
+    run_entry("paddle_recipes.recipes.ocr_system")

@@ -17,6 +17,11 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Tests live in tests/<area>/ (train, weights, ocr_rec, ...) and import helpers from one another by module name
+# (e.g. `from test_paddleocr_recipe import run`): every area folder is importable, as tests/ itself is.
+for _area in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.is_dir() and p.glob("test_*.py")):
+    if any(_area.glob("test_*.py")) and str(_area) not in sys.path:
+        sys.path.insert(0, str(_area))
 
 # Every process this test session starts inherits this mark (through os.environ and _clean_env), so the
 # session can find what it left behind: see pytest_sessionfinish.
@@ -329,7 +334,8 @@ def det_fit(out_dir: Path, arch: dict, **global_keys):
     from paddle_recipes.config import from_dict
     from paddle_recipes.runtime.distributed import DistInfo
     from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
-    from paddle_recipes.train.build import TrainingConfig, build_training
+    from paddle_recipes.train.build import build_training
+    from paddle_recipes.train.config import TrainingConfig
 
     cfg = from_dict(TrainingConfig, {
         "Global": {"output_dir": str(out_dir), "epochs": 1, "log_every": 1, "seed": 0, "save_every_epochs": 0,

@@ -1,4 +1,4 @@
-"""Shared rules of the PaddleOCR parity fixtures, rec and det (tests/test_ppocr_models.py, tests/test_ocr_det_models.py
+"""Shared rules of the PaddleOCR parity fixtures, rec and det (tests/ocr_rec/test_ppocr_models.py, tests/ocr_det/test_ocr_det_models.py
 and tests/scripts/make_ppocr_rec_fixtures.py, make_ppocr_det_fixtures.py).
 
 A parity fixture is produced once by running PaddleOCR's own code in **float64** on deterministic

@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-import paddle_recipes.recipes.ocr_rec as ocr_rec_module
+import paddle_recipes.tasks.ocr_rec.distill_pretrained as distill_module
 from paddle_recipes.tasks.ocr_rec.distill_pretrained import CtcDistill, ctc_distill_loss, frozen_teacher
 from test_finetune_released import argv, log_lines, released, weights  # noqa: F401 (the module-scoped fixture)
 from test_paddleocr_recipe import run
@@ -103,8 +103,8 @@ def test_distill_pretrained_teacher_is_the_frozen_released_model_and_never_saved
         made.append({k: v.numpy().copy() for k, v in made[0].teacher.state_dict().items()})
         return made[0]
 
-    real = ocr_rec_module.distill_from_init
-    monkeypatch.setattr(ocr_rec_module, "distill_from_init", spy)
+    real = distill_module.distill_from_init
+    monkeypatch.setattr(distill_module, "distill_from_init", spy)
     out = tmp_path / "kd"
     common = [f"Global.pretrained_model={infer}", "Global.eval_batch_step=[]", "Global.max_steps=0"]
     summary = run(argv(data, out, *common, "Global.distill_pretrained=true", "Global.distill_weight=0.5"))

@@ -1,5 +1,6 @@
 """The README is a front door that cannot rot: its plain-paddle example runs (1 process, and 2 under the launcher),
-every import line of its blocks table imports, its test command is the one CI runs, and its links resolve."""
+every import line of its blocks table imports, its test command is the one CI runs, and its links resolve (also those
+of docs/, the recipe guides, the benchmarks index and its results pages; the guides and the index stay short)."""
 from __future__ import annotations
 
 import re
@@ -11,7 +12,10 @@ from conftest import run_launch, run_python
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]
+GUIDES = sorted((REPO / "recipes").glob("README_*.md"))
+BENCH_INDEX = REPO / "benchmarks" / "README.md"
+DOCS = [README, *sorted((REPO / "docs").glob("*.md")), *GUIDES, BENCH_INDEX,
+        *sorted((REPO / "benchmarks" / "results").glob("*/README.md"))]
 
 
 def _section(text: str, heading: str) -> str:
@@ -67,7 +71,15 @@ def test_readme_test_command_is_what_ci_runs():
     assert f"\n{command}\n" in quickstart
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_guides_and_the_benchmarks_index_stay_short():
+    """Each recipes/README_*.md is a user guide (<= 300 lines; run tables live in benchmarks/results/<name>/), and
+    benchmarks/README.md is an index (<= 250 lines)."""
+    sizes = {d.name: len(d.read_text(encoding="utf-8").splitlines()) for d in GUIDES}
+    assert len(sizes) >= 5 and all(n <= 300 for n in sizes.values()), sizes
+    assert len(BENCH_INDEX.read_text(encoding="utf-8").splitlines()) <= 250
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(REPO)) for d in DOCS])
 def test_relative_links_resolve(doc):
     text = re.sub(r"```.*?```", "", doc.read_text(encoding="utf-8"), flags=re.S)
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)

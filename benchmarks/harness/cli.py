@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from .ppocr_yaml import parse_set
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -120,8 +122,6 @@ def add_ours_options(p: argparse.ArgumentParser) -> None:
 
 def ours_keys(args: argparse.Namespace, row) -> dict:
     """The --ours-o keys of a row of ours ({} for PaddleOCR's rows)."""
-    from .ppocr_rec import parse_set
-
     return dict(parse_set(args.ours_o)) if row.side == "ours" else {}
 
 

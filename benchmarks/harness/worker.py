@@ -32,7 +32,8 @@ import paddle  # noqa: E402
 from paddle_recipes.train.accumulate import GradAccumulator  # noqa: E402
 from paddle_recipes.train.amp import Amp, AmpConfig  # noqa: E402
 from paddle_recipes.data import LoaderConfig, build_loader  # noqa: E402
-from paddle_recipes.runtime.distributed import build_batch_sampler, setup, setup_logging  # noqa: E402
+from paddle_recipes.data.reproducible import build_batch_sampler  # noqa: E402
+from paddle_recipes.runtime.distributed import setup, setup_logging  # noqa: E402
 from paddle_recipes.train.trainer import Trainer, TrainerOptions  # noqa: E402
 
 logger = logging.getLogger("bench.worker")

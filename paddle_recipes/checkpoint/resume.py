@@ -14,8 +14,10 @@ logger = logging.getLogger("paddle_recipes.checkpoint.format")  # one logger for
 def resume_source(resume: str, output_dir: str | os.PathLike, log: bool = True) -> str | None:
     """A recipe's `Global.resume` -> what to pass to Trainer.fit(resume_from=...).
 
-    "" -> None (fresh run); "auto" -> output_dir/checkpoints if it holds a `latest`, else None;
-    anything else is returned as given (a checkpoint folder or root, checked when loaded). `log`: say which.
+    "" -> None (fresh run; with `log`, a warning when output_dir/checkpoints already holds a `latest`: a job
+    restarted by its launcher without Global.resume=auto starts over); "auto" -> output_dir/checkpoints if it holds
+    a `latest`, else None; anything else is returned as given (a checkpoint folder or root, checked when loaded).
+    `log`: say which.
     """
     if resume == "auto":
         root = Path(output_dir) / "checkpoints"
@@ -26,6 +28,10 @@ def resume_source(resume: str, output_dir: str | os.PathLike, log: bool = True) 
         if log:
             logger.info("Global.resume=auto: no checkpoint in %s, starting fresh", root)
         return None
+    if not resume and log and (Path(output_dir) / "checkpoints" / LATEST).exists():
+        logger.warning("Global.resume is empty: starting fresh although %s holds checkpoint %s (its checkpoints "
+                       "will be replaced); a restarted job continues only with -o Global.resume=auto",
+                       Path(output_dir) / "checkpoints", latest_tag(Path(output_dir) / "checkpoints"))
     return resume or None
 
 
@@ -36,7 +42,7 @@ def resume_from(g, output_dir: str | None = None) -> str | None:
     Every rank looks on its own node's disk; on several processes they must find the same checkpoint (a
     collective check), else CheckpointError: nodes that do not share the output dir would resume at
     different steps and fall out of step."""
-    named = getattr(g, "checkpoints", "") or ""
+    named = g.checkpoints or ""
     if named and g.resume not in ("", "auto", named):
         raise CheckpointError(f"Global.checkpoints={named} and Global.resume={g.resume} name different checkpoints "
                               "to continue from: set one")

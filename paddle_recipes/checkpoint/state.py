@@ -1,16 +1,13 @@
 """What a checkpoint holds besides tensors, as checkpoint objects (state_dict / set_state_dict): the RNG
-streams (`RNG`), an optimizer keyed by parameter position (`PortableOptimizer`), and `collect_state` /
-`restore_state`, which ask each object of a run for its state and hand it back (Fabric-style)."""
+streams (`RNG`), and `collect_state` / `restore_state`, which ask each object of a run for its state and hand it back (Fabric-style)."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import numpy as np
 import paddle
 
 from .format import CheckpointError
-from ..train.optim import param_list
 
 
 def rng_state() -> dict:
@@ -68,51 +65,4 @@ def restore_state(objects: dict, state: dict) -> None:
                               f"uses {'them' if len(missing) > 1 else 'it'}")
     for name, obj in objects.items():
         obj.set_state_dict(state[name])
-
-
-
-def _rename_keys(state, mapping: dict) -> Any:
-    """Rename dict keys that equal or start with `old_` for each old->new in mapping."""
-    if not isinstance(state, dict):
-        return state
-    ordered = sorted(mapping, key=len, reverse=True)  # longest first: linear_1 vs linear_10
-    out = {}
-    for key, value in state.items():
-        new_key = key
-        if isinstance(key, str):
-            for old in ordered:
-                if key == old or key.startswith(old + "_"):
-                    new_key = mapping[old] + key[len(old):]
-                    break
-        out[new_key] = _rename_keys(value, mapping) if isinstance(value, dict) else value
-    return out
-
-
-def portable_optimizer_state(optimizer) -> dict:
-    """optimizer.state_dict() with parameter names replaced by positions (param_0, param_1, ...).
-
-    Paddle keys optimizer state by auto-generated parameter names (linear_4.w_0), which differ
-    between two processes that build the same model; positions do not.
-    """
-    names = [p.name for p in param_list(optimizer)]
-    return _rename_keys(optimizer.state_dict(), {n: f"@param_{i}" for i, n in enumerate(names)})
-
-
-def load_portable_optimizer_state(optimizer, state: dict) -> None:
-    """Inverse of portable_optimizer_state for this optimizer's parameters."""
-    names = [p.name for p in param_list(optimizer)]
-    optimizer.set_state_dict(_rename_keys(state, {f"@param_{i}": n for i, n in enumerate(names)}))
-
-
-class PortableOptimizer:
-    """An optimizer as a checkpoint object: its state keyed by parameter position (portable_optimizer_state)."""
-
-    def __init__(self, optimizer):
-        self.optimizer = optimizer
-
-    def state_dict(self) -> dict:
-        return portable_optimizer_state(self.optimizer)
-
-    def set_state_dict(self, state: dict) -> None:
-        load_portable_optimizer_state(self.optimizer, state)
 

@@ -34,6 +34,7 @@ from .paddleocr_common import EXTENSION_KEYS, PROPOSED_KEYS, is_paddleocr_config
 from .paddleocr_common import PaddleOCRTranslator, paddleocr_translator
 from .translate import TranslationReport
 from .translate import canonical as _canon
+from paddle_recipes.tasks.ocr_rec.export_paddleocr import PADDLEX_REC_MODEL_NAMES
 
 CURRICULUM_KEYS = ("warm_steps", "short_len")
 MULTISCALE_KEYS = ("scales", "first_bs", "fix_bs", "divided_factor", "is_training", "ratio_wh", "max_w")
@@ -45,8 +46,6 @@ REC_OUR_GLOBAL = ("distill_pretrained", "distill_weight", "distill_temperature")
 
 def _paddlex_rec_names() -> tuple:
     """The Global.model_name values an export can carry (paddlex 3.x's text-recognition names)."""
-    from paddle_recipes.tasks.ocr_rec.export_paddleocr import PADDLEX_REC_MODEL_NAMES
-
     return PADDLEX_REC_MODEL_NAMES
 
 
@@ -533,7 +532,6 @@ class RecTranslator(PaddleOCRTranslator):
         want_head = {"CTCLoss": "CTCHead", "MultiLoss": "MultiHead"}[self.loss_name]
         if self.head_name is not None and self.head_name != want_head:
             raise self.error("Loss.name", f"{self.loss_name} does not go with Architecture.Head.name {self.head_name}")
-
 
 def translate_rec_config(data: dict, source: str = "<dict>", overridden: Optional[Dict[str, str]] = None
                          ) -> Tuple[dict, TranslationReport]:

@@ -24,6 +24,7 @@ from paddle_recipes.config import ConfigError
 from .paddleocr_common import PaddleOCRTranslator, paddleocr_translator
 from .translate import TranslationReport
 from .translate import canonical as _canon
+from paddle_recipes.tasks.ocr_cls.models import ClsArchitecture, build_cls_model
 
 NOT_CLS_GLOBAL = ("model_name", "d2s_train_image_shape")  # shared Global keys a cls file does not take
 DATASETS = {"SimpleDataSet": "label_file", "LMDBDataSet": "lmdb"}
@@ -57,8 +58,6 @@ class ClsTranslator(PaddleOCRTranslator):
                              f"{a.get('algorithm')!r}: this recipe trains model_type cls, algorithm CLS")
 
     def architecture(self) -> None:
-        from paddle_recipes.tasks.ocr_cls.models import ClsArchitecture, build_cls_model
-
         a = self.architecture_section()
         for k in ("Transform", "Neck"):
             if a.get(k) is not None:
@@ -163,7 +162,6 @@ class ClsTranslator(PaddleOCRTranslator):
         if list(args.get("keep_keys") or []) != ["image", "label"]:
             raise self.error(f"{op}.keep_keys", f"{args.get('keep_keys')!r}: the batch here is ['image', 'label']")
         self.fixed(f"{op}.keep_keys", "image, label")
-
 
 def translate_cls_config(data: dict, source: str = "<dict>", overridden: dict | None = None
                          ) -> Tuple[dict, TranslationReport]:

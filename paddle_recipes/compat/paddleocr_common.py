@@ -30,9 +30,10 @@ import copy
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from paddle_recipes.config import ConfigError, OverrideNote, _suggest
+from paddle_recipes.config import ConfigError, OverrideNote, suggest_name
 
 from .translate import TranslationReport, Translator, canonical
+from paddle_recipes.config import field_types
 
 
 
@@ -68,7 +69,8 @@ EXTENSION_KEYS: Dict[str, str] = {
                                                                                 "(data.loader.LoaderConfig)",
     "EMA, AMP, Synthetic, Predict, Export": "our sections, as in the recipe's own configs",
     "Global: seed, device, max_steps, keep_last, weights, use_ema_weights, vdl_dir, calibrate_bn_batches, "
-    "fuse_for_inference, finetune_released, freeze_bn_stats, cpu_depthwise_kernel, cpu_affine_kernel":
+    "fuse_for_inference, finetune_released, freeze_bn_stats, cpu_depthwise_kernel, cpu_affine_kernel, "
+    "pretrained_dict":
         "our Global keys",
     "Global: distill_pretrained, distill_weight, distill_temperature (rec)": "learning without forgetting: the init "
         "weights' frozen copy as a CTC teacher (docs/cards/distill_pretrained.md)",
@@ -83,7 +85,7 @@ OUR_SECTIONS = ("AMP", "EMA", "Synthetic", "Predict", "Export")  # passed throug
 IGNORED_SECTIONS = {"profiler_options": "PaddleOCR overwrites it with its -p/--profiler_options flag (default off)"}
 OUR_GLOBAL_KEYS = ("seed", "device", "max_steps", "keep_last", "weights", "use_ema_weights", "vdl_dir",
                    "fuse_for_inference", "calibrate_bn_batches", "finetune_released", "freeze_bn_stats",
-                   "cpu_depthwise_kernel", "cpu_affine_kernel")
+                   "cpu_depthwise_kernel", "cpu_affine_kernel", "pretrained_dict")
 
 # Global keys that mark a file as PaddleOCR's even beside our own keys (an -o override of ours on their file)...
 _PADDLEOCR_ONLY_GLOBAL = ("epoch_num", "save_model_dir", "print_batch_step", "save_epoch_step", "use_gpu")
@@ -98,8 +100,6 @@ DEVICE_SWITCHES = ("use_xpu", "use_npu", "use_mlu", "use_gcu", "use_tensorboard"
 AMP_KEYS = {"use_amp": "enable", "amp_level": "level", "scale_loss": "init_loss_scaling",
             "use_dynamic_loss_scaling": "use_dynamic_loss_scaling", "amp_dtype": "dtype",
             "amp_custom_black_list": "custom_black_list", "amp_custom_white_list": "custom_white_list"}
-
-
 
 def is_paddleocr_config(data: Any) -> bool:
     """True when `data` (a loaded YAML) is a PaddleOCR config: it has a PostProcess or Metric section, an
@@ -137,7 +137,7 @@ class PaddleOCRTranslator(Translator):
         allowed = PADDLEOCR_SECTIONS + OUR_SECTIONS + tuple(IGNORED_SECTIONS)
         for key in self.src:
             if key not in allowed:
-                raise self.error(str(key), f"unknown top-level section{_suggest(str(key), list(allowed))}")
+                raise self.error(str(key), f"unknown top-level section{suggest_name(str(key), list(allowed))}")
             if key in IGNORED_SECTIONS:
                 self.none(str(key), IGNORED_SECTIONS[key])
         g = self.check_keys(self.src.get("Global"), self._global_keys(), "Global")
@@ -438,7 +438,6 @@ class PaddleOCRTranslator(Translator):
             self.approx("Optimizer.lr.warmup_epoch", "after warmup the schedule spans the remaining steps; "
                         "PaddleOCR restarts it with the full length")
 
-
     def loader(self, split: str, lo: Any, bs_from: Optional[str]) -> None:
         p = f"{split}.loader"
         lo = self.check_keys(lo, ("shuffle", "batch_size_per_card", "drop_last", "num_workers", "use_shared_memory",
@@ -459,14 +458,11 @@ class PaddleOCRTranslator(Translator):
         if bs_from is not None and "batch_size_per_card" not in self.ours.get(split, {}).get("loader", {}):
             self.put(f"{p}.batch_size_per_card", self.src["Train"]["sampler"]["first_bs"])
 
-
-
-def _schema_has(schema: type, path: str) -> bool:
+def schema_has(schema: type, path: str) -> bool:
     """True when the dotted `path` is a key of dataclass `schema` (Optional sections looked through)."""
     import dataclasses
     import typing
 
-    from paddle_recipes.config import field_types
 
     tp: Any = schema
     for key in path.split("."):
@@ -494,7 +490,7 @@ def paddleocr_translator(schema: type, translate_fn: Callable
         ours, report = translate_fn(raw, f"{path} (PaddleOCR config)", overridden)
         for key in report.proposed:
             target = key.split("=")[0]
-            if "=" in key or not _schema_has(schema, target):
+            if "=" in key or not schema_has(schema, target):
                 src = [k for k, v in report.mapped.items() if v == target] or [target]
                 raise ConfigError(f"{src[0]}: not supported by this version of the recipe (it needs "
                                   f"{key}: {PROPOSED_KEYS.get(key, '')}) (in {path})")

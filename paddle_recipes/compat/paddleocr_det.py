@@ -30,12 +30,13 @@ import inspect
 import math
 from typing import Any, Tuple
 
-from paddle_recipes.config import ConfigError, _suggest
+from paddle_recipes.config import ConfigError, suggest_name
 from paddle_recipes.nn import catalog
 
-from .paddleocr_common import PaddleOCRTranslator, _schema_has, paddleocr_translator
+from .paddleocr_common import PaddleOCRTranslator, schema_has, paddleocr_translator
 from .translate import TranslationReport
 from .translate import canonical as _canon
+from paddle_recipes.tasks.ocr_det.models import DET_HEADS, DET_NECKS
 
 DATASETS = ("SimpleDataSet", "TextDetDataset")
 # The one det pipeline each split runs here, in PaddleOCR's order; (optional ops in OPTIONAL).
@@ -67,8 +68,6 @@ EMA_DECAY_TYPES = {"threshold": "threshold", "exponential": "exponential", "norm
 
 def _registries() -> dict:
     """Architecture part -> what is built here for detection: lower-case name -> class (backbones: nn.catalog)."""
-    from paddle_recipes.tasks.ocr_det.models import DET_HEADS, DET_NECKS
-
     backbones = {n.name.lower(): n.cls for n in catalog.networks(catalog.DET)}
     return {"Backbone": backbones, "Neck": DET_NECKS, "Head": DET_HEADS}
 
@@ -147,7 +146,7 @@ class DetTranslator(PaddleOCRTranslator):
                 v = EMA_DECAY_TYPES[v]
             self.map(f"Global.{k}", v, dst)
         if "model_name" in g:
-            if self.schema is not None and _schema_has(self.schema, "Export.model_name"):
+            if self.schema is not None and schema_has(self.schema, "Export.model_name"):
                 self.map("Global.model_name", g["model_name"], "Export.model_name")
             else:
                 self.none("Global.model_name", "only names the inference.yml of PaddleOCR's export; this version's "
@@ -170,7 +169,7 @@ class DetTranslator(PaddleOCRTranslator):
             params = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "in_channels")]
             for key in node:
                 if key != "name" and key not in params:
-                    raise self.error(f"{path}.{key}", f"not an option of {cls.__name__} here{_suggest(key, params)}")
+                    raise self.error(f"{path}.{key}", f"not an option of {cls.__name__} here{suggest_name(key, params)}")
             if "det" in params and not node.get("det"):
                 raise self.error(f"{path}.det", f"{node.get('det')!r}: a detection backbone needs det: true")
             self.put(path, node)
@@ -420,7 +419,6 @@ class DetTranslator(PaddleOCRTranslator):
             if k not in used:
                 self.none(f"{op}.{k}", f"PaddleOCR ignores it when {used[0] if used else 'no size key'} is set")
 
-
 def translate_det_config(data: dict, source: str = "<dict>", schema: type | None = None,
                          overridden: dict | None = None) -> Tuple[dict, TranslationReport]:
     """Map a PaddleOCR det config (a loaded YAML dict) onto the det recipe's config dict.
@@ -436,4 +434,3 @@ def paddleocr_det_translator(schema: type):
     effect here" line, the "not exactly as PaddleOCR" line, -o in PaddleOCR's keys)."""
     return paddleocr_translator(schema, lambda raw, source, overridden: translate_det_config(
         raw, source, schema, overridden))
-

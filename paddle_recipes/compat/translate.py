@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from paddle_recipes.config import ConfigError, _short, _suggest
+from paddle_recipes.config import ConfigError, suggest_name, bounded_repr
 
 
 @dataclass
@@ -91,7 +91,7 @@ def canonical(name: Any, options, path: str, what: str, source: str) -> str:
         lowered = {o.lower(): o for o in options}
         if name.lower() in lowered:
             return lowered[name.lower()]
-    raise ConfigError(f"{path}: {what} {name!r} is not supported here{_suggest(str(name), list(options))} "
+    raise ConfigError(f"{path}: {what} {name!r} is not supported here{suggest_name(str(name), list(options))} "
                       f"(in {source})")
 
 
@@ -127,9 +127,9 @@ class Translator:
         if not (replace or self.last_wins) and keys[-1] in node and node[keys[-1]] != value:
             old_by, new_by = self.by_override(self.set_by.get(dst, "")), self.by_override(src)
             if old_by == new_by:
-                raise self.error(dst, f"set twice with different values ({node[keys[-1]]!r} and {value!r})")
+                raise self.error(dst, f"set twice with different values ({bounded_repr(node[keys[-1]])} and {bounded_repr(value)})")
             self.report.overrides.append(f"-o {old_by or new_by} overrides the config's value "
-                                         f"{_short(value if old_by else node[keys[-1]])}")
+                                         f"{bounded_repr(value if old_by else node[keys[-1]])}")
             if old_by:
                 return  # the -o's value stays
         node[keys[-1]] = value
@@ -176,7 +176,7 @@ class Translator:
             raise self.error(path, f"expected a mapping, got {node!r}")
         for key in node:
             if key not in allowed:
-                raise self.error(f"{path}.{key}", f"unknown {self.foreign} key{_suggest(str(key), list(allowed))}")
+                raise self.error(f"{path}.{key}", f"unknown {self.foreign} key{suggest_name(str(key), list(allowed))}")
         return node
 
     def copy_tree(self, src: str, value: Any, dst: str) -> None:

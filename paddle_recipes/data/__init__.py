@@ -1,5 +1,6 @@
-"""Data blocks: the DataLoader (``loader``), the one image reader (``images``), and the PaddleOCR formats every
-OCR task reads: label files (``labelfile``) and LMDB sets (``lmdb``). Each is usable alone::
+"""Data blocks: the DataLoader (``loader``), the one image reader (``images``), bounded reads of files a user names
+(``files``: regular files only, a byte cap checked before reading), and the PaddleOCR formats every OCR task reads:
+label files (``labelfile``) and LMDB sets (``lmdb``). Each is usable alone::
 
     loader = build_loader(dataset, batch_sampler, LoaderConfig(num_workers=2), name="Train.loader")
     records = read_label_file("train.txt")              # [LabelRecord(image_path, label, "train.txt:3"), ...]

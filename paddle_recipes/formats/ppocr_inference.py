@@ -22,7 +22,7 @@ from paddle import nn
 
 from ..config import ConfigError
 from ..export import ExportedModel, export_model
-from ..train.build import ExportConfig
+from ..train.config import ExportConfig
 
 __all__ = ["PPOCR_FILE_STEM", "PPOCRExportConfig", "write_inference_dir", "folder_files"]
 

@@ -9,7 +9,7 @@ A PP-LCNetV3 network (PP-OCRv4/v5 mobile det and rec) applies a LearnableAffineB
 learnt scalar each) to every rep-block output twice: ~30 M values per det step at 4 x 320 x 320. Paddle computes
 each as a broadcast multiply and a broadcast add, and their gradients as broadcast reductions; a conv's bias add
 (DB head's transposed convs) is a per-channel broadcast add. On CPU those broadcasts cost ~4x a plain elementwise
-pass (benchmarks/README.md). `kernels/affine.cc` does each map in one pass, bit for bit paddle's forward and input
+pass (benchmarks/results/step_switches/README.md). `kernels/affine.cc` does each map in one pass, bit for bit paddle's forward and input
 gradient; the parameter gradients (sums over the tensor) are accumulated in double, so they differ from paddle's
 float sums by float32 rounding only (docs/cards/affine_kernel.md). Built once like the depthwise kernel
 (kernels/build.py: ~15 s, cached).

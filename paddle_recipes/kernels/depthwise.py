@@ -5,7 +5,7 @@
     n = use_depthwise_kernel(model)    # in place: n eligible nn.Conv2D layers use it in training mode
 
 On CPU, paddle's depthwise_conv2d (and its gradient) is the largest op of a PP-OCR mobile training step (the profile
-in benchmarks/README.md). `kernels/depthwise_conv2d.cc` computes the same sums row by row (vectorized axpy and dot
+in benchmarks/results/step_switches/README.md). `kernels/depthwise_conv2d.cc` computes the same sums row by row (vectorized axpy and dot
 products); only the float32 summation order differs, so losses agree to float tolerance
 (docs/cards/depthwise_kernel.md). It is built on first use with the system C++ compiler through
 paddle.utils.cpp_extension (~15 s once) into a cache folder keyed by the source, paddle, Python and this CPU's

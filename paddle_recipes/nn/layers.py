@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from typing import List
 
+import paddle
 import paddle.nn as nn
 from paddle import ParamAttr
+from paddle.nn.layer.norm import _BatchNormBase
 from paddle.nn.initializer import Constant
+
+
+BN_TYPES = (_BatchNormBase, paddle.nn.BatchNorm)  # every BatchNorm kind (PaddleOCR's DB head uses nn.BatchNorm)
 
 
 def div8(v: float, minimum: int = 8) -> int:

@@ -40,13 +40,19 @@ from ..runtime import distributed as dist_utils
 from ..assets import resolve_path
 from ..checkpoint.format import LATEST, CheckpointError
 from ..cli import exit_on_user_error, run_recipe
-from ..config import ConfigError
 from ..data import DataError, build_loader
+from ..formats.inference_files import InferenceFormatError, check_inference_files, is_inference_model
 from ..formats.ppocr_logs import PPOCREvalLog
-from ..nn.reparam import fuse_in_place
+from ..nn.reparam import fuse_in_place, passthrough_bns
 from ..checkpoint.serialization import save_safetensors
+from ..export import create_predictor, export_model, predict as run_predictor
 from ..train.build import Run, build_training, count_params
+from ..train.trainer import default_batch_size
+from ..weights.bn_calibration import calibrate_at_start
 from ..weights.load import check_finite_weights, load_weights
+from ..weights.pretrained import import_inference, load_pretrained, resolve_weights_file
+from ..weights.policy import StartingWeights, StartPlan, form_at, init_source
+from ..weights.released import to_form
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -162,8 +168,6 @@ class Recipe:
         return dict(metrics)
 
     def batch_size(self, batch) -> int:
-        from ..train.trainer import default_batch_size
-
         return default_batch_size(batch)
 
     def skip_stats(self) -> list:
@@ -193,8 +197,6 @@ class Recipe:
 
     def export_files(self, deploy, prefix: str):
         """Write the inference files of `deploy` for `prefix`; returns (export.ExportedModel, report entries)."""
-        from ..export import export_model
-
         return export_model(deploy, self.input_spec(), prefix), {}
 
     def export_extras(self, ref: list, out: list, inputs: dict, out_dir: Path) -> dict:
@@ -213,7 +215,8 @@ class Recipe:
         """(key, path) of the Global weights keys that are set, in WEIGHTS_KEYS order (empty, null and "auto" are
         unset)."""
         g = self.cfg.Global
-        values = ((key, getattr(g, key, "") or "") for key in WEIGHTS_KEYS)
+        named = {"weights": g.weights, "checkpoints": g.checkpoints, "pretrained_model": g.pretrained_model}
+        values = ((key, named[key] or "") for key in WEIGHTS_KEYS)
         return [(key, value) for key, value in values if value and value != "auto"]
 
     def weights_source(self) -> tuple[str, str]:
@@ -246,8 +249,9 @@ class Recipe:
         Global.fuse_for_inference, default on): re-parameterize the rep blocks into their deploy convs
         (nn.reparam.fuse_in_place: the same eval-mode outputs up to float32 rounding, several times faster);
         export passes False (its weights file holds the training form; deploy_model fuses a copy)."""
-        model = self.build_model()
         source, origin = self.weights_source()
+        self.check_weights_files(source, origin)  # a bad inference model: one line before the network is built
+        model = self.build_model()
         try:
             src = self.load_inference_weights(model, source)
         except CheckpointError as exc:
@@ -255,12 +259,23 @@ class Recipe:
         check_finite_weights(dist_utils.unwrap(model).state_dict(), src)  # whichever loader read the file
         self.log.info("weights: %s (from %s)", src, origin)
         model.eval()
-        if getattr(self.cfg.Global, "fuse_for_inference", True) if fuse is None else fuse:
+        if self.cfg.Global.fuse_for_inference if fuse is None else fuse:
             blocks = fuse_in_place(dist_utils.unwrap(model))
             if blocks:
                 self.log.info("fused %d rep blocks for inference (Global.fuse_for_inference=false keeps the "
                               "training form)", len(blocks))
         return model, src
+
+    def check_weights_files(self, path: str, origin: str = "") -> None:
+        """When `path` is an inference model: its files checked as the import will read them, the tensors' data
+        skipped (inference_files.check_inference_files): a bad file is one line within milliseconds, not after the
+        network's build (seconds). Other weights are checked as they load. CheckpointError ("<origin>: <why>")."""
+        if not path or not is_inference_model(path):
+            return
+        try:
+            check_inference_files(path)
+        except InferenceFormatError as exc:
+            raise CheckpointError(f"{origin}: {exc}" if origin else str(exc)) from None
 
     def load_inference_weights(self, model, source: str) -> str:
         """Strictly load the weights of eval/predict/export: a .pdparams / .safetensors file, a prefix without extension
@@ -268,39 +283,18 @@ class Recipe:
         Global.use_ema_weights) or a PaddleOCR inference model (folder or prefix, pretrained.import_inference);
         returns the source loaded. Weights in the released form (a Global.finetune_released run: fused rep blocks,
         no GTC branch) get the model built in that form first. Override to accept a foreign checkpoint format."""
-        from ..weights.pretrained import import_inference, resolve_weights_file
-
+        classes = self.class_map(source)
         if import_inference(model, source, self.inference_deploy, for_training=False, dictionary=self.label_set(),
-                            logger=self.log) is not None:
+                            logger=self.log, classes=classes) is not None:
             return source
         prefer_ema = self.cfg.Global.use_ema_weights
         file = resolve_weights_file(source, prefer_ema, what="weights")
         self.match_weights_form(model, file, prefer_ema)
-        return load_weights(model, file, prefer_ema=prefer_ema)
-
-    def weights_form(self, model, path, prefer_ema: bool = True):
-        """The form the weights at `path` hold for `model` (finetune_released.form_of_keys: fused rep blocks, absent
-        training branches), or None when the file cannot be read (its loader then says why). A model with neither
-        rep blocks nor training branches has only the training form: Form(), without reading the file."""
-        from ..weights.released import Form, form_of_keys, training_branches
-        from ..nn.reparam import rep_blocks
-        from ..weights.pretrained import resolve_weights_file
-        from ..checkpoint.serialization import load_weights_file
-
-        net = dist_utils.unwrap(model)
-        if not rep_blocks(net) and not training_branches(net):  # no form but the training form: skip the file read
-            return Form()
-        try:
-            weights = load_weights_file(resolve_weights_file(path, prefer_ema))
-        except Exception:  # noqa: BLE001 - the loader that follows reports the file's fault in one line
-            return None
-        return form_of_keys(net, weights) if isinstance(weights, dict) else None
+        return load_weights(model, file, prefer_ema=prefer_ema, classes=classes, logger=self.log)
 
     def match_weights_form(self, model, path, prefer_ema: bool = True) -> None:
-        """Build `model` in the form the weights at `path` hold (weights_form; logged when not the training form)."""
-        from ..weights.released import to_form
-
-        form = self.weights_form(model, path, prefer_ema)
+        """Build `model` in the form the weights at `path` hold (weights.policy.form_at; logged when not the training form)."""
+        form = form_at(model, path, prefer_ema)
         if form is not None and form.released:
             to_form(dist_utils.unwrap(model), form)
             self.log.info("%s holds the released form (%s): the model is built in that form", path, form.describe())
@@ -308,6 +302,15 @@ class Recipe:
     def label_set(self) -> str:
         """What the model's output classes are (e.g. its dict file), for weight-loading log lines; "" = not said."""
         return ""
+
+    def class_map(self, path: str):
+        """The characters of the weights at `path` and of this run (weights.dict_remap.ClassMap), so that the class
+        rows follow characters when weights load; None (default) = rows by position (a task without a dict)."""
+        return None
+
+    def checkpoint_parts(self) -> dict:
+        """name -> object (state_dict / set_state_dict) this recipe adds to every checkpoint (default: none)."""
+        return {}
 
     def inference_deploy(self, model) -> tuple:
         """(exported net, input spec) of `model` as export mode writes it: how a PaddleOCR inference model given
@@ -320,63 +323,23 @@ class Recipe:
         under the model's class_dependent_params() (output layers sized by the label set), which are
         re-initialised when their shape differs; the log lists what was loaded, re-initialised, skipped. Returns the
         report (LoadReport / ImportReport: its kept_init names the tensors left at their initial values)."""
-        from ..weights.pretrained import load_pretrained
-
         if path.startswith(("http://", "https://")):
             raise CheckpointError(f"init weights {path} is a URL: download it and pass the local file")
         return load_pretrained(model, path, prefer_ema=self.cfg.Global.use_ema_weights, logger=self.log,
-                               deploy=self.inference_deploy, dictionary=self.label_set())
+                               deploy=self.inference_deploy, dictionary=self.label_set(), classes=self.class_map(path))
 
     def init_weights_source(self) -> str:
         """Train mode's init weights: Global.pretrained_model or Global.weights ("" = none; both: an error)."""
-        g = self.cfg.Global
-        if g.pretrained_model and g.weights:
-            raise ConfigError(f"Global.pretrained_model ({g.pretrained_model}) and Global.weights ({g.weights}) both "
-                              "set init weights for training: set one (-o Global.pretrained_model=null)")
-        return g.pretrained_model or g.weights
+        return init_source(self.cfg.Global)
 
-    def init_weights(self, model) -> None:
-        """Train mode: Global.finetune_released (finetune_released.decide, from what the init weights and a checkpoint
-        to resume hold) may first turn `model` into the released form (rep blocks fused, training-only branches
-        removed) and the init_weights_source(), when set, initialises it: weights in the released form (an inference
-        model, imported as it is: nothing un-fused) after the conversion, weights in the training form before it.
-        Both before the optimizer is built."""
-        from ..weights.released import Form, decide, log_line, to_released_form
-        from ..weights.freeze_bn import mark_fresh_bns
-        from ..formats.inference_files import is_inference_model
-        from ..checkpoint.resume import resume_source
-
-        g = self.cfg.Global
-        path = self.init_weights_source()
-        setting = getattr(g, "finetune_released", False)  # a recipe whose Global lacks the key: off
-        inference = bool(path) and is_inference_model(path)
-        init_form = None if not path or inference else self.weights_form(model, path, g.use_ema_weights)
-        resume = getattr(g, "checkpoints", "") or resume_source(g.resume, g.output_dir, log=False) or ""
-        resume_form = self.weights_form(model, resume, prefer_ema=False) if resume else None
-        on, why, switchable = decide(setting, init=path, init_is_inference=inference, init_form=init_form,
-                                     resume=resume, resume_form=resume_form)
-        # weights of the released form (an inference model: imported as it is) load after the conversion, weights of
-        # the training form (e.g. PaddleOCR's best_accuracy) before it
-        first = not path or inference or (init_form is not None and init_form.released)
-        done = to_released_form(dist_utils.unwrap(model)) if on and first else Form()
-        if path:  # BNs whose statistics the weights lack are never frozen (freeze_bn.mark_fresh_bns)
-            mark_fresh_bns(dist_utils.unwrap(model), self.load_pretrained(model, path).kept_init)
-        if on and not first:
-            done = to_released_form(dist_utils.unwrap(model))
-        if on:
-            self.log.info(log_line(done, setting, why, switchable))
-        if getattr(g, "freeze_bn_stats", False) == "auto":  # on with the released form (docs/cards/freeze_bn_stats.md)
-            g.freeze_bn_stats = bool(on)
-            if on:
-                self.log.info("Global.freeze_bn_stats auto: on, the released model's BatchNorm statistics are kept "
-                              "(-o Global.freeze_bn_stats=false to re-estimate them)")
+    def init_weights(self, model) -> StartPlan:
+        """Train mode: the starting weights and the form trained (Global.finetune_released, freeze_bn_stats):
+        weights.policy.StartingWeights, loading through load_pretrained. Before the optimizer is built."""
+        return StartingWeights(self.cfg.Global, load=self.load_pretrained, log=self.log).apply(model)
 
     def calibrate_imported_bn(self, model, train_set) -> dict | None:
         """Train mode: an imported inference model's un-fused BNs are calibrated on Global.calibrate_bn_batches
         batches per process of `train_set` (bn_calibration; summed over ranks, data order unchanged)."""
-        from ..weights.bn_calibration import calibrate_at_start
-        from ..nn.reparam import passthrough_bns
-
         if not passthrough_bns(model):  # not an imported inference model
             return None
 
@@ -391,7 +354,7 @@ class Recipe:
 
     def export_weights(self, model, out_dir: Path) -> dict:
         """Export.safetensors: `model`'s weights as out_dir/model.safetensors (rank 0); the report entry."""
-        if not getattr(self.cfg.Export, "safetensors", False):
+        if not self.cfg.Export.safetensors:
             return {}
         path = Path(out_dir) / "model.safetensors"
         if self.info.is_main:
@@ -414,18 +377,19 @@ class Recipe:
 
     # ------------------------------------------------------------------ modes
     def train(self) -> dict:
-        self.init_weights_source()  # a conflict is reported before any data is read
+        self.check_weights_files(self.init_weights_source())  # a conflict or a bad file: before any data is read
         train_set = self.build_dataset("train")
         eval_loader = self.eval_loader(self.build_dataset("eval"))
         model = self.build_model()
-        self.init_weights(model)
+        start = self.init_weights(model)
         self.calibrate_imported_bn(model, train_set)
         run = build_training(self.cfg, model, train_set, step=self.train_step, info=self.info,
                              loader=self.train_loader(train_set),
                              eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),
                              collate=self.collate("train"), callbacks=self.callbacks(), main_metric=self.main_metric,
                              batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast,
-                             eval_log=PPOCREvalLog(self.cur_metric))
+                             eval_log=PPOCREvalLog(self.cur_metric), state_objects=self.checkpoint_parts(),
+                             freeze_bn=start.freeze_bn_stats)
         self.log.info("%s: %s, world %d, EMA %s", self.name, self.describe(run), self.info.world_size,
                       "on" if run.ema is not None else "off")
         return run.fit()
@@ -444,15 +408,13 @@ class Recipe:
         model, _ = self.load_for_inference()
         results = self.predict_model(model)
         if not results:
-            raise DataError(f"{self.name} predict: no input could be read in {getattr(self.cfg.Predict, 'images', '')!r} "
+            raise DataError(f"{self.name} predict: no input could be read in {self.cfg.Predict.images!r} "
                             f"(the skipped files are listed above)")
         return results
 
     def export(self) -> dict:
         """Export the (EMA) model (export_files; default jit.save at Export.out_prefix, "" = output_dir/inference/model)
         and compare Paddle Inference with dygraph on parity_inputs(); writes <export folder>/export_report.json."""
-        from ..export import create_predictor, predict as run_predictor
-
         model, src = self.load_for_inference(fuse=False)
         prefix = self.cfg.Export.out_prefix or str(Path(self.cfg.Global.output_dir) / "inference" / "model")
         weights_file = self.export_weights(model, Path(prefix).parent)  # before deploy_model may fuse layers

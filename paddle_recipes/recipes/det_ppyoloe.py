@@ -17,17 +17,17 @@ import paddle
 
 from paddle_recipes.compat.ppdet import ppdet_config_translator
 from paddle_recipes.config import ConfigError
+from paddle_recipes.data import list_images
 from paddle_recipes.recipes.base import Recipe
-from paddle_recipes.tasks.det_ppyoloe.coco import (CocoDetDataset, DetCollate, DetDataError, build_train_augment,
-                                                   load_coco)
+from paddle_recipes.tasks.det_ppyoloe.coco import CocoDetDataset, DetCollate, DetDataError, build_train_augment, load_coco
 from paddle_recipes.tasks.det_ppyoloe.config import DetConfig, build_model
 from paddle_recipes.tasks.det_ppyoloe.deploy import export_ppdet_checked
 from paddle_recipes.tasks.det_ppyoloe.normalize import collate_kwargs
 from paddle_recipes.tasks.det_ppyoloe.ppdet_weights import is_ppdet_checkpoint, load_ppdet_weights
-from paddle_recipes.data import list_images
 from paddle_recipes.tasks.det_ppyoloe.predict_export import draw_predictions, same_detections, write_deploy_files
 from paddle_recipes.tasks.det_ppyoloe.evaluate import evaluate_detector
 from paddle_recipes.tasks.det_ppyoloe.synth import make_shapes_dataset
+from paddle_recipes.export import fuse_conv_bn
 
 
 class DetPPYOLOE(Recipe):
@@ -113,8 +113,6 @@ class DetPPYOLOE(Recipe):
 
     def deploy_model(self, model):
         """RepVGG re-parameterisation, TensorRT-friendly upsampling, optional conv-BN folding."""
-        from paddle_recipes.export import fuse_conv_bn
-
         fused = model.reparameterize()
         model.neck.upsample.mode = self.cfg.Export.upsample
         return (fuse_conv_bn(model) if self.cfg.Export.fold_bn else model), {"repvgg_fused": fused}
@@ -142,7 +140,6 @@ class DetPPYOLOE(Recipe):
         if self.info.is_main:
             print(json.dumps({**report, "weights": src}))
         return report
-
 
 main, cli = DetPPYOLOE.main, DetPPYOLOE.cli
 

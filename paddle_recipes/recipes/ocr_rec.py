@@ -21,24 +21,24 @@ from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
 from paddle_recipes.formats.inference_files import is_inference_model
 from paddle_recipes.recipes.base import Recipe
-from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file
+from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file, weights_class_map
 from paddle_recipes.tasks.ocr_rec.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, RecDataset, collate, collate_gtc
-from paddle_recipes.tasks.ocr_rec.distill_pretrained import CtcDistill, distill_from_init
+from paddle_recipes.tasks.ocr_rec.distill_pretrained import DistillFromInit
 from paddle_recipes.tasks.ocr_rec.evaluate import predict_images
 from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.tasks.ocr_rec.ppocr_io import PaddleOCRExport, cur_metric
 from paddle_recipes.tasks.ocr_rec.recipe_data import build_train_loader, evaluate_sets, open_split
 from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep, MultiLossTrainStep
+from paddle_recipes.weights.dict_remap import CLASS_NAMES, ClassNames
 
 
-class OcrRec(PaddleOCRExport, Recipe):
+class OcrRec(DistillFromInit, PaddleOCRExport, Recipe):  # DistillFromInit: Global.distill_pretrained
     """Text-line recognition recipe (CTC; PaddleOCR's MultiHead models train with MultiLoss)"""
     name, Config, default_config = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
     cur_metric = staticmethod(cur_metric)  # eval lines: cur metric, acc: .., norm_edit_dis: .., fps: ..
     config_translators = (paddleocr_rec_translator(RecConfig),)  # -c accepts PaddleOCR rec YAMLs (and -o their keys)
-    distill: CtcDistill | None = None  # Global.distill_pretrained (set by init_weights)
 
     @property
     def main_metric(self) -> str:  # Metric.main_indicator picks `best`
@@ -71,6 +71,12 @@ class OcrRec(PaddleOCRExport, Recipe):
 
     def label_set(self) -> str:
         return f"dict {self.charset.source}"
+
+    def class_map(self, path: str):  # rows follow characters: the weights' dict -> this run's
+        return weights_class_map(path, self.charset.chars, self.cfg.Global.pretrained_dict)
+
+    def checkpoint_parts(self) -> dict:
+        return {CLASS_NAMES: ClassNames(self.charset.chars, self.charset.source)}
 
     def build_dataset(self, split: str) -> RecDataset:  # "train" | "eval" | "heldout" (eval fonts only)
         section, g = self.cfg.Train if split == "train" else self.cfg.Eval, self.cfg.Global
@@ -107,10 +113,6 @@ class OcrRec(PaddleOCRExport, Recipe):
 
     def build_model(self):
         return build_rec_model(self.cfg.Architecture, self.charset.num_classes, self.cfg.Global.image_shape[0])
-
-    def init_weights(self, model) -> None:  # Global.distill_pretrained: the teacher is the model as initialised
-        super().init_weights(model)
-        self.distill = distill_from_init(model, self.cfg.Global, self.charset, self.init_weights_source(), self.log)
 
     @cached_property
     def train_step(self):

@@ -51,7 +51,7 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _env_threads(env: Mapping[str, str]) -> Optional[int]:
+def env_threads(env: Mapping[str, str]) -> Optional[int]:
     for k in THREAD_ENV:
         v = env.get(k)
         if v:
@@ -79,7 +79,7 @@ def choose_defaults(device: str, cores: int, nproc: int = 1, env: Optional[Mappi
     if nproc > cores:
         reasons.append(f"{nproc} processes on {cores} cores: oversubscribed, expect each step to slow down")
 
-    env_t = _env_threads(env)
+    env_t = env_threads(env)
     if "threads" in user:
         threads = int(user["threads"])
         reasons.append(f"threads {threads} per process: set by the user")

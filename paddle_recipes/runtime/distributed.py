@@ -2,7 +2,7 @@
 
     info = setup(seed=42)                  # init_parallel_env when world_size > 1, device, per-rank seeds
     model = wrap_model(model, info)        # paddle.DataParallel when world_size > 1
-    sampler = build_batch_sampler(ds, batch_size=8, info=info)   # DistributedBatchSampler
+    sampler = build_batch_sampler(ds, batch_size=8, info=info)   # data.reproducible: one shard per rank
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
 
@@ -25,8 +25,11 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from . import peers
-from ..data.reproducible import ResumableBatchSampler
+from . import peers, stopping
+from ..nn.layers import BN_TYPES
+from .lifetime import set_parent_death_signal
+from .device_defaults import env_threads, apply_threads, usable_cores
+from ..config import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +52,11 @@ class DistInfo:
     def is_distributed(self) -> bool:
         return self.world_size > 1
 
-
 def _env_int(name: str, default: int) -> int:
     try:
         return int(os.environ.get(name, default))
     except ValueError:
         return default
-
 
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and paddle."""
@@ -89,7 +90,6 @@ def start_parent_watchdog(interval_s: float = 1.0, exit_code: int = 143) -> thre
     if _WATCHDOG is not None and _WATCHDOG.is_alive():
         return _WATCHDOG
     parent = os.getppid()
-    from .lifetime import set_parent_death_signal
 
     if _env_int("PADDLE_NNODES", 1) <= 1:  # the kernel's signal also reaches a rank the thread can't; on several
         set_parent_death_signal(signal.SIGTERM, parent)  # nodes the thread first tells the peers (peers.py) why
@@ -114,10 +114,8 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
 
     Without it every rank's OpenMP pool sizes itself to all cores, and N ranks oversubscribe the CPU.
     """
-    from .device_defaults import _env_threads, apply_threads, usable_cores
-
     env = os.environ if env is None else env
-    if _env_threads(env) is not None:
+    if env_threads(env) is not None:
         return None
     cores = cores or usable_cores()
     threads = max(1, cores // max(1, local_world_size))
@@ -129,39 +127,9 @@ def set_cpu_threads_per_rank(local_world_size: int, env: dict | None = None, cor
 
 def quiet_sigterm(exit_code: int = 143) -> None:
     """Replace paddle's C++ SIGTERM handler (main thread only) by one line and exit ``exit_code``; Ctrl-C (SIGINT)
-    likewise: one line and exit 130, not a KeyboardInterrupt traceback.
-
-    Paddle's handler formats a "Termination signal" dump inside the signal handler: it allocates and writes
-    while the interrupted code may hold the allocator's or a stream's lock, and then hangs with no output
-    (issue 21: 1 of 28 SIGTERMs under load). Python's own C handler only sets a flag; ours then runs between
-    bytecodes and uses just os.write and os._exit (no buffered stream, no logging lock, no collective).
-    A terminal's Ctrl-C also reaches the forked loader workers, which inherit the handler: they ignore it and
-    end with this process (lifetime.py), so the one line comes from here."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    launched, owner = "PADDLE_TRAINER_ID" in os.environ, os.getpid()
-    who = f"rank {os.environ['PADDLE_TRAINER_ID']}" if launched else f"process {owner}"
-    line = (f"{who}: stopped by SIGTERM" + (" (another rank failed, or the launcher is stopping)" if launched else "")
-            + "\n").encode()
-
-    def stop(signum, frame):
-        try:
-            os.write(2, line)
-            peers.announce_leaving("it was stopped by SIGTERM")  # multi-node: tell rank 0 (bounded wait)
-        finally:
-            os._exit(exit_code)
-
-    def interrupted(signum, frame):
-        if os.getpid() != owner:  # a forked loader worker
-            return
-        try:
-            os.write(2, f"{who}: stopped by Ctrl-C (SIGINT)\n".encode())
-            peers.announce_leaving("it was stopped by Ctrl-C (SIGINT)")
-        finally:
-            os._exit(130)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, interrupted)
+    likewise: one line and exit 130 (stopping.install). Paddle's handler formats a "Termination signal" dump inside
+    the signal handler and can hang (issue 21: 1 of 28 SIGTERMs under load)."""
+    stopping.install(exit_code)
 
 
 def exit_distributed_run(exit_code: int = 0) -> None:
@@ -179,8 +147,6 @@ def exit_distributed_run(exit_code: int = 0) -> None:
 
 def _set_device(device: str) -> None:
     """paddle.set_device; a device this paddle build or machine lacks is a ConfigError naming Global.device."""
-    from ..config import ConfigError
-
     if str(device).startswith("gpu") and not paddle.is_compiled_with_cuda():
         raise ConfigError(f"Global.device {device!r}: this paddle build has no CUDA (a CPU wheel); use "
                           "Global.device=cpu, or install paddlepaddle-gpu (README: GPU install)")
@@ -189,7 +155,6 @@ def _set_device(device: str) -> None:
     except (ValueError, RuntimeError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"Global.device {device!r} cannot be used here: {reason}") from None
-
 
 def setup(seed: int | None = 42, device: str | None = None, seed_per_rank: bool = True) -> DistInfo:
     """Initialise the process group (if launched with >1 process), pick the device, seed.
@@ -249,11 +214,8 @@ def unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
 def bn_stat_names(model: paddle.nn.Layer) -> list[str]:
     """state_dict names of the BatchNorm running statistics (``_mean``, ``_variance``) of `model`, in layer order:
     BatchNorm1D/2D/3D and paddle.nn.BatchNorm (not a _BatchNormBase; PaddleOCR's DB head uses it)."""
-    from ..weights.freeze_bn import BN_TYPES
-
     return [f"{name}.{stat}" for name, layer in unwrap(model).named_sublayers()
             if isinstance(layer, BN_TYPES) for stat in ("_mean", "_variance")]
-
 
 def bn_stats(model: paddle.nn.Layer, names: list[str] | None = None) -> list:
     """The BatchNorm running-statistics tensors of `model` (the entries bn_stat_names names, or `names` when the
@@ -290,20 +252,6 @@ def average_bn_stats(model: paddle.nn.Layer, ema=None) -> int:
     names = bn_stat_names(model)
     shadow = ema.shadow if ema else {}
     return average_over_ranks_(bn_stats(model, names) + [shadow[n] for n in names if n in shadow])
-
-
-def build_batch_sampler(dataset, batch_size: int, info: DistInfo | None = None, shuffle: bool = True,
-                        drop_last: bool = False, with_epoch: bool = False):
-    """DistributedBatchSampler: each rank sees a disjoint 1/world_size shard; call set_epoch(epoch).
-
-    On one process it still shuffles with the epoch as seed, so runs are reproducible and resumable.
-    with_epoch: yield (epoch, index) keys for reproducible.SeededDataset (per-sample augmentation seeds).
-    """
-    info = info or DistInfo()
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    return ResumableBatchSampler(dataset, batch_size=batch_size, num_replicas=info.world_size,
-                                 rank=info.rank, shuffle=shuffle, drop_last=drop_last, with_epoch=with_epoch)
 
 
 class PeerError(RuntimeError):
@@ -351,7 +299,6 @@ def barrier() -> None:
     if dist.get_world_size() > 1:
         dist.barrier()
 
-
 def all_reduce_sum(value):
     """Sum of a number/tensor over ranks (identity on one process)."""
     if dist.get_world_size() <= 1:
@@ -385,7 +332,6 @@ class _StdoutHandler(logging.StreamHandler):
     @stream.setter
     def stream(self, value) -> None:  # StreamHandler.__init__ assigns it; the current sys.stdout is always used
         pass
-
 
 def setup_logging(info: DistInfo | None = None, log_file: str | None = None, level=logging.INFO) -> logging.Logger:
     """Root logging: INFO on rank 0, WARNING on other ranks; optional file (rank 0 only)."""

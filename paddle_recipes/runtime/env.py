@@ -56,6 +56,21 @@ def _pkg_version(names: list[str]) -> str | None:
     return None
 
 
+# distributions that install the same top-level module: two of them overwrite each other's files
+_SAME_MODULE = {"cv2": _PACKAGES["opencv"], "paddle": ["paddlepaddle", "paddlepaddle-gpu"]}
+
+
+def _installed_dists(names: list[str]) -> dict:
+    """{distribution: version} of those of ``names`` that are installed."""
+    out = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
 def _nvidia_smi() -> dict | None:
     """Driver version and the CUDA version the driver supports, from nvidia-smi (None if absent)."""
     exe = shutil.which("nvidia-smi")
@@ -148,6 +163,7 @@ def collect_env(run_check: bool = False) -> dict:
         "cpu_affinity": affinity,
         "shm": _shm(),
         "packages": {name: _pkg_version(dists) for name, dists in _PACKAGES.items()},
+        "module_distributions": {module: _installed_dists(dists) for module, dists in _SAME_MODULE.items()},
         "amp": _amp_info(paddle, gpu_count),
         "cudnn_libs": _find_libs("libcudnn.so*")[:5] if cuda_built else [],
     }
@@ -212,6 +228,12 @@ def advise(info: dict) -> list[str]:
         out.append(f"/dev/shm has only {shm['free_mb']} MB free: DataLoader workers with shared memory may "
                    "crash (bus error). Use `docker run --shm-size=8g` or Train.loader.num_workers=0 "
                    "(paddle_recipes.data.build_loader falls back to use_shared_memory=False by itself).")
+    for module, dists in info.get("module_distributions", {}).items():
+        if len(dists) > 1:
+            out.append(f"{len(dists)} distributions install the module {module} "
+                       f"({', '.join(f'{d}=={v}' for d, v in dists.items())}): each overwrote the other's files, "
+                       f"and which one `import {module}` runs depends on the install order. Keep one: pip uninstall "
+                       f"the others, then pip install --force-reinstall --no-deps the one kept (docs/gpu.md).")
     world = info.get("distributed", {}).get("world_size", 1)
     if pd["compiled_with_cuda"] and dev["gpu_count"] and world > 1 and world > dev["gpu_count"] \
             and "PADDLE_MASTER" not in info.get("distributed", {}):

@@ -18,14 +18,15 @@ import contextlib
 
 import paddle
 
+from ..config import ConfigError
+from .amp import grads_of
+
 
 class GradAccumulator:
     """k-step gradient accumulation. steps=1 means a plain step every batch."""
 
     def __init__(self, steps: int = 1):
         if int(steps) < 1:
-            from ..config import ConfigError
-
             raise ConfigError(f"accumulation steps (Train.accumulate_steps) must be >= 1, got {steps}")
         self.steps = int(steps)
         self.micro_index = 0          # micro-steps taken in the current window (after micro_step exits)
@@ -67,8 +68,6 @@ class GradAccumulator:
         if pending == 0:
             return False
         if optimizer is not None and pending != self.steps:
-            from .amp import grads_of
-
             with paddle.no_grad():
                 for g in grads_of(optimizer):
                     g.scale_(self.steps / pending)

@@ -26,6 +26,7 @@ import paddle
 from ..config import check_name
 from ..checkpoint.finite import all_finite
 from .optim import param_list
+from ..config import check_number
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_FP16_BLACK_LIST = ("exp", "log", "pow", "square", "reduce_sum", "mean", "softmax_with_cross_entropy",
                            "sigmoid_cross_entropy_with_logits", "cross_entropy", "cross_entropy2", "warpctc",
                            "ctc_loss")
-
 
 @dataclass
 class AmpConfig:
@@ -68,7 +68,6 @@ class AmpConfig:
     def __post_init__(self):
         check_name("AMP.level", self.level, ("O1", "O2"))
         check_name("AMP.dtype", self.dtype, ("float16", "bfloat16"))
-        from ..config import check_number
 
         check_number("AMP.init_loss_scaling", self.init_loss_scaling, low=0, low_open=True)
         check_number("AMP.min_loss_scaling", self.min_loss_scaling, low=0, low_open=True)
@@ -76,7 +75,6 @@ class AmpConfig:
         check_number("AMP.decr_ratio", self.decr_ratio, low=0, high=1, low_open=True)
         check_number("AMP.incr_every_n_steps", self.incr_every_n_steps, low=1)
         check_number("AMP.decr_every_n_nan_or_inf", self.decr_every_n_nan_or_inf, low=1)
-
 
 def amp_support(dtype: str = "float16") -> tuple[bool, str]:
     """(supported, reason) for autocast of `dtype` on the current paddle device."""
@@ -131,7 +129,6 @@ def unscale_and_check(grads: list, inv_scale: float) -> bool:
             for g in grads:
                 g.scale_(inv_scale)
         return any_nonfinite(grads)
-
 
 class DynamicLossScaler:
     """Loss scaling with overflow skip and a dynamic scale (same rules as paddle.amp.GradScaler).
@@ -209,7 +206,6 @@ class DynamicLossScaler:
         self.good_steps = int(state["good_steps"])
         self.bad_steps = int(state["bad_steps"])
         self.skipped_steps = int(state.get("skipped_steps", 0))
-
 
 _REPORTED: set = set()
 

@@ -27,6 +27,7 @@ import paddle
 from ..config import check_name
 from ..runtime.distributed import unwrap
 from ..checkpoint.finite import FLOAT_DTYPES
+from ..config import check_number
 
 WARMUPS = ("threshold", "exponential", "none")
 
@@ -44,12 +45,9 @@ class EmaConfig:
     device: Optional[str] = None
 
     def __post_init__(self):
-        from ..config import check_number
-
         check_name("EMA.warmup", self.warmup, WARMUPS)
         check_number("EMA.decay", self.decay, low=0, high=1, low_open=True, high_open=True)
         check_number("EMA.warmup_steps", self.warmup_steps, low=0)
-
 
 def build_ema(cfg: EmaConfig, model: paddle.nn.Layer) -> "ModelEMA | None":
     """ModelEMA from config, or None when disabled."""
@@ -91,7 +89,6 @@ def _lerp_(shadow: paddle.Tensor, new: paddle.Tensor, weight: paddle.Tensor) -> 
         _LERP_KERNEL(shadow, new, weight)
     else:
         shadow.lerp_(new, weight)
-
 
 class ModelEMA:
     """fp32 shadow copy of a model's weights.

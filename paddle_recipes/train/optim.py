@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import paddle
 
 from ..config import ConfigError, check_name
+from ..config import check_number
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
 SCHEDULES = ("constant", "cosine", "linear", "step", "piecewise")
@@ -51,8 +53,6 @@ class OptimizerConfig:
     lr_factors: list[float] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        from ..config import check_number
-
         check_name("Optimizer.name", self.name, OPTIMIZERS)
         check_name("Optimizer.schedule", self.schedule, SCHEDULES)
         check_number("Optimizer.lr", self.lr, low=0, low_open=True)
@@ -76,7 +76,6 @@ class OptimizerConfig:
             raise ConfigError(f"Optimizer.warmup_steps ({self.warmup_steps}) and Optimizer.warmup_epochs "
                               f"({self.warmup_epochs}) are the same setting: set one")
 
-
 def resolve_warmup(cfg: OptimizerConfig, steps_per_epoch: int) -> OptimizerConfig:
     """A copy of `cfg` with warmup_epochs / milestone_epochs turned into optimizer steps (round(epochs *
     steps_per_epoch)); `cfg` itself when neither is set."""
@@ -86,7 +85,6 @@ def resolve_warmup(cfg: OptimizerConfig, steps_per_epoch: int) -> OptimizerConfi
     return dataclasses.replace(cfg, warmup_steps=to_steps(cfg.warmup_epochs) if cfg.warmup_epochs else cfg.warmup_steps,
                                warmup_epochs=0.0, milestones=cfg.milestones or [to_steps(e) for e in cfg.milestone_epochs],
                                milestone_epochs=[])
-
 
 def build_lr_scheduler(cfg: OptimizerConfig, total_steps: int):
     """paddle LRScheduler for `total_steps` optimizer steps (warmup included)."""
@@ -144,3 +142,49 @@ def param_list(optimizer) -> list:
         else:
             flat.append(p)
     return flat
+
+
+def _rename_keys(state, mapping: dict) -> Any:
+    """Rename dict keys that equal or start with `old_` for each old->new in mapping."""
+    if not isinstance(state, dict):
+        return state
+    ordered = sorted(mapping, key=len, reverse=True)  # longest first: linear_1 vs linear_10
+    out = {}
+    for key, value in state.items():
+        new_key = key
+        if isinstance(key, str):
+            for old in ordered:
+                if key == old or key.startswith(old + "_"):
+                    new_key = mapping[old] + key[len(old):]
+                    break
+        out[new_key] = _rename_keys(value, mapping) if isinstance(value, dict) else value
+    return out
+
+
+def portable_optimizer_state(optimizer) -> dict:
+    """optimizer.state_dict() with parameter names replaced by positions (param_0, param_1, ...).
+
+    Paddle keys optimizer state by auto-generated parameter names (linear_4.w_0), which differ
+    between two processes that build the same model; positions do not.
+    """
+    names = [p.name for p in param_list(optimizer)]
+    return _rename_keys(optimizer.state_dict(), {n: f"@param_{i}" for i, n in enumerate(names)})
+
+
+def load_portable_optimizer_state(optimizer, state: dict) -> None:
+    """Inverse of portable_optimizer_state for this optimizer's parameters."""
+    names = [p.name for p in param_list(optimizer)]
+    optimizer.set_state_dict(_rename_keys(state, {f"@param_{i}": n for i, n in enumerate(names)}))
+
+
+class PortableOptimizer:
+    """An optimizer as a checkpoint object: its state keyed by parameter position (portable_optimizer_state)."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def state_dict(self) -> dict:
+        return portable_optimizer_state(self.optimizer)
+
+    def set_state_dict(self, state: dict) -> None:
+        load_portable_optimizer_state(self.optimizer, state)

@@ -31,13 +31,16 @@ import paddle
 
 from ..checkpoint import format as ckpt
 from ..checkpoint.compare import check_compatible, optimizer_changes
-from ..checkpoint.state import RNG, PortableOptimizer, collect_state, restore_state
+from ..checkpoint.state import RNG, collect_state, restore_state
 from .accumulate import GradAccumulator
 from .amp import Amp
+from .optim import PortableOptimizer
 from ..data import DataError
 from ..runtime.distributed import DistInfo, all_reduce_sum, average_over_ranks_, barrier, bn_stats, unwrap
 from ..checkpoint.finite import FLOAT_DTYPES, first_nonfinite
 from ..checkpoint.rundir import OutputLock
+from ..config import to_dict
+from .meters import StepTimer
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +134,6 @@ class BestMetric:
     def set_state_dict(self, state: dict) -> None:
         self.value, self.metrics, self.epoch = state["value"], dict(state["metrics"]), state["epoch"]
 
-
 class EvalLog:
     """How an evaluation is written to the log, after the trainer's own `eval at epoch E, global_step S: ...`
     line. This default adds `best <main>: <value> (epoch E)`; formats.ppocr_logs.PPOCREvalLog writes PaddleOCR's
@@ -139,7 +141,6 @@ class EvalLog:
 
     def lines(self, metrics: dict, best: BestMetric) -> list[str]:
         return [] if best.value is None else [f"best {best.main}: {best.value} (epoch {best.epoch})"]
-
 
 class _Callbacks:
     """The callbacks' states in a checkpoint (a list, by position)."""
@@ -153,7 +154,6 @@ class _Callbacks:
     def set_state_dict(self, states: list) -> None:
         for cb, state in zip(self.callbacks, states):
             cb.set_state_dict(state)
-
 
 @dataclass
 class TrainerOptions:
@@ -192,7 +192,6 @@ class TrainerOptions:
         self.eval_batch_step = tuple(self.eval_batch_step or ())
         self.eval_log = self.eval_log or EvalLog()
 
-
 class Trainer:
     """Epoch/step loop with AMP, accumulation, EMA, LR schedule, logging, eval, checkpoints, resume.
 
@@ -208,7 +207,8 @@ class Trainer:
                  lr_scheduler=None, amp: Amp | None = None, accumulator: GradAccumulator | None = None,
                  ema=None, callbacks: list | tuple = (), output_dir: str | None = None, eval_fn: Callable | None = None,
                  dist_info: DistInfo | None = None, batch_size_fn: Callable = default_batch_size, config: Any = None,
-                 timer=None, scalar_writer=None, options: TrainerOptions | None = None):
+                 timer=None, scalar_writer=None, options: TrainerOptions | None = None,
+                 state_objects: dict | None = None):
         self.model, self.optimizer, self.train_step, self.train_loader = model, optimizer, train_step, train_loader
         self.lr_scheduler, self.ema, self.callbacks = lr_scheduler, ema, list(callbacks)
         self.amp = amp or Amp()
@@ -218,6 +218,7 @@ class Trainer:
         self.eval_fn, self.info = eval_fn, dist_info or DistInfo()
         self.batch_size_fn, self.config, self.scalar_writer, self.timer = batch_size_fn, config, scalar_writer, timer
         self.best = BestMetric(o.main_metric)
+        self.state_objects = dict(state_objects or {})  # the caller's parts of every checkpoint (optional on resume)
         self.eval_history: list[dict] = []  # one row per evaluation: global_step, epoch, metrics
         # progress
         self.epoch = 0                 # current epoch (0-based)
@@ -281,26 +282,25 @@ class Trainer:
         (state_dict / set_state_dict). Absent parts (no EMA, no LR scheduler) are left out."""
         objects = {"model": unwrap(self.model), "optimizer": PortableOptimizer(self.optimizer),
                    "amp": self.amp, "accumulator": self.accumulator, "lr": self.lr_scheduler, "ema": self.ema,
-                   "best": self.best, "callbacks": _Callbacks(self.callbacks), "rng": RNG}
+                   "best": self.best, "callbacks": _Callbacks(self.callbacks), "rng": RNG, **self.state_objects}
         return {k: v for k, v in objects.items() if v is not None}
 
     def state_dict(self) -> dict:
         progress = {"epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch, "global_step": self.global_step,
                     "samples_seen": self.samples_seen, "world_size": self.info.world_size}
         if self.config is not None:
-            from ..config import to_dict
-
             progress["config"] = to_dict(self.config)
         return {**collect_state(self.checkpoint_objects()), **progress}
 
     def load_state_dict(self, state: dict) -> None:
         current_cfg = None
         if self.config is not None:
-            from ..config import to_dict
-
             current_cfg = to_dict(self.config)
         check_compatible(state, unwrap(self.model).state_dict(), current_cfg)
         objects = self.checkpoint_objects()
+        for name in self.state_objects:  # checkpoints written before the caller added a part lack it
+            if state.get(name) is None:
+                objects.pop(name, None)
         rng = objects.pop("rng")  # restored last: loading the others must not move the RNG streams
         changed = optimizer_changes(state, current_cfg)
         renamed = any(c.startswith("Optimizer.name:") for c in changed)
@@ -465,7 +465,7 @@ class Trainer:
             sampler.skip_next(skip)
         elif skip:
             raise RuntimeError("mid-epoch resume needs a batch sampler with skip_next() "
-                               "(use paddle_recipes.runtime.distributed.build_batch_sampler)")
+                               "(use paddle_recipes.data.reproducible.build_batch_sampler)")
         try:
             n_batches = len(loader)
         except TypeError:
@@ -543,8 +543,6 @@ class Trainer:
             self.resume(resume_from)
         o = self.options
         if self.timer is None:
-            from .meters import StepTimer
-
             try:
                 total = len(self.train_loader) * o.epochs
                 if o.max_steps:

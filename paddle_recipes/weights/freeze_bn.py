@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Iterable, List, Tuple
 
 import paddle
-from paddle.nn.layer.norm import _BatchNormBase
 
-BN_TYPES = (_BatchNormBase, paddle.nn.BatchNorm)
+from ..nn.layers import BN_TYPES
+
 FROZEN_FLAG = "_bn_stats_frozen"
 FRESH_FLAG = "_bn_stats_fresh"
 

@@ -3,6 +3,7 @@ same shapes), `check_finite_weights` refuses inf/nan; each a one-line Checkpoint
 weights a recipe uses (Global.weights > checkpoints > pretrained_model > best > latest): Recipe.weights_source."""
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import paddle
 from ..checkpoint.format import CheckpointError, weights_file_at
 from ..checkpoint.finite import first_nonfinite
 from ..checkpoint.serialization import load_weights_file, match_dtypes
+from ..runtime.distributed import unwrap
+from .dict_remap import ClassMap, remap_rows_logged
 
 
 def check_finite_weights(state_dict: dict, source: str) -> None:
@@ -22,19 +25,22 @@ def check_finite_weights(state_dict: dict, source: str) -> None:
                               "predicted with or exported (a diverged run? use an earlier checkpoint)")
 
 
-def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bool = True) -> str:
+def load_weights(model: paddle.nn.Layer, path: str | os.PathLike, prefer_ema: bool = True, *,
+                 classes: ClassMap | None = None, logger: logging.Logger | None = None) -> str:
     """Load weights into `model` from a weights file (.pdparams / .safetensors) or a checkpoint folder/root
     (checkpoint.weights_file_in: EMA weights when `prefer_ema`). Strict: every model tensor, same shapes
-    (Recipe.load_for_inference also refuses inf/nan: check_finite_weights).
-    Returns the file loaded."""
+    (Recipe.load_for_inference also refuses inf/nan: check_finite_weights). ``classes``: the weights' and the
+    model's characters: the class rows follow characters (dict_remap; characters the weights never saw: one
+    warning line on `logger`). Returns the file loaded."""
     path = Path(path)
     file = weights_file_at(path, prefer_ema)
     weights, source = load_weights_file(file), str(file)
     if not isinstance(weights, dict):
         raise CheckpointError(f"{source} holds a {type(weights).__name__}, not a state_dict")
-    from ..runtime.distributed import unwrap
-
     target = unwrap(model)
+    if classes is not None:
+        weights = remap_rows_logged(weights, target, classes, logger or logging.getLogger(__name__), source,
+                                    training=False)
     own = target.state_dict()
     missing = set(own) - set(weights)
     if missing:

@@ -32,6 +32,10 @@ import paddle
 
 from ..checkpoint.format import CheckpointError, weights_file_at
 from ..checkpoint.serialization import UnsafeWeightsError, load_weights_file, match_dtypes
+from ..formats.inference_files import InferenceFormatError, is_inference_model
+from ..formats.ppocr_import import import_inference_model
+from ..runtime.distributed import unwrap
+from .dict_remap import ClassMap, remap_rows_logged
 
 _LOG = logging.getLogger("paddle_recipes.weights.pretrained")
 
@@ -78,23 +82,23 @@ def resolve_weights_file(path: str | os.PathLike, prefer_ema: bool = True, what:
 
 
 def import_inference(model: paddle.nn.Layer, path: str | os.PathLike, deploy, *, for_training: bool = True,
-                     dictionary: str = "", logger: logging.Logger | None = None):
+                     dictionary: str = "", logger: logging.Logger | None = None, classes: ClassMap | None = None):
     """When `path` is a PaddleOCR / PaddleX inference model (a folder or prefix with inference.{json|pdmodel} +
     .pdiparams), load it into `model` with formats.ppocr_import and return its report; else None.
     ``deploy(model) -> (exported net, input spec)`` is the recipe's export form. ``for_training``: a class layer of
     another dictionary size is re-initialised (train) rather than an error (eval / predict / export).
-    ``dictionary``: the model's label set, named in the log line.
+    ``dictionary``: the model's label set, named in the log line. ``classes``: the weights' and the model's
+    characters; the class rows follow characters (dict_remap).
     Raises CheckpointError (one line)."""
-    from ..formats.inference_files import InferenceFormatError, is_inference_model
-    from ..formats.ppocr_import import import_inference_model
-
     if not is_inference_model(path):
         return None
     if deploy is None:
         raise CheckpointError(f"{path} is an inference model: this task cannot import one (no export form)")
     try:
+        remap = None if classes is None else (
+            lambda weights: remap_rows_logged(weights, unwrap(model), classes, logger or _LOG, str(path), for_training))
         return import_inference_model(model, path, deploy, reinit_prefixes=None if for_training else (),
-                                      dictionary=dictionary, logger=logger)
+                                      dictionary=dictionary, logger=logger, remap=remap)
     except InferenceFormatError as exc:
         raise CheckpointError(str(exc)) from None
 
@@ -112,19 +116,20 @@ def _shape_list(mapping: Dict[str, Tuple[list, list]], k: int = 8) -> str:
 def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
                     reinit_prefixes: Sequence[str] | None = None, allow_shape_mismatch: bool = False,
                     strict: bool = True, prefer_ema: bool = True, source_prefix: str = "",
-                    logger: logging.Logger | None = None, deploy=None, dictionary: str = "") -> LoadReport:
+                    logger: logging.Logger | None = None, deploy=None, dictionary: str = "",
+                    classes: ClassMap | None = None) -> LoadReport:
     """Load matching tensors of ``path`` into ``model``; see the module docstring. Returns a LoadReport.
 
     ``reinit_prefixes``: state_dict key prefixes allowed to differ in shape (None -> the model's
     ``class_dependent_params()`` if it has one, else none). ``source_prefix``: read only the file's
     tensors under this prefix, stripped (e.g. "Student." for a PaddleOCR distillation checkpoint).
     ``path`` may also be a PaddleOCR inference model when ``deploy`` is given (see import_inference; returns
-    its ImportReport). Raises CheckpointError (one line).
+    its ImportReport). ``classes``: the characters of the weights and of the model: the class rows follow
+    characters (dict_remap; re-initialising them is then never needed). Raises CheckpointError (one line).
     """
-    from ..runtime.distributed import unwrap
-
     log = logger or _LOG
-    imported = import_inference(model, path, deploy, dictionary=dictionary, logger=log) if not source_prefix else None
+    imported = (import_inference(model, path, deploy, dictionary=dictionary, logger=log, classes=classes)
+                if not source_prefix else None)
     if imported is not None:
         return imported
     target = unwrap(model)
@@ -144,6 +149,8 @@ def load_pretrained(model: paddle.nn.Layer, path: str | os.PathLike, *,
         weights = {k[len(source_prefix):]: v for k, v in weights.items() if k.startswith(source_prefix)}
         if not weights:
             raise CheckpointError(f"{file} has no tensors under the prefix {source_prefix!r}")
+    if classes is not None:
+        weights = remap_rows_logged(weights, target, classes, log, str(file))
     report = LoadReport(source=str(file) + (f" [{source_prefix}]" if source_prefix else ""))
     own = target.state_dict()
     mismatched: Dict[str, Tuple[list, list]] = {}

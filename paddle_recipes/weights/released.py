@@ -13,7 +13,7 @@ form (rep blocks un-fused, BNs calibrated, a fresh GTC branch); on, training kee
 ``auto`` = on exactly when the init weights (Global.pretrained_model / Global.weights) are an inference model, or a
 checkpoint of such a run. Checkpoints of such a run hold that form (``<block>.<fused conv>.bias`` keys, no GTC keys):
 ``form_of_keys`` + ``to_form`` build it from a weights file's keys, for eval / predict / export, init weights and
-resume. Every function works on a plain ``paddle.nn.Layer``; Recipe.init_weights wires them
+resume. Every function works on a plain ``paddle.nn.Layer``; weights.policy.StartingWeights wires them
 (docs/cards/finetune_released.md).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Toy data-parallel run built from the blocks in a plain loop (used by tests/test_distributed.py).
+"""Toy data-parallel run built from the blocks in a plain loop (used by tests/runtime/test_distributed.py).
 
 Writes <out>/rank<r>.json (no_sync calls, per-micro-step grad fingerprints) and, on rank 0,
 <out>/params.npz with the final weights.
@@ -10,6 +10,7 @@ import os
 import numpy as np
 import paddle
 
+from paddle_recipes.data.reproducible import build_batch_sampler
 from paddle_recipes.runtime import distributed as dist_utils
 from paddle_recipes.train.accumulate import GradAccumulator
 from paddle_recipes.train.amp import Amp
@@ -53,7 +54,7 @@ model = paddle.nn.Sequential(paddle.nn.Linear(6, 32), paddle.nn.Tanh(), paddle.n
 model = dist_utils.wrap_model(model, info)
 opt = paddle.optimizer.AdamW(learning_rate=0.01, parameters=model.parameters())
 ds = ArrayDataset()
-sampler = dist_utils.build_batch_sampler(ds, args.batch_size, info, shuffle=True, drop_last=True)
+sampler = build_batch_sampler(ds, args.batch_size, info, shuffle=True, drop_last=True)
 loader = paddle.io.DataLoader(ds, batch_sampler=sampler, num_workers=0)
 acc, amp = GradAccumulator(args.accum), Amp()
 fingerprints = []  # (boundary, sum|grad| of first weight) after each micro-step

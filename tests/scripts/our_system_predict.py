@@ -3,7 +3,7 @@ in whatever python runs this file: used inside the paddleocr 3.x side venv, so t
 made by the same OpenCV (paddlex pins opencv-contrib 4.10, whose cubic warp differs from 5.x's on some pixels).
 
     python tests/scripts/our_system_predict.py SPEC_JSON IMG...
-SPEC_JSON: {"det_arch", "det_weights", "transform" (DBEvalTransform kwargs), "post" (DBPostProcess kwargs),
+SPEC_JSON (or @FILE holding it): {"det_arch", "det_weights", "transform" (DBEvalTransform kwargs), "post" (DBPostProcess kwargs),
 "rec_arch", "rec_weights", "chars", "image_shape", "rec_batch_num", "crops" (crop modes)}. Prints one JSON line
 {"results": {crop mode: [{"boxes": [...], "texts": [...]}, ...]}}: every line (drop_score 0) in reading order,
 per image.
@@ -41,4 +41,5 @@ def main(spec, images):
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]), sys.argv[2:])
+    spec = sys.argv[1]  # the JSON, or @file holding it (a dict of 18k characters is too long for argv)
+    main(json.loads(Path(spec[1:]).read_text(encoding="utf-8") if spec.startswith("@") else spec), sys.argv[2:])

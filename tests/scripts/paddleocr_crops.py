@@ -1,5 +1,5 @@
 """Cut line crops with PaddleOCR's OWN crop functions and with ours, in one process (the same OpenCV), for the
-byte-for-byte crop tests (tests/test_ocr_system.py).
+byte-for-byte crop tests (tests/ocr_system/test_ocr_system.py).
 
 Runs inside a side venv, not the project's python (our crop code needs only numpy and OpenCV):
     .venv-paddleocr2/bin/python tests/scripts/paddleocr_crops.py 2 IN.npz OUT.npz   # paddleocr 2.x

@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from ...data import current_sample_key
+from ...data.reproducible import sample_seed
 
 __all__ = ["bbox_compose", "AlbumentationsAdapter"]
 
@@ -14,14 +15,13 @@ __all__ = ["bbox_compose", "AlbumentationsAdapter"]
 def bbox_compose(transforms: list, format: str = "pascal_voc", seed: int | None = None,
                  min_visibility: float = 0.0, label_field: str = "labels"):
     """``A.Compose`` with bbox support (``format`` "pascal_voc" = x1,y1,x2,y2 px; "coco" = x,y,w,h px)."""
-    import albumentations as A
+    import albumentations as A  # optional dependency (extra aug): callers check it first (import_albumentations)
 
     if format not in ("pascal_voc", "coco"):
         raise ValueError(f"bbox format must be 'pascal_voc' or 'coco', got {format!r}")
     return A.Compose(transforms, seed=seed,
                      bbox_params=A.BboxParams(format=format, label_fields=[label_field],
                                               min_visibility=min_visibility))
-
 
 class AlbumentationsAdapter:
     """Wrap an albumentations ``Compose`` for numpy-in/numpy-out use in datasets.
@@ -68,7 +68,6 @@ class AlbumentationsAdapter:
             raise TypeError(f"AlbumentationsAdapter expects an HWC uint8 numpy image, got {desc}")
         key = current_sample_key()
         if key is not None and self.seed is not None:  # per-sample stream: resumable, worker-independent
-            from ...data.reproducible import sample_seed
 
             self.transform.set_random_seed(sample_seed(int(self.seed), *key))
         else:

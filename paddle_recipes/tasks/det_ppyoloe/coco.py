@@ -35,14 +35,19 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from paddle_recipes import import_albumentations
 from paddle_recipes.data import ImageError, read_image
 from paddle_recipes.data.images import image_file_size
+
+from .augment import AlbumentationsAdapter, bbox_compose
+from paddle_recipes.data import MAX_IMAGE_PIXELS
+from paddle_recipes.data import current_sample_key
+from paddle_recipes.data.reproducible import sample_seed
 
 logger = logging.getLogger("paddle_recipes.det")
 
 SKIP_KINDS = ("missing_image", "unknown_image_id", "unknown_category", "malformed_bbox", "zero_area",
               "outside_image", "duplicate_image_id", "unreadable_image", "too_large")
-
 
 class DetDataError(ValueError):
     """Unusable detection data file (message names the file)."""
@@ -66,7 +71,6 @@ class CocoIndex:
     def skipped(self) -> dict:
         return {k: self.counts.get(k, 0) for k in SKIP_KINDS}
 
-
 def _read_json(path: str) -> dict:
     if not os.path.isfile(path):
         raise DetDataError(f"annotation file not found: {path}")
@@ -89,8 +93,6 @@ def load_coco(ann_file: str | os.PathLike, image_dir: str | os.PathLike, check_f
               max_image_pixels: int | None = None) -> CocoIndex:
     """Parse and validate a COCO instances json; see the module docstring for the skip rules.
     max_image_pixels: None = paddle_recipes.data.MAX_IMAGE_PIXELS, 0 = no limit."""
-    from paddle_recipes.data import MAX_IMAGE_PIXELS
-
     limit = MAX_IMAGE_PIXELS if max_image_pixels is None else int(max_image_pixels)
     ann_file, image_dir = str(ann_file), str(image_dir)
     data = _read_json(ann_file)
@@ -212,15 +214,9 @@ def build_train_augment(hflip: float = 0.5, color: float = 0.5, affine: float = 
 
     Horizontal flip, brightness/contrast + HSV jitter, random scale (0.75-1.25) / translate (10 %).
     Boxes are pascal_voc pixels; boxes less than ``min_visibility`` visible after the affine are
-    dropped. Returns None (no augmentation, with a warning) if albumentations is not installed.
+    dropped. Without albumentations (the ``aug`` extra): a MissingDependencyError naming Train.augment.
     """
-    try:
-        import albumentations as A
-    except ImportError:  # optional dependency
-        logger.warning("albumentations not installed; training without augmentation")
-        return None
-    from .augment import AlbumentationsAdapter, bbox_compose
-
+    A = import_albumentations("Train.augment")
     compose = bbox_compose([
         A.HorizontalFlip(p=hflip),
         A.RandomBrightnessContrast(p=color),
@@ -268,7 +264,6 @@ class CocoDetDataset:
         return {"image": np.ascontiguousarray(img), "gt_bbox": boxes, "gt_class": classes,
                 "im_id": rec["im_id"], "orig_size": (h, w)}
 
-
 class DetCollate:
     """Resize a list of samples to one square side, normalise, pad ground truths.
 
@@ -302,9 +297,6 @@ class DetCollate:
     def _rng_for_batch(self):
         """Seeded by the batch's last (epoch, index) when the loader publishes sample keys (exact
         resume, independent of workers); otherwise the running generator."""
-        from paddle_recipes.data import current_sample_key
-        from paddle_recipes.data.reproducible import sample_seed
-
         key = current_sample_key()
         return np.random.default_rng(sample_seed(self.seed, *key)) if key is not None else self.rng
 

@@ -10,7 +10,7 @@ from ...train.ema import EmaConfig
 from ...train.optim import OptimizerConfig
 from ...config import ConfigError, check_name
 from ...export import TrtConfig
-from ...train.build import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainLoaderConfig, TrainSection
+from ...train.config import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainLoaderConfig, TrainSection
 from .model import SIZES, build_ppyoloe
 from .normalize import NORMALIZE_PRESETS, NormalizeConfig
 from .synth import ShapesSpec

@@ -37,6 +37,10 @@ import paddle.nn as nn
 from paddle_recipes.export import append_old_ir_op, in_old_ir_static
 
 from .normalize import NormalizeConfig, deploy_normalize_op
+from paddle_recipes.runtime.distributed import unwrap
+from paddle_recipes.export import export_model, fuse_conv_bn
+from paddle_recipes.export import create_predictor, predict
+from .postprocess import postprocess_batch
 
 ARCH = "YOLO"             # ppdet's infer_cfg arch for its YOLOv3-architecture models (PP-YOLOE included)
 MIN_SUBGRAPH_SIZE = 3     # ppdet's TensorRT min_subgraph_size for YOLO
@@ -75,7 +79,6 @@ class PpdetDeployModel(nn.Layer):
                                 "nms_top_k": self.nms_top_k, "nms_threshold": self.iou_threshold,
                                 "keep_top_k": self.keep_top_k, "nms_eta": 1.0, "normalized": self.normalized})
         return out["Out"], out["NmsRoisNum"]
-
 
 def infer_cfg(label_list, input_size: int, norm: NormalizeConfig, nms: dict | None = None,
               draw_threshold: float = 0.5, metric: str = "COCO") -> dict:
@@ -117,9 +120,6 @@ def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list,
 
     from paddle.static import InputSpec
 
-    from paddle_recipes.runtime.distributed import unwrap
-    from paddle_recipes.export import export_model, fuse_conv_bn
-
     if layout not in ("ppdet", "paddlex"):
         raise ValueError(f"layout must be 'ppdet' or 'paddlex', got {layout!r}")
     if layout == "paddlex" and not model_name:
@@ -143,7 +143,6 @@ def export_ppdet_deploy(model: nn.Layer, out_dir: str | os.PathLike, label_list,
     return {"model_file": exp.model_file, "params_file": exp.params_file, "infer_cfg": str(out_dir / cfg_name),
             "format": exp.format}
 
-
 def export_ppdet_checked(model: nn.Layer, out_dir: str | os.PathLike, label_list, images, scale_factors, *,
                          nms: dict, tol: float = 1e-2, margin: float = 1e-4, threads: int = 2,
                          **export_kwargs) -> dict:
@@ -160,9 +159,7 @@ def export_ppdet_checked(model: nn.Layer, out_dir: str | os.PathLike, label_list
 
     import numpy as np
 
-    from paddle_recipes.export import create_predictor, predict
 
-    from .postprocess import postprocess_batch
 
     model.eval()
     with paddle.no_grad():

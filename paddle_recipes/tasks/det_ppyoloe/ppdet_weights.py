@@ -37,6 +37,8 @@ from paddle_recipes.weights.pretrained import resolve_weights_file
 from paddle_recipes.checkpoint.serialization import UnsafeWeightsError, load_weights_file
 
 from .neck import SPP
+from .model import SIZES
+from paddle_recipes.runtime.distributed import unwrap
 
 _log = logging.getLogger("paddle_recipes.det")
 
@@ -228,11 +230,8 @@ class PpdetLoadReport:
         return (f"ppdet weights {self.source}: {self.loaded} tensors loaded, {self.folded_alpha} RepVgg alpha folded, "
                 f"{len(self.dropped)} dropped ({', '.join(self.dropped) or '-'})")
 
-
 def _width_hint(state: Mapping) -> str:
     """'; checkpoint looks like size s (width 0.50)' from the stem's output channels (64 x width)."""
-    from .model import SIZES
-
     w = state.get("backbone.stem.conv3.conv.weight")
     if w is None:
         return ""
@@ -258,8 +257,6 @@ def load_ppdet_weights(model, path: str | os.PathLike | Mapping, *, num_classes_
         re-initialised (weight 0, bias for a ``prior_prob`` score) and one log line; False: error.
     Raises CheckpointError (one line: counts and the first names) for any other mismatch.
     """
-    from paddle_recipes.runtime.distributed import unwrap
-
     logger = logger or _log
     target = unwrap(model)
     if isinstance(path, Mapping):
@@ -321,8 +318,6 @@ def to_ppdet_state(model, family: str = "ppyoloe_plus") -> dict:
     ``yolo_head.proj_conv.weight`` is written as ppdet expects (0..reg_max, [1, reg_max + 1, 1, 1]).
     Re-parameterised (fused) models cannot be exported: ppdet's training form has both branches.
     """
-    from paddle_recipes.runtime.distributed import unwrap
-
     if family not in ("ppyoloe_plus", "ppyoloe"):
         raise ValueError(f"family must be 'ppyoloe_plus' or 'ppyoloe', got {family!r}")
     target = unwrap(model)

@@ -13,6 +13,7 @@ from .coco import DetCollate
 from .normalize import NormalizeConfig, collate_kwargs
 from .postprocess import postprocess_batch
 from .visualize import draw_detections
+from ...export import trt_config_to_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +35,6 @@ def detect_images(model, files: list[str], size: int, nms: dict, norm: Normalize
         with paddle.no_grad():
             boxes, scores = model(paddle.to_tensor(batch["image"]))
         yield f, img, postprocess_batch(boxes.numpy(), scores.numpy(), batch["scale_factor"], **nms)[0]
-
 
 def draw_predictions(model, files: list[str], size: int, nms: dict, class_names, out_dir: Path,
                      score_threshold: float, norm: NormalizeConfig | None = None) -> list[dict]:
@@ -61,7 +61,6 @@ def write_deploy_files(out_dir: Path, trt, arch: str, index, input_size: int, nm
     """trt_config.yml + infer_cfg.yml (labels, preprocessing, NMS) next to the export; returns the TRT path."""
     import yaml
 
-    from ...export import trt_config_to_yaml
 
     norm = norm or NormalizeConfig()
     trt_config_to_yaml(trt, out_dir / "trt_config.yml")

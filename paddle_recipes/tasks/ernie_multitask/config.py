@@ -8,7 +8,7 @@ import paddle
 from ...config import check_name, check_number
 from ...train.distill import DistillLoss, build_temperature
 from ...train.optim import OptimizerConfig
-from ...train.build import GlobalConfig, TrainingConfig
+from ...train.config import GlobalConfig, TrainingConfig
 from .multitask import MultiTaskModel, TaskSampler, build_ernie
 
 

@@ -22,7 +22,8 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from ...runtime.distributed import DistInfo, build_batch_sampler, unwrap
+from ...data.reproducible import build_batch_sampler
+from ...runtime.distributed import DistInfo, unwrap
 from .synth_tasks import SEQ_CLS, TOKEN_CLS
 
 IGNORE_INDEX = -100
@@ -177,7 +178,7 @@ class MultiTaskLoader:
 
     arrays: {task: {"input_ids": [N, L], "token_type_ids": [N, L], "labels": [N] | [N, L]}} (numpy).
     batch_size is per process. Each task has its own rank-sharded batch sampler
-    (distributed.build_batch_sampler); a task that runs out restarts with a new shuffle.
+    (data.reproducible.build_batch_sampler); a task that runs out restarts with a new shuffle.
     Also acts as the Trainer's `batch_sampler` (set_epoch / skip_next for exact resume).
     """
 

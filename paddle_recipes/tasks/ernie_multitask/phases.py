@@ -13,6 +13,9 @@ from ...checkpoint.serialization import load_weights_file
 from .ptq import quantize_ptq
 from . import int8 as int8_pack
 from .multitask import IGNORE_INDEX, evaluate_tasks, make_batch, predict
+from .synth_tasks import build_arrays, make_task_specs
+from .vocab import load_tokenizer
+from ...assets import resolve_path
 
 logger = logging.getLogger("ernie_multitask")
 
@@ -106,14 +109,9 @@ def write_report(report: dict, out: Path, info) -> None:
         (out / "report.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
         logger.info("summary: %s", summary_line(report))
 
-
 def build_task_data(data_cfg, max_len: int):
     """(tokenizer, task specs, train arrays, eval arrays) of the synthetic tasks of a `Data:` section."""
-    from .synth_tasks import build_arrays, make_task_specs
-    from .vocab import load_tokenizer
-
     d, t0 = data_cfg, time.time()
-    from ...assets import resolve_path
 
     tok = load_tokenizer(resolve_path(d.vocab) if d.vocab else None)
     specs = make_task_specs(d.num_tasks, d.base_seed, d.train_size, d.eval_size)

@@ -249,7 +249,7 @@ def encode(examples: list[dict], tokenizer, kind: str, max_len: int = 32, fast: 
     fast=True: the synthetic texts are hanzi only, which the ErnieTokenizer splits into one token
     per char, so ids are looked up in `tokenizer.vocab` directly ([CLS] a [SEP] b [SEP], padded);
     examples that would need truncation or hold non-hanzi use the full tokenizer call.
-    (tests/test_nlp_synth.py checks the fast path equals the tokenizer call.)
+    (tests/ernie_multitask/test_nlp_synth.py checks the fast path equals the tokenizer call.)
     """
     n = len(examples)
     ids = np.zeros((n, max_len), dtype="int64")

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 from paddle_recipes.config import ConfigError, check_name
 from paddle_recipes.train.optim import OptimizerConfig
-from paddle_recipes.train.build import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
+from paddle_recipes.train.config import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 from paddle_recipes.tasks.ocr_rec.dataset import DatasetConfig
 from paddle_recipes.tasks.ocr_rec.synth import SyntheticSetConfig
 

@@ -25,6 +25,7 @@ from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, DatasetConfig, f
 
 from .config import ClsInput
 from .transforms import preprocess, rotate180
+from paddle_recipes.tasks.ocr_rec.augment import build_augment
 
 
 class ClsDataset:
@@ -41,7 +42,6 @@ class ClsDataset:
         self.items: List[Tuple[object, int, str]] = []  # (image key, class, where)
         self._aug = None
         if train and cfg.aug:
-            from paddle_recipes.tasks.ocr_rec.augment import build_augment
             self._aug = build_augment(glyph=cfg.glyph_aug)
         self._lmdb = None
         if cfg.format == "lmdb":
@@ -136,7 +136,6 @@ class ClsDataset:
                 other["skipped"] = [sample[1:]]
                 return other
         return sample
-
 
 def collate(samples: list) -> dict:
     """Stack readable samples: image [B, C, H, W] float32, label [B] int64; skipped: ["where<TAB>reason", ...];

@@ -14,7 +14,7 @@ import paddle
 
 from paddle_recipes.config import ConfigError
 from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, read_image
-from paddle_recipes.train.build import PredictConfig
+from paddle_recipes.train.config import PredictConfig
 
 from .transforms import preprocess
 

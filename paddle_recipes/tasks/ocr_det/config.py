@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional
 from paddle_recipes.config import ConfigError
 from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS
 from paddle_recipes.train.optim import OptimizerConfig
-from paddle_recipes.train.build import PredictConfig
-from paddle_recipes.train.build import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
+from paddle_recipes.train.config import PredictConfig
+from paddle_recipes.train.config import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
 from .export_paddleocr import DetExportConfig
 from .models import PPOCR_MOBILE_DET_ARCH

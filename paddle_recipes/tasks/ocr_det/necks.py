@@ -16,7 +16,7 @@ from paddle import ParamAttr
 from paddle.nn.initializer import KaimingUniform
 
 
-def _conv(cin, cout, k, stride=1, bias=False):
+def neck_conv(cin, cout, k, stride=1, bias=False):
     """Conv with 'same' padding and PaddleOCR's neck initialiser (Kaiming uniform)."""
     return nn.Conv2D(cin, cout, k, stride=stride, padding=k // 2,
                      weight_attr=ParamAttr(initializer=KaimingUniform()), bias_attr=None if bias else False)
@@ -69,7 +69,7 @@ class RSELayer(nn.Layer):
 
     def __init__(self, in_channels, out_channels, kernel_size, shortcut=True):
         super().__init__()
-        self.in_conv = _conv(in_channels, out_channels, kernel_size)
+        self.in_conv = neck_conv(in_channels, out_channels, kernel_size)
         self.se_block = SEModule(out_channels)
         self.shortcut = shortcut
 
@@ -101,7 +101,7 @@ class IntraCLBlock(nn.Layer):
         return x + F.relu(self.bn(self.conv1x1_return_channel(y)))
 
 
-class _IntraCL(_Neck):
+class IntraCL(_Neck):
     """Mixin: ``incl1..4`` (one IntraCLBlock per level, reduce factor 2) when ``intracl``."""
 
     def _make_intracl(self, intracl):
@@ -133,9 +133,9 @@ class DBFPN(_Neck):
             raise ValueError("DBFPN: use_asf (DB++ adaptive scale fusion) is not implemented")
         self.out_channels = out_channels
         for i, cin in enumerate(in_channels):
-            setattr(self, f"in{i + 2}_conv", _conv(cin, out_channels, 1))
+            setattr(self, f"in{i + 2}_conv", neck_conv(cin, out_channels, 1))
         for level in (5, 4, 3, 2):
-            setattr(self, f"p{level}_conv", _conv(out_channels, out_channels // 4, 3))
+            setattr(self, f"p{level}_conv", neck_conv(out_channels, out_channels // 4, 3))
 
     def forward(self, x):
         ins = [getattr(self, f"in{i + 2}_conv")(c) for i, c in enumerate(x)]
@@ -143,7 +143,7 @@ class DBFPN(_Neck):
         return self._fuse(*[getattr(self, f"p{i + 2}_conv")(o) for i, o in enumerate(outs)])
 
 
-class RSEFPN(_IntraCL):
+class RSEFPN(IntraCL):
     """DBFPN with RSELayers: ``ins_conv[i]`` (1x1 RSE to ``out_channels``), ``inp_conv[i]`` (3x3 RSE to
     ``out_channels // 4``); ``shortcut`` adds the conv output around each SE; optional ``intracl``."""
 
@@ -182,7 +182,7 @@ class DSConv(nn.Layer):
         return y + self.conv_end(x) if self.has_end else y
 
 
-class LKPAN(_IntraCL):
+class LKPAN(IntraCL):
     """Large-kernel PAN: 1x1 ``ins_conv`` to ``out_channels``, top-down sum, 9x9 ``inp_conv`` to
     ``out_channels // 4``, bottom-up path (3x3/2 ``pan_head_conv`` added to the level above), 9x9
     ``pan_lat_conv``, optional ``intracl``, upsample and concatenate. ``mode``: 'large' (plain 9x9
@@ -197,11 +197,11 @@ class LKPAN(_IntraCL):
         c = out_channels // 4
 
         def big(cin, cout):
-            return _conv(cin, cout, 9) if mode.lower() == "large" else DSConv(cin, cout, 9, 4)
+            return neck_conv(cin, cout, 9) if mode.lower() == "large" else DSConv(cin, cout, 9, 4)
 
-        self.ins_conv = nn.LayerList([_conv(cin, out_channels, 1) for cin in in_channels])
+        self.ins_conv = nn.LayerList([neck_conv(cin, out_channels, 1) for cin in in_channels])
         self.inp_conv = nn.LayerList([big(out_channels, c) for _ in in_channels])
-        self.pan_head_conv = nn.LayerList([_conv(c, c, 3, stride=2) for _ in in_channels[1:]])
+        self.pan_head_conv = nn.LayerList([neck_conv(c, c, 3, stride=2) for _ in in_channels[1:]])
         self.pan_lat_conv = nn.LayerList([big(c, c) for _ in in_channels])
         self._make_intracl(intracl)
 

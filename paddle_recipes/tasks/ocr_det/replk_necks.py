@@ -17,7 +17,7 @@ from typing import Sequence
 import paddle.nn as nn
 
 from ...nn.reparam import fuse_branches, fused_param_attrs, unfuse_into
-from .necks import SEModule, RSELayer, _IntraCL, _conv
+from .necks import SEModule, RSELayer, IntraCL, neck_conv
 
 # kernel size -> the (kernel, dilation) of its parallel branches (UniRepLKNet's table, as PaddleOCR)
 DILATED_BRANCHES = {5: ((3, 1), (3, 2)), 7: ((5, 1), (3, 2), (3, 3)), 9: ((5, 1), (5, 2), (3, 3), (3, 4)),
@@ -84,14 +84,14 @@ class DilatedReparamConv(nn.Layer):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 9):
         super().__init__()
         self.dw = DilatedReparamBlock(in_channels, kernel_size)
-        self.pw = _conv(in_channels, out_channels, 1)
+        self.pw = neck_conv(in_channels, out_channels, 1)
         self.bn = nn.BatchNorm2D(out_channels)
 
     def forward(self, x):
         return self.bn(self.pw(self.dw(x)))
 
 
-class _AuxOutputs(_IntraCL):
+class _AuxOutputs(IntraCL):
     """Train-mode output of the v6 necks: the fused map and the top-down sums for DBHead's auxiliary heads."""
 
     def _output(self, fuse, outs):
@@ -113,7 +113,7 @@ class UniRepLKFPN(_AuxOutputs):
         c = out_channels // 4
         self.ins_conv = nn.LayerList([RSELayer(cin, out_channels, 1, shortcut) for cin in in_channels])
         self.inp_conv_dw = nn.LayerList([DilatedReparamBlock(out_channels, dilated_kernel_size) for _ in in_channels])
-        self.inp_conv_pw = nn.LayerList([_conv(out_channels, c, 1) for _ in in_channels])
+        self.inp_conv_pw = nn.LayerList([neck_conv(out_channels, c, 1) for _ in in_channels])
         self.inp_conv_se = nn.LayerList([SEModule(c) for _ in in_channels])
 
     def _level(self, i, x):
@@ -135,9 +135,9 @@ class UniRepLKPAN(_AuxOutputs):
         super().__init__()
         self.out_channels = out_channels
         c = out_channels // 4
-        self.ins_conv = nn.LayerList([_conv(cin, out_channels, 1) for cin in in_channels])
+        self.ins_conv = nn.LayerList([neck_conv(cin, out_channels, 1) for cin in in_channels])
         self.inp_conv = nn.LayerList([DilatedReparamConv(out_channels, c, 9) for _ in in_channels])
-        self.pan_head_conv = nn.LayerList([_conv(c, c, 3, stride=2) for _ in in_channels[1:]])
+        self.pan_head_conv = nn.LayerList([neck_conv(c, c, 3, stride=2) for _ in in_channels[1:]])
         self.pan_lat_conv = nn.LayerList([DilatedReparamConv(c, c, 9) for _ in in_channels])
         self._make_intracl(intracl)
 

@@ -23,6 +23,10 @@ from typing import List, Sequence, Tuple
 import cv2
 import numpy as np
 
+from .label_maps import make_border_map, make_shrink_map
+from paddle_recipes.data import current_sample_key
+from paddle_recipes.data.reproducible import sample_seed
+
 
 def _outside(poly, x, y, w, h) -> bool:
     poly = np.asarray(poly)
@@ -169,7 +173,6 @@ def color_jitter(img: np.ndarray, rng: np.random.RandomState, jitter: Sequence[f
         random.setstate(states[0])
         np.random.set_state(states[1])
 
-
 class DBTrainTransform:
     """Raw sample (dataset.py) -> DB training arrays, PaddleOCR's default det train pipeline:
     [color_jitter when ``color_jitter`` (brightness, contrast, saturation, hue) is not all 0] -> random_affine ->
@@ -190,11 +193,6 @@ class DBTrainTransform:
         self.max_rotate, self.scale = max_rotate, tuple(scale)
 
     def __call__(self, sample: dict) -> dict:
-        from .label_maps import make_border_map, make_shrink_map
-
-        from paddle_recipes.data import current_sample_key
-        from paddle_recipes.data.reproducible import sample_seed
-
         key = current_sample_key()
         rng = np.random.RandomState(sample_seed(self.seed, *key) if key else np.random.randint(2 ** 31 - 1))
         img, polys = sample["image"], sample["polys"]
@@ -209,7 +207,6 @@ class DBTrainTransform:
         smap, smask, _ = make_shrink_map(h, w, polys, tags, self.shrink_ratio, self.min_text_size)
         return {"image": normalize_chw(img), "threshold_map": tmap, "threshold_mask": tmask,
                 "shrink_map": smap, "shrink_mask": smask}
-
 
 class DBEvalTransform:
     """Raw sample -> {"image" CHW float32, "shape" [src_h, src_w, ratio_h, ratio_w], "polys", "ignore_tags"}

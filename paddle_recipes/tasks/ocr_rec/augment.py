@@ -16,6 +16,8 @@ from typing import Any, Dict, Tuple
 import cv2
 import numpy as np
 
+from ... import import_albumentations
+
 
 def stretch_pieces(img: np.ndarray, factors) -> np.ndarray:
     """``img`` cut into ``len(factors)`` equal-width pieces along x, piece i resized in width by factors[i]
@@ -56,7 +58,7 @@ def stroke_weight(img: np.ndarray, change: int) -> np.ndarray:
 
 
 def _glyph_transform_class():
-    import albumentations as A
+    A = import_albumentations("Train.dataset.glyph_aug")
 
     class GlyphVariation(A.ImageOnlyTransform):
         """Glyph-shape variation of a text line: ``pieces`` (2-6) pieces stretched by ``stretch`` (0.75-1.3)
@@ -87,7 +89,7 @@ def _glyph_transform_class():
 def build_augment(glyph: bool = False):
     """albumentations pipeline: slight perspective, blur, noise, brightness/contrast; ``glyph``: glyph-shape
     variation first (see module docstring)."""
-    import albumentations as A
+    A = import_albumentations("Train.dataset.aug")
 
     head = [_glyph_transform_class()()] if glyph else []
     return A.Compose(head + [

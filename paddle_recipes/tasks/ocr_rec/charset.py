@@ -17,7 +17,13 @@ import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Sequence, Tuple
+
+from ...assets import resolve_path
+from ...config import bounded_repr
+from ...data.files import check_size, regular_file_size
+from ...formats.inference_files import InferenceFormatError, capped, is_inference_model, read_inference_yml
+from ...weights.dict_remap import ClassMap, checkpoint_class_names
 
 WIDTH_MODES = ("none", "halfwidth", "fullwidth")
 
@@ -65,7 +71,7 @@ class CharDict:
         seen = {}
         for i, c in enumerate(chars):
             if not is_single_entry(c):
-                raise CharDictError(f"{source}: entry {i + 1} is {c!r}; expected exactly one character")
+                raise CharDictError(f"{source}: entry {i + 1} is {bounded_repr(c)}; expected exactly one character")
             if c in seen:
                 raise CharDictError(f"{source}: character {c!r} appears twice (entries {seen[c] + 1} and {i + 1})")
             seen[c] = i
@@ -78,8 +84,8 @@ class CharDict:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, use_space_char: bool = False) -> "CharDict":
-        """Load a one-char-per-line dict. Empty lines are skipped; "\\r\\n" is tolerated. A ``.yml`` / ``.yaml``
-        is a PaddleX ``inference.yml`` (its ``PostProcess.character_dict``); a folder is an inference model folder
+        """Load a one-char-per-line UTF-8 dict ("\\r\\n" tolerated; an empty line or a byte-order mark is a CharDictError
+        naming the line: PaddleOCR would read them as classes). A ``.yml`` / ``.yaml`` is a PaddleX ``inference.yml`` (its ``PostProcess.character_dict``); a folder is an inference model folder
         (model_dict_file: its inference.yml, else its character_dict.txt)."""
         path = os.fspath(path)
         if os.path.isdir(path):
@@ -88,18 +94,31 @@ class CharDict:
                 raise CharDictError(f"{path}: a folder without a dict (no inference.yml with PostProcess."
                                     "character_dict, no character_dict.txt)")
             path = str(found)
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise CharDictError(f"character dict file not found: {path!r}")
+        regular_file_size(path, CharDictError, "character dict file")  # a FIFO, a device: refused, never opened
         if path.endswith((".yml", ".yaml")):
             return cls(_inference_yml_chars(path), use_space_char=use_space_char, source=path)
+        try:  # at most file_caps()["dict"] bytes (1 MiB), from os.stat: nothing read from a larger file
+            capped(Path(path), "dict", "character dict file", read=check_size)
+        except InferenceFormatError as exc:
+            raise CharDictError(str(exc)) from None
         chars = []
-        with open(path, "r", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise CharDictError(f"{path}:{lineno}: not UTF-8 text") from None
                 c = line.rstrip("\r\n")
-                if c == "":
-                    continue
+                if lineno == 1 and c.startswith("\ufeff"):
+                    raise CharDictError(f"{path}:1: starts with a byte-order mark (U+FEFF), which PaddleOCR reads as "
+                                        "part of the first character: save the file as UTF-8 without BOM")
+                if c == "":  # PaddleOCR makes an empty line a class: every row after it would shift against ours
+                    raise CharDictError(f"{path}:{lineno}: empty line (PaddleOCR counts it as a class, so the rows "
+                                        "after it would not match): remove it")
                 if not is_single_entry(c):
-                    raise CharDictError(f"{path}:{lineno}: expected one character per line, got {c!r}")
+                    raise CharDictError(f"{path}:{lineno}: expected one character per line, got {bounded_repr(c)}")
                 chars.append(c)
         return cls(chars, use_space_char=use_space_char, source=path)
 
@@ -172,23 +191,25 @@ def _inference_yml_chars(path: str) -> List[str]:
     return list(_read_inference_yml_chars(path, stat.st_mtime_ns, stat.st_size))
 
 
+class NoDictInYml(CharDictError):
+    """An inference.yml that reads fine but carries no PostProcess.character_dict (a det or cls model's)."""
+
+
 @functools.lru_cache(maxsize=4)
 def _read_inference_yml_chars(path: str, mtime_ns: int, size: int) -> tuple:
-    import yaml
-
     try:
-        with open(path, encoding="utf-8") as f:
-            cfg = yaml.safe_load(f)
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise CharDictError(f"{path}: not a readable YAML file ({str(e).splitlines()[0]})") from None
+        cfg = read_inference_yml(path)  # capped bytes, safe YAML, aliases capped: "<path>: inference.yml refused: .."
+    except InferenceFormatError as exc:
+        raise CharDictError(str(exc)) from None
     post = cfg.get("PostProcess") if isinstance(cfg, dict) else None
     chars = post.get("character_dict") if isinstance(post, dict) else None
     if not isinstance(chars, list):
-        raise CharDictError(f"{path}: no PostProcess.character_dict list (not a text-recognition inference.yml)")
+        raise NoDictInYml(f"{path}: no PostProcess.character_dict list (not a text-recognition inference.yml)")
     out = []
     for i, c in enumerate(chars):
         if isinstance(c, bool) or not isinstance(c, (str, int)):  # unquoted YAML `yes` / `1.5` / null
-            raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {c!r}; expected a character")
+            raise CharDictError(f"{path}: PostProcess.character_dict entry {i + 1} is {bounded_repr(c)}; expected a "
+                                "character")
         out.append(str(c))
     return tuple(out[1:] if out[:1] == ["blank"] else out)
 
@@ -196,16 +217,17 @@ def _read_inference_yml_chars(path: str, mtime_ns: int, size: int) -> tuple:
 def model_dict_file(folder: str | os.PathLike) -> Path | None:
     """The dict an inference model folder carries, or None: ``inference.yml`` when it has
     PostProcess.character_dict (PaddleX / paddleocr 3.x downloads, our exports), else ``character_dict.txt``
-    (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder."""
+    (our exports, for paddleocr 2.x's --rec_char_dict_path). A file path is looked up in its folder. An inference.yml
+    that is refused (too large, not safe YAML, an alias bomb, a bad entry) is a CharDictError, not passed over."""
     folder = Path(folder)
     if not folder.is_dir():
         folder = folder.parent
     yml = folder / "inference.yml"
-    if yml.is_file():
+    if yml.exists():
         try:
             _inference_yml_chars(str(yml))
             return yml
-        except CharDictError:
+        except NoDictInYml:
             pass
     txt = folder / "character_dict.txt"
     return txt if txt.is_file() else None
@@ -262,3 +284,32 @@ def normalize_width(text: str, mode: str = "none") -> str:
 _TO_HALF = {0xFF01 + i: 0x21 + i for i in range(0x5E)}
 _TO_HALF[0x3000] = 0x20
 _TO_FULL = {v: k for k, v in _TO_HALF.items()}
+
+
+def weights_dict(path: str, pretrained_dict: str = "") -> Tuple[List[str], str] | None:
+    """(the characters the weights at `path` were trained with, where they were read), or None when nothing says
+    (rows by position): ``pretrained_dict`` (Global.pretrained_dict) when set; else an inference model folder's
+    dict (its inference.yml or character_dict.txt; an inference.yml without a dict and no character_dict.txt is a
+    CharDictError); else the class names saved with one of our checkpoints."""
+    if pretrained_dict:
+        named = CharDict.from_file(pretrained_dict)
+        return named.chars, f"Global.pretrained_dict={pretrained_dict}"
+    if is_inference_model(path):
+        folder = Path(path) if Path(path).is_dir() else Path(path).parent
+        found = model_dict_file(folder)
+        if found is None and (folder / "inference.yml").is_file():
+            try:
+                _inference_yml_chars(str(folder / "inference.yml"))
+            except CharDictError as exc:
+                raise CharDictError(f"{exc}; name the dict these weights were trained with by Global.pretrained_dict"
+                                    ) from None
+        return (CharDict.from_file(found).chars, str(found)) if found is not None else None
+    chars = checkpoint_class_names(path)
+    return (chars, f"{path} (the checkpoint's class names)") if chars else None
+
+
+def weights_class_map(path: str, chars: Sequence[str], pretrained_dict: str = "") -> ClassMap | None:
+    """How the class rows of the weights at `path` map to a run's `chars` (weights_dict; None: by position).
+    ``pretrained_dict`` is resolved like every dict path (assets.resolve_path)."""
+    found = weights_dict(path, resolve_path(pretrained_dict) if pretrained_dict else "")
+    return None if found is None else ClassMap(tuple(found[0]), tuple(chars), found[1])

@@ -11,7 +11,7 @@ from typing import List, Optional, Union
 
 from paddle_recipes.config import ConfigError, check_name, check_number
 from paddle_recipes.train.optim import OptimizerConfig
-from paddle_recipes.train.build import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
+from paddle_recipes.train.config import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
 
 from .dataset import DatasetConfig
 from .export_paddleocr import model_name_for
@@ -28,6 +28,9 @@ class RecGlobal(GlobalConfig):
     cal_metric_during_train (PaddleOCR's key, with a period): the train step greedy-decodes its batch for a
     training accuracy on every N-th step: true = every step (PaddleOCR's meaning), false or 0 = never, N >= 1 =
     every N steps (docs/cards/train_metric_every.md: the decode is a host copy and a sync per step).
+    pretrained_dict: the dict the weights were trained with, for weights that carry none (a legacy inference folder,
+    PaddleOCR's .pdparams): the class rows then follow characters (weights.dict_remap); "" = the dict the weights
+    carry (a PaddleX folder's inference.yml, our checkpoints), else rows by position.
     distill_pretrained: learning without forgetting (docs/cards/distill_pretrained.md): a frozen copy of the model
     as the init weights (Global.pretrained_model / weights) make it reads every batch, and its CTC distribution is a
     soft target on the lines it reads as labelled; distill_weight (default 1.0) scales that term (nats per line, as
@@ -38,6 +41,7 @@ class RecGlobal(GlobalConfig):
     max_text_length: int = 25
     image_shape: list[int] = field(default_factory=lambda: [3, 48, 320])
     cal_metric_during_train: Union[bool, int] = True
+    pretrained_dict: str = ""
     distill_pretrained: bool = False
     distill_weight: float = 1.0
     distill_temperature: float = 1.0

@@ -29,6 +29,8 @@ from typing import Sequence
 import numpy as np
 
 from ...train.trainer import Callback
+from ...config import ConfigError
+from ...data import build_loader
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +101,6 @@ class LengthCurriculumSampler:
     def set_state_dict(self, state: dict) -> None:
         self.batches_drawn = int(state.get("batches_drawn", 0))
 
-
 class CurriculumLogger(Callback):
     """Trainer hook: checkpoints the sampler's phase position and logs the end of the warm phase.
 
@@ -135,15 +136,11 @@ class CurriculumLogger(Callback):
     def set_state_dict(self, state: dict) -> None:
         self.sampler.set_state_dict(state)
 
-
 def build_curriculum_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, collate_fn=None):
     """Train.sampler {name: LengthCurriculumSampler} -> (paddle DataLoader over ``dataset``, [its CurriculumLogger]).
 
     ``dataset`` needs ``label_lengths()`` (characters per sample); batch size: loader_cfg.batch_size_per_card;
     the order depends on (seed, epoch) only."""
-    from ...config import ConfigError
-    from ...data import build_loader
-
     try:
         sampler = LengthCurriculumSampler(dataset.label_lengths(), loader_cfg.batch_size_per_card,
                                           sampler_cfg.warm_steps, sampler_cfg.short_len, num_replicas=info.world_size,

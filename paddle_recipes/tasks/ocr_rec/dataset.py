@@ -30,6 +30,8 @@ from paddle_recipes.data.skips import SkipStats, first_loadable
 
 from .charset import WIDTH_MODES, CharDict, normalize_width
 from .transforms import resize_norm_pad
+from .ppocr_losses import nrtr_labels
+from .augment import build_augment
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +100,6 @@ class DatasetConfig:
             raise ValueError(f"dataset.gtc_encode {self.gtc_encode!r}: {self.label_encoder} takes "
                              f"{' or '.join(repr(a) for a in allowed)} here")
 
-
 def _check_path(path: str, key: str, kind: str = "path") -> Path:
     p = Path(path)
     if not str(path) or not p.exists():
@@ -138,7 +139,6 @@ class RecDataset:
         self.keep_max_length = int(keep_max_length or max_text_length)
         self._aug = None
         if aug:
-            from .augment import build_augment
             self._aug = build_augment(glyph=cfg.glyph_aug)
         self.replace_bad = replace_bad
         self.stats = SkipStats(key)
@@ -265,7 +265,6 @@ class RecDataset:
             skipped.append(sample[1:])
         return ("skip_many", skipped)
 
-
 def collate(samples: list) -> dict:
     """Stack good samples; drop skip records into ``batch["skipped"]`` [(where, reason), ...].
 
@@ -298,8 +297,6 @@ def collate(samples: list) -> dict:
 def collate_gtc(samples: list, max_text_length: int = 25) -> dict:
     """`collate` plus ``label_gtc`` [B, max_text_length] int64: the NRTR labels of a MultiHead model
     (PaddleOCR's MultiLabelEncode; the dataset keeps only labels that fit, see nrtr_fits)."""
-    from .ppocr_losses import nrtr_labels
-
     batch = collate(samples)
     if "label" in batch:
         batch["label_gtc"] = nrtr_labels(batch["label"], batch["length"], max_text_length)

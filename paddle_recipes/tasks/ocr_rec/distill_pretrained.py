@@ -110,3 +110,14 @@ def distill_from_init(model: paddle.nn.Layer, g, charset: CharDict, init_source:
              "as labelled; weight %g, temperature %g; never trained nor saved)", init_source, g.distill_weight,
              g.distill_temperature)
     return CtcDistill(frozen_teacher(unwrap(model)), charset, g.distill_weight, g.distill_temperature)
+
+
+class DistillFromInit:
+    """Recipe mixin (before Recipe in the bases): after the init weights are loaded (Recipe.init_weights), ``distill``
+    is distill_from_init's CtcDistill (Global.distill_pretrained) or None, for the train step."""
+    distill: "CtcDistill | None" = None
+
+    def init_weights(self, model):
+        plan = super().init_weights(model)
+        self.distill = distill_from_init(model, self.cfg.Global, self.charset, self.init_weights_source(), self.log)
+        return plan

@@ -16,6 +16,7 @@ from ...data.skips import SkipStats, unpack_skipped
 from .metrics import PerTagRecMetric, RecMetric
 from .postprocess import ctc_greedy_decode
 from .transforms import INFER_MAX_WIDTH, pad_batch, resize_norm_infer
+from .dataset import DataPathError
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +102,6 @@ def predict_images(model, images: str, charset: CharDict, image_shape: Sequence[
     results file (``<path>\t<text>\t<score>`` per line). Unreadable images are warned and counted, not fatal
     (``max_image_pixels`` / ``max_image_bytes``: see recognize_files)."""
     if not images:
-        from .dataset import DataPathError
-
         raise DataPathError("Predict.images is empty: pass -o Predict.images=path/to/image_or_folder")
     results, bad = recognize_files(model, list_images(images), charset, image_shape, batch_size,
                                    max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes)

@@ -33,6 +33,9 @@ from paddle import nn
 
 from ...export import create_predictor, predict
 from ...nn import catalog
+from ...formats.ppocr_inference import folder_files, write_inference_dir
+from .charset import CharDict
+from .postprocess import ctc_greedy_decode
 
 __all__ = ["PADDLEX_REC_MODEL_NAMES", "DEFAULT_MODEL_NAME", "SoftmaxOutput", "resolve_model_name", "model_name_for",
            "paddlex_rec_config", "export_rec_for_paddleocr"]
@@ -99,7 +102,6 @@ class SoftmaxOutput(nn.Layer):
     def forward(self, x):
         return F.softmax(self.model(x), axis=-1)
 
-
 def paddlex_rec_config(chars: Sequence[str], image_shape: Sequence[int], model_name: str = DEFAULT_MODEL_NAME) -> dict:
     """The ``inference.yml`` content (a dict) PaddleX's text-recognition predictor reads.
 
@@ -145,9 +147,6 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
     """
     from paddle.static import InputSpec
 
-    from ...formats.ppocr_inference import folder_files, write_inference_dir
-    from .charset import CharDict
-
     c, h, w = (int(v) for v in image_shape)
     model_name = resolve_model_name(model_name)
     config = paddlex_rec_config(chars, [c, h, w], model_name)
@@ -172,12 +171,9 @@ def export_rec_for_paddleocr(model: nn.Layer, chars: Sequence[str], image_shape:
             "output": f"softmax probabilities [N, T, {len(chars) + 1}] (class 0 = CTC blank)",
             "checks": checks}
 
-
 def _check_inference(net: nn.Layer, prefix: str, charset, image_shape: Sequence[int], widths: Sequence[int],
                      batch: int, seed: int) -> list:
     """Paddle Inference vs the eval-mode dygraph ``net`` on uniform [-1, 1] inputs of each width."""
-    from .postprocess import ctc_greedy_decode
-
     c, h, w = image_shape
     predictor = create_predictor(prefix, device="cpu", threads=1)
     rng = np.random.default_rng(seed)

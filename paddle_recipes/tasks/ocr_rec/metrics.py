@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from typing import Dict, Sequence
 
+from paddle_recipes.data import DataError
+
 
 def edit_distance(a: Sequence, b: Sequence) -> int:
     """Levenshtein distance (insert / delete / substitute cost 1), O(len(a)*len(b)) time, O(len(b)) memory."""
@@ -52,7 +54,6 @@ class RecMetric:
     @staticmethod
     def from_state(state: Dict[str, float]) -> Dict[str, float]:
         if state["total"] <= 0:  # not "norm_edit_dis 1.0 on nothing"
-            from paddle_recipes.data import DataError
 
             raise DataError("evaluation saw 0 readable samples (every eval image was skipped); "
                             "see the skipped-sample warnings above")
@@ -62,7 +63,6 @@ class RecMetric:
 
     def compute(self) -> Dict[str, float]:
         return self.from_state(self.state())
-
 
 class PerTagRecMetric:
     """Line accuracy and norm_edit_dis overall and per tag (e.g. per font of a held-out-font set).
@@ -113,7 +113,6 @@ class PerTagRecMetric:
     def compute(self) -> Dict[str, object]:
         return self.from_state(self.state())
 
-
 def per_font_metrics(preds: Sequence[str], labels: Sequence[str], fonts: Sequence[str]) -> Dict[str, object]:
     """One-shot per-font report: {"acc", "norm_edit_dis", "num_samples", "mean_font_acc",
     "per_font": {font: {"acc", "norm_edit_dis", "n"}}} (fonts in order of first appearance)."""
@@ -122,7 +121,6 @@ def per_font_metrics(preds: Sequence[str], labels: Sequence[str], fonts: Sequenc
     r = m.compute()
     return {"acc": r["acc"], "norm_edit_dis": r["norm_edit_dis"], "num_samples": r["num_samples"],
             "mean_font_acc": r["mean_tag_acc"], "per_font": r["per_tag"]}
-
 
 def format_per_tag(report: Dict[str, object], name: str = "font") -> str:
     """One log line from :meth:`PerTagRecMetric.from_state`:

@@ -237,6 +237,10 @@ class RecModel(nn.Layer):
         """state_dict prefixes whose shapes follow the dictionary (re-initialised on a dict change)."""
         return ["head.fc.", "head.bias"]
 
+    def class_row_offsets(self) -> Dict[str, int]:
+        """class_dependent_params() -> non-character rows before the characters: the CTC blank (weights.dict_remap)."""
+        return dict.fromkeys(self.class_dependent_params(), 1)
+
     def forward(self, x):
         return self.head(self.neck(self.backbone(x)))
 

@@ -28,6 +28,7 @@ import numpy as np
 import paddle
 
 from ...data.reproducible import sample_seed
+from ...data import build_loader
 
 
 def scale_plan(scales: Sequence[Sequence[int]], first_bs: int, fix_bs: bool = False,
@@ -130,7 +131,6 @@ class MultiScaleBatchSampler(paddle.io.BatchSampler):
         skip, self._skip = self._skip, 0
         yield from self.epoch_batches(self.epoch)[skip:]
 
-
 class MultiScaleDataset(paddle.io.Dataset):
     """Turns multi-scale keys into samples: seeds python/numpy RNGs from (seed, epoch, index) like
     ``reproducible.SeededDataset``, then calls ``dataset.get_scaled(index, height, width)`` (the inner
@@ -157,14 +157,11 @@ class MultiScaleDataset(paddle.io.Dataset):
             index, h, w = key
         return self.dataset.get_scaled(int(index), int(h), int(w))
 
-
 def build_multiscale_loader(dataset, sampler_cfg, loader_cfg, info, seed: int, collate_fn=None):
     """Train.sampler (config.SamplerConfig) -> paddle DataLoader over MultiScaleDataset(dataset) batched by
     a MultiScaleBatchSampler split over info's ranks. ``dataset`` needs ``get_scaled(index, h, w)``; its
     ``ratio_spans`` (if any) sample a fraction of each label file per epoch.
     The trainer's set_epoch / skip_next reach the sampler (exact mid-epoch resume)."""
-    from ...data import build_loader
-
     s = sampler_cfg
     sampler = MultiScaleBatchSampler(len(dataset), scales=s.scales, first_bs=s.first_bs, fix_bs=s.fix_bs,
                                      divided_factor=s.divided_factor, is_training=s.is_training, seed=seed,

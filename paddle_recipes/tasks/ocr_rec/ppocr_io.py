@@ -18,7 +18,7 @@ from ...nn.reparam import fused_copy
 from ...export import ExportedModel, inference_files
 from ...formats.ppocr_logs import rec_cur_metric
 from ...formats.ppocr_inference import PPOCR_FILE_STEM, PPOCRExportConfig
-from ...train.build import PredictConfig
+from ...train.config import PredictConfig
 from .export_paddleocr import SoftmaxOutput, export_rec_for_paddleocr, model_name_for, resolve_model_name
 from .postprocess import ctc_greedy_decode
 

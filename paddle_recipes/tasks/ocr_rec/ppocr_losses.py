@@ -52,7 +52,7 @@ class NRTRLoss(nn.Layer):
     With smoothing it is computed without a [B*N, V] log-softmax or one-hot: with soft = (1 - eps) at the target t and
     d = eps / (V - 1) elsewhere (summing to 1), -sum_j soft_j log p_j = lse - (1 - eps - d) z_t - d sum_j z_j,
     lse = logsumexp(z). The same value and gradient (softmax - soft) as PaddleOCR's one_hot / log_softmax form,
-    closer to float64 (tests/test_nrtr_loss.py); paddle's CPU log_softmax over V ~ 6600 classes and its
+    closer to float64 (tests/ocr_rec/test_nrtr_loss.py); paddle's CPU log_softmax over V ~ 6600 classes and its
     gradient cost seconds a batch, this milliseconds."""
 
     def __init__(self, smoothing: bool = True, eps: float = 0.1):

@@ -17,12 +17,13 @@ Names are matched case-insensitively. Unknown options are a ``ValueError`` namin
 from __future__ import annotations
 
 from dataclasses import asdict, is_dataclass
-from typing import Any, List
+from typing import Any, Dict, List
 
 import paddle.nn as nn
 
 from ...nn.catalog import REC, arch_dict, arch_section, build_backbone, build_part, lookup
 from .ctc_init import set_blank_bias
+from .ppocr_losses import NRTR_OFFSET
 from .ppocr_heads import IMAGE_ENCODERS, CTCHead, MultiHead, SequenceEncoder  # noqa: F401 (IMAGE_ENCODERS: arg check)
 
 PPOCR_NECKS = {"sequenceencoder": SequenceEncoder}
@@ -71,6 +72,11 @@ class PPOCRRecModel(nn.Layer):
         if isinstance(self.head, MultiHead) and "gtc_head" in self.head.training_branches():
             prefixes += ["head.gtc_head.embedding.", "head.gtc_head.tgt_word_prj."]
         return prefixes
+
+    def class_row_offsets(self) -> Dict[str, int]:
+        """class_dependent_params() -> how many non-character rows precede the characters (weights.dict_remap): the
+        CTC blank (1); the NRTR vocabulary's <blank>, <unk>, <s>, </s> (4; its last row, padding, follows them)."""
+        return {p: NRTR_OFFSET + 1 if p.startswith("head.gtc_head.") else 1 for p in self.class_dependent_params()}
 
     def training_branches(self) -> List[str]:
         """Sub-layer names of the branches only training runs (MultiHead's GTC branch): what an inference model

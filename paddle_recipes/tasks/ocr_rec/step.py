@@ -8,6 +8,7 @@ from .charset import CharDict
 from ...data.skips import SkipStats, unpack_skipped
 from .losses import CTCLoss
 from .postprocess import ctc_greedy_decode
+from .ppocr_losses import MultiLoss
 
 
 def zero_loss(model, image_shape) -> paddle.Tensor:
@@ -79,7 +80,6 @@ class CtcTrainStep:
             out["acc"] = batch_accuracy(logits, batch["text"], self.charset)
         return out
 
-
 class MultiLossTrainStep(CtcTrainStep):
     """PP-OCRv4/v5 MultiHead training (PaddleOCR's MultiLoss = CTC + NRTR): the model gets the targets
     [label_ctc, label_gtc, length] (NRTR teacher forcing), the loss is CTC on "ctc" + NRTR on "gtc";
@@ -88,8 +88,6 @@ class MultiLossTrainStep(CtcTrainStep):
 
     def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1,
                  image_shape=(3, 48, 320), distill=None):
-        from .ppocr_losses import MultiLoss
-
         super().__init__(charset, stats, zero_infinity, metric_every, image_shape, distill)
         self.multi = MultiLoss(zero_infinity=zero_infinity)
 

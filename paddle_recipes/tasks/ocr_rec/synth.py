@@ -37,6 +37,8 @@ from ...data.render_pool import fork_map
 from .backgrounds import make_background, pick_colors
 from .fonts import FONTS, FontError, FontSpec, coverage, font_available, fonts_for
 from .textgen import DEFAULT_FREQ_FILE, TextSampler, load_char_freq
+from .dataset import DatasetConfig
+from paddle_recipes.data import write_lmdb
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +97,6 @@ class SynthConfig:
         if not 0.0 <= self.space_prob <= 1.0:
             raise ValueError(f"space_prob must be in [0, 1], got {self.space_prob}")
 
-
 _WARNED_MISSING: set = set()  # font warnings given once per process
 
 
@@ -139,13 +140,10 @@ class SyntheticSetConfig(SynthConfig):
 
     def split_dataset(self, split: str):
         """The DatasetConfig that reads split "train", "val" or "heldout" of the generated set (in `format`)."""
-        from .dataset import DatasetConfig
-
         root = Path(self.root) / split
         if self.format == "lmdb":
             return DatasetConfig(format="lmdb", data_dir=str(root / "lmdb"))
         return DatasetConfig(format="label_file", data_dir=str(root), label_file_list=[str(root / "label.txt")])
-
 
 def font_side(split: str) -> str:
     """Font side ("train" / "eval") that renders data split ``split``."""
@@ -351,7 +349,6 @@ class LineRenderer:
         interp = cv2.INTER_AREA if h > self.cfg.height else cv2.INTER_LINEAR
         return cv2.resize(img, (new_w, self.cfg.height), interpolation=interp)
 
-
 def _sample_seed(seed: int, split: str, i: int) -> np.random.SeedSequence:
     return np.random.SeedSequence([seed & 0xFFFFFFFF, SPLIT_IDS.get(split, 9), i])
 
@@ -411,8 +408,6 @@ def write_split(out_dir: str | os.PathLike, samples: Sequence[tuple], fmt: str =
     Samples are (jpeg, label) or (jpeg, label, font); with fonts, ``fonts.txt`` gets one
     ``images/%08d.jpg<TAB>font`` line per sample (same order as label.txt and the LMDB's 1-based keys).
     """
-    from paddle_recipes.data import write_lmdb
-
     if fmt not in ("label_file", "lmdb", "both"):
         raise ValueError(f"format must be label_file, lmdb or both, got {fmt!r}")
     out = Path(out_dir)
@@ -471,14 +466,12 @@ def dataset_fingerprint(chars: Sequence[str], splits: dict, cfg: SynthConfig, fm
             "splits": {k: int(v) for k, v in splits.items()}, "format": fmt, "num_chars": len(chars),
             "chars_hash": int(np.frombuffer("".join(chars).encode("utf-8"), np.uint8).astype(np.uint64).sum())}
 
-
 def is_up_to_date(out_dir: str | os.PathLike, meta: dict) -> bool:
     path = Path(out_dir) / "meta.json"
     try:
         return json.loads(path.read_text(encoding="utf-8")) == meta
     except (OSError, ValueError):
         return False
-
 
 def build_dataset(out_dir: str | os.PathLike, chars: Sequence[str], splits: dict, cfg: SynthConfig,
                   fmt: str = "both", workers: int = 2, force: bool = False) -> Path:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import List, Literal
 
 from paddle_recipes.config import ConfigError
-from paddle_recipes.train.build import PredictConfig
+from paddle_recipes.train.config import PredictConfig
 
 
 @dataclass
