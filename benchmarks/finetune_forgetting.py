@@ -25,6 +25,9 @@ PaddleOCR's ch_PP-OCRv4_rec_infer, ppocr_keys_v1):
 - **replay** (optional): other real line crops (`--replay-pool`, e.g. made by datasets/make_replay_pool.py), read by
   the released model with `--mode predict`, kept at score >= `--replay-score` (the awk line of README_ocr_rec.md),
   mixed into training by `Train.dataset.label_file_list` + `ratio_list` (PaddleOCR's keys).
+- **general real crops** (optional, `--general DIR` of datasets/make_general_crops.py: line crops of 25 other real
+  photos of four sources, split by photo into tune/ and heldout/, none in the replay pool): the released model's and
+  the fine-tuned model's `--mode predict` readings of both parts; agreement per split and per source (sources.tsv).
 Scores come from `--mode predict` result files (exact strings, spaces included): weak-domain accuracy, real-crop
 accuracy against the hand-checked labels, and agreement with the released model's own readings of the same inputs.
 Results: one JSON line per run in <root>/results.jsonl; `report` prints the markdown table. No timing is asserted.
@@ -171,6 +174,11 @@ def prep(a, root: Path):
                 if len(ln.split("\t")) == 3 and ln.split("\t")[1] and float(ln.split("\t")[2]) >= a.replay_score]
         (root / "replay_pseudo.txt").write_text("".join(f"{p}\t{t}\n" for p, t in kept), encoding="utf-8")
         reads["replay_kept"] = len(kept)
+    if a.general:
+        gen = Path(a.general).resolve()
+        (root / "general.txt").write_text(str(gen), encoding="utf-8")
+        for split in GENERAL_SPLITS:
+            reads[f"general_{split}"] = predict(key, gen / split / "images", root / f"released/general_{split}", keys)
     (root / "released_reads.json").write_text(json.dumps(reads, ensure_ascii=False), encoding="utf-8")
     print(json.dumps({"released": score(root, reads["weak_val"], reads["real"], reads, reads.get("general_val")),
                       "replay_kept": reads.get("replay_kept")}))
@@ -228,6 +236,33 @@ def new_rows_init(a, root: Path, out: Path) -> tuple:
     return path, record
 
 
+GENERAL_SPLITS = ("tune", "heldout")
+
+
+def general_scores(root: Path, weights_key: str, out: Path, keys: Path, released: dict) -> dict:
+    """{} without prep --general; else per split of the general crops: agreement with the released model's
+    readings and exact accuracy against the crops' labels (the released SYSTEM's confident readings), in all and
+    per source (documents / forms / english / signs), with line counts."""
+    if not (root / "general.txt").exists():
+        return {}
+    gen = Path((root / "general.txt").read_text(encoding="utf-8"))
+    source = {}
+    for row in (gen / "sources.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        crop, split, src = row.split("\t")[:3]
+        source[(split, crop)] = src
+    res = {}
+    for split in GENERAL_SPLITS:
+        reads = predict(weights_key, gen / split / "images", out / f"general_{split}", keys)
+        truth, base = label_map(gen / split), released[f"general_{split}"]
+        groups = {"all": list(truth)}
+        for k in truth:
+            groups.setdefault(source[(split, k)], []).append(k)
+        res[split] = {g: {"lines": len(ks), "agree": round(sum(reads.get(k) == base.get(k) for k in ks) / len(ks), 4),
+                          "acc": round(sum(reads.get(k) == truth[k] for k in ks) / len(ks), 4)}
+                      for g, ks in sorted(groups.items())}
+    return res
+
+
 def run(a, root: Path):
     model, keys = released_files()
     released = json.loads((root / "released_reads.json").read_text(encoding="utf-8"))
@@ -275,7 +310,8 @@ def run(a, root: Path):
            **({"fit_new_rows": fit} if fit else {}),
            "loadavg_after": os.getloadavg()[0],
            "before": score(root, released["weak_val"], released["real"], released, released.get("general_val")),
-           "after": after, "date": time.strftime("%Y-%m-%d %H:%M")}
+           "after": after, "general": general_scores(root, key, out, run_keys, released),
+           "date": time.strftime("%Y-%m-%d %H:%M")}
     with open(root / "results.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(json.dumps(row, ensure_ascii=False))
@@ -285,6 +321,7 @@ def report(root: Path):
     rows = [json.loads(ln) for ln in (root / "results.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()]
     if any("new_exact" in r["after"] for r in rows):
         return report_new_chars(rows)
+    general_report(rows)
     print("| run | keys | train wall | weak domain | real crops: accuracy | agreement with the released model |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -337,6 +374,19 @@ def agree(a, root: Path):
     print(json.dumps(row, ensure_ascii=False))
 
 
+def general_report(rows: list) -> None:
+    """The table of the general real crops' agreement with the released model, per split and source (rows with it)."""
+    rows = [r for r in rows if r.get("general")]
+    if not rows:
+        return
+    cols = [(split, g) for split in GENERAL_SPLITS for g in rows[0]["general"][split]]
+    print("| run | " + " | ".join(f"{split} {g} ({rows[0]['general'][split][g]['lines']})" for split, g in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for r in rows:
+        print(f"| {r['name']} | " + " | ".join(f"{r['general'][s][g]['agree']:.3f}" for s, g in cols) + " |")
+    print()
+
+
 def main(argv=None):
     p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16, more=("agree",))
     p.add_argument("--domain", choices=["dot_matrix", "small", "seven_segment", "new_chars"], default="dot_matrix",
@@ -357,6 +407,8 @@ def main(argv=None):
     p.add_argument("--num-val", type=int, default=200, help="weak-domain val lines (prep)")
     p.add_argument("--replay-pool", default="", help="folder with images/ of real line crops (prep)")
     p.add_argument("--replay-score", type=float, default=0.9)
+    p.add_argument("--general", default="", help="folder of datasets/make_general_crops.py (prep): also scored per "
+                                                  "split and source")
     p.add_argument("--replay-ratio", type=float, default=0.0, help="ratio_list entry of the replay file (run)")
     p.add_argument("--weak-ratio", type=float, default=1.0, help="ratio_list entry of the weak-domain file (run)")
     p.add_argument("--fit-new-rows", type=int, default=0, metavar="STEPS",

@@ -40,6 +40,8 @@ CURRICULUM_KEYS = ("warm_steps", "short_len")
 MULTISCALE_KEYS = ("scales", "first_bs", "fix_bs", "divided_factor", "is_training", "ratio_wh", "max_w")
 # Global keys only the rec translator reads (the text: its dict, length, spaces; the free-width infer mode).
 REC_GLOBAL = ("character_dict_path", "character_type", "max_text_length", "infer_mode", "use_space_char")
+# our rec-only Global keys (docs/cards/distill_pretrained.md), passed through as written
+REC_OUR_GLOBAL = ("distill_pretrained", "distill_weight", "distill_temperature")
 
 
 def _paddlex_rec_names() -> tuple:
@@ -107,7 +109,7 @@ class RecTranslator(PaddleOCRTranslator):
                                  f"not build it; a MultiHead here is {' + '.join(MULTIHEAD_BUILT)}")
 
     def _global_keys(self):
-        return super()._global_keys() + REC_GLOBAL
+        return super()._global_keys() + REC_GLOBAL + REC_OUR_GLOBAL
 
     def direct_global(self) -> Dict[str, str]:
         direct = super().direct_global()  # the text keys come before cal_metric_during_train, as PaddleOCR lists them
@@ -139,6 +141,9 @@ class RecTranslator(PaddleOCRTranslator):
                 raise self.error("Global.infer_mode", "true (free-width resize in every split) is not supported "
                                  "here; use RecResizeImg eval_mode for Eval")
             self.none("Global.infer_mode", "false")
+        for k in REC_OUR_GLOBAL:
+            if k in g:
+                self.ext(f"Global.{k}", g[k], f"Global.{k}")
         self.global_rest()
 
     def architecture(self) -> None:

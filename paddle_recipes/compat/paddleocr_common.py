@@ -72,6 +72,8 @@ EXTENSION_KEYS: Dict[str, str] = {
     "fuse_for_inference, finetune_released, freeze_bn_stats, cpu_depthwise_kernel, cpu_affine_kernel, "
     "pretrained_dict":
         "our Global keys",
+    "Global: distill_pretrained, distill_weight, distill_temperature (rec)": "learning without forgetting: the init "
+        "weights' frozen copy as a CTC teacher (docs/cards/distill_pretrained.md)",
 }
 LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb")
 CURRICULUM_KEYS = ("warm_steps", "short_len")

@@ -24,6 +24,7 @@ from paddle_recipes.recipes.base import Recipe
 from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file, weights_class_map
 from paddle_recipes.tasks.ocr_rec.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, RecDataset, collate, collate_gtc
+from paddle_recipes.tasks.ocr_rec.distill_pretrained import DistillFromInit
 from paddle_recipes.tasks.ocr_rec.evaluate import predict_images
 from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.tasks.ocr_rec.ppocr_io import PaddleOCRExport, cur_metric
@@ -32,7 +33,7 @@ from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep, MultiLossTrainStep
 from paddle_recipes.weights.dict_remap import CLASS_NAMES, ClassNames
 
 
-class OcrRec(PaddleOCRExport, Recipe):
+class OcrRec(DistillFromInit, PaddleOCRExport, Recipe):  # DistillFromInit: Global.distill_pretrained
     """Text-line recognition recipe (CTC; PaddleOCR's MultiHead models train with MultiLoss)"""
     name, Config, default_config = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
@@ -115,9 +116,9 @@ class OcrRec(PaddleOCRExport, Recipe):
 
     @cached_property
     def train_step(self):
-        step = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep
+        step, g = MultiLossTrainStep if self.cfg.Loss.name == "MultiLoss" else CtcTrainStep, self.cfg.Global
         return step(self.charset, self.train_set.stats, zero_infinity=self.cfg.Loss.zero_infinity,
-                    metric_every=self.cfg.Global.metric_every, image_shape=self.cfg.Global.image_shape)
+                    metric_every=g.metric_every, image_shape=g.image_shape, distill=self.distill)
 
     def batch_size(self, batch) -> int:
         return len(batch["text"])

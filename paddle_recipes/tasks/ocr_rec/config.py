@@ -30,7 +30,11 @@ class RecGlobal(GlobalConfig):
     every N steps (docs/cards/train_metric_every.md: the decode is a host copy and a sync per step).
     pretrained_dict: the dict the weights were trained with, for weights that carry none (a legacy inference folder,
     PaddleOCR's .pdparams): the class rows then follow characters (weights.dict_remap); "" = the dict the weights
-    carry (a PaddleX folder's inference.yml, our checkpoints), else rows by position."""
+    carry (a PaddleX folder's inference.yml, our checkpoints), else rows by position.
+    distill_pretrained: learning without forgetting (docs/cards/distill_pretrained.md): a frozen copy of the model
+    as the init weights (Global.pretrained_model / weights) make it reads every batch, and its CTC distribution is a
+    soft target on the lines it reads as labelled; distill_weight (default 1.0) scales that term (nats per line, as
+    the CTC loss), distill_temperature (default 1.0) softens both distributions."""
     output_dir: str = "output/ocr_rec"
     character_dict_path: str = "datasets/ocr_rec/ch_common_3000.txt"
     use_space_char: bool = False
@@ -38,9 +42,14 @@ class RecGlobal(GlobalConfig):
     image_shape: list[int] = field(default_factory=lambda: [3, 48, 320])
     cal_metric_during_train: Union[bool, int] = True
     pretrained_dict: str = ""
+    distill_pretrained: bool = False
+    distill_weight: float = 1.0
+    distill_temperature: float = 1.0
 
     def __post_init__(self):
         super().__post_init__()
+        check_number("Global.distill_weight", self.distill_weight, low=0.0)
+        check_number("Global.distill_temperature", self.distill_temperature, low=0.0, low_open=True)
         check_number("Global.cal_metric_during_train", int(self.cal_metric_during_train), low=0)
         check_number("Global.max_text_length", self.max_text_length, low=1)
 

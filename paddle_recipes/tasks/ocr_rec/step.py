@@ -42,16 +42,26 @@ class CtcTrainStep:
     acc: exact-match line accuracy of greedy decoding. The decode copies the logits to the host (a sync on a GPU)
     and loops in Python, so it runs on every ``metric_every``-th call only (Global.cal_metric_during_train as a
     period: 1 = every step, PaddleOCR's true; 0 = never). ``calls`` counts calls with data, ``decodes`` the decodes.
+    ``distill``: None, or ``distill(ctc_logits, batch) -> (loss term, scalars)`` added to the loss
+    (distill_pretrained.CtcDistill: Global.distill_pretrained).
     """
 
     def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1,
-                 image_shape=(3, 32, 128)):
+                 image_shape=(3, 32, 128), distill=None):
         if isinstance(metric_every, bool) or metric_every < 0:
             raise ValueError(f"metric_every must be an integer >= 0, got {metric_every!r}")
         self.charset, self.stats, self.loss_fn = charset, stats, CTCLoss(zero_infinity=zero_infinity)
         self.metric_every = int(metric_every)
         self.calls = self.decodes = 0
         self.image_shape = list(image_shape)  # of the zero_loss forward (updated from every real batch)
+        self.distill = distill
+
+    def add_distill(self, out: dict, ctc_logits, batch: dict) -> dict:
+        """out["loss"] plus the distillation term (when on), its scalars logged."""
+        if self.distill is not None:
+            term, logged = self.distill(ctc_logits, batch)
+            out.update(logged, loss=out["loss"] + term)
+        return out
 
     def _metric_due(self) -> bool:
         self.calls += 1
@@ -65,7 +75,7 @@ class CtcTrainStep:
             return {"loss": zero_loss(model, self.image_shape)}
         self.image_shape = list(batch["image"].shape[1:])
         logits = model(batch["image"])
-        out = {"loss": self.loss_fn(logits, batch["label"], batch["length"])}
+        out = self.add_distill({"loss": self.loss_fn(logits, batch["label"], batch["length"])}, logits, batch)
         if self._metric_due():
             out["acc"] = batch_accuracy(logits, batch["text"], self.charset)
         return out
@@ -77,8 +87,8 @@ class MultiLossTrainStep(CtcTrainStep):
     (dataset.collate_gtc)."""
 
     def __init__(self, charset: CharDict, stats: SkipStats, zero_infinity: bool = True, metric_every: int = 1,
-                 image_shape=(3, 48, 320)):
-        super().__init__(charset, stats, zero_infinity, metric_every, image_shape)
+                 image_shape=(3, 48, 320), distill=None):
+        super().__init__(charset, stats, zero_infinity, metric_every, image_shape, distill)
         self.multi = MultiLoss(zero_infinity=zero_infinity)
 
     def __call__(self, model, batch: dict) -> dict:
@@ -90,6 +100,7 @@ class MultiLossTrainStep(CtcTrainStep):
         out = model(batch["image"], targets)
         losses = self.multi(out, batch["label"], batch["length"], batch["label_gtc"])
         res = {"loss": losses["loss"], **{k: float(losses[k]) for k in ("CTCLoss", "NRTRLoss") if k in losses}}
+        res = self.add_distill(res, out["ctc"], batch)
         if self._metric_due():
             res["acc"] = batch_accuracy(out["ctc"], batch["text"], self.charset)
         return res
