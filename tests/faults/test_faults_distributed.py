@@ -16,7 +16,7 @@ from conftest import REPO_ROOT, _clean_env
 def test_killing_the_launcher_stops_its_workers(tmp_path):
     script = tmp_path / "loop.py"
     script.write_text("import os, sys, time\n"
-                      "from paddle_recipes import distributed as d\n"
+                      "from paddle_recipes.runtime import distributed as d\n"
                       "info = d.setup(seed=0)\n"
                       "open(os.path.join(sys.argv[1], f'pid{info.rank}'), 'w').write(str(os.getpid()))\n"
                       "time.sleep(120)\n")

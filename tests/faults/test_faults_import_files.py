@@ -281,18 +281,32 @@ def test_bad_pdiparams_header_is_one_line_exit_2_in_every_mode(tmp_path, capsys,
                              "(rank 100): a tensor has at most 9 dims, each > 0: corrupt"), lines
 
 
-def _peak_run(cmd: list[str], env: dict | None = None) -> tuple[int, str, float]:
-    """(exit code, stderr, peak RSS in MiB) of `cmd` (os.wait4: this child's own maximum resident set)."""
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=_clean_env(env), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        err = proc.stderr.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-    return proc.returncode, err, usage.ru_maxrss / 1024
+# The child reports its own peak (VmHWM of its own address space, written at exit): os.wait4's ru_maxrss keeps the
+# high-water mark of the address space the child was forked from, i.e. the pytest worker's (measured: 1.1 GB under
+# the suite for a child whose own peak was 0.3 GB).
+_PEAK_WRAPPER = ("import atexit, os, re, runpy, sys\n"
+                 "def _peak():\n"
+                 "    with open('/proc/self/status') as f:\n"
+                 "        kib = re.search(r'VmHWM:\\s+(\\d+)', f.read()).group(1)\n"
+                 "    with open(os.environ['PEAK_RSS_FILE'], 'w') as f:\n"
+                 "        f.write(kib)\n"
+                 "atexit.register(_peak)\n"
+                 "sys.argv = sys.argv[1:]\n"
+                 "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+
+
+def _peak_run(cmd: list[str], env: dict | None = None, tmp: Path | None = None) -> tuple[int, str, float]:
+    """(exit code, stderr, peak RSS in MiB) of the python script `cmd` = [python, script, args...], the peak read by
+    the child itself (_PEAK_WRAPPER)."""
+    peak_file = Path(tmp or REPO_ROOT) / f".peak_rss_{os.getpid()}"
+    peak_file.unlink(missing_ok=True)
+    proc = subprocess.run([cmd[0], "-c", _PEAK_WRAPPER, *cmd[1:]], cwd=REPO_ROOT,
+                          env=_clean_env({**(env or {}), "PEAK_RSS_FILE": str(peak_file)}), stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    assert peak_file.is_file(), f"the child wrote no peak (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    peak = int(peak_file.read_text()) / 1024
+    peak_file.unlink()
+    return proc.returncode, proc.stderr, peak
 
 
 @needs_official
@@ -311,7 +325,7 @@ def test_oversize_files_end_the_recipe_in_one_line_with_small_peak_memory(tmp_pa
         cmd = [sys.executable, "recipes/ocr_rec.py", "-c", str(REC_YAML), "--mode", "predict", "-o", f"{key}={folder}",
                f"Global.character_dict_path={dict_path}", f"Global.save_model_dir={tmp_path / 'out'}",
                f"Global.infer_img={IMAGES / 'line.jpg'}", f"Global.save_res_path={tmp_path / 'out' / 'res.txt'}"]
-        code, err, peak = _peak_run(cmd)
+        code, err, peak = _peak_run(cmd, tmp=tmp_path)
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1 and f"{folder / name}:" in lines[0] and "refused" in lines[0], \
             (code, err[-3000:])

@@ -95,7 +95,7 @@ time.sleep(300)
 def test_harness_launch_stops_when_the_harness_is_killed(tmp_path):
     loop = tmp_path / "loop.py"
     loop.write_text("import os, sys, time\n"
-                    "from paddle_recipes import distributed as d\n"
+                    "from paddle_recipes.runtime import distributed as d\n"
                     "info = d.setup(seed=0)\n"
                     "open(os.path.join(sys.argv[1], f'pid{info.rank}'), 'w').write(str(os.getpid()))\n"
                     "time.sleep(300)\n")

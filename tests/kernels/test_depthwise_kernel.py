@@ -196,7 +196,7 @@ def test_a_build_killed_half_way_leaves_nothing_that_looks_built(tmp_path):
     import time
 
     env = {**os.environ, "PADDLE_RECIPES_CACHE": str(tmp_path), "OMP_NUM_THREADS": "1"}
-    code = ("from paddle_recipes import depthwise_kernel as dk; import paddle\n"
+    code = ("from paddle_recipes.kernels import depthwise as dk; import paddle\n"
             "y = dk.depthwise_conv2d(paddle.ones([1, 2, 4, 4]), paddle.ones([2, 1, 3, 3]), 1, 1)\n"
             "print('center', float(y[0, 0, 1, 1]))\n")
     building = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,

@@ -126,7 +126,7 @@ def test_pyproject_leaves_paddle_and_opencv_to_the_user():
     import tomllib
     from pathlib import Path
 
-    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
 
     def names(reqs, seen=()):
