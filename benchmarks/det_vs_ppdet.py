@@ -15,7 +15,7 @@ available, repeats interleaved: ours, ppdet, ours, ppdet, ...):
     epochs), cosine horizon ``--map-epochs``; seed 42 + repeat. Both EMA weight sets are then scored by ONE
     evaluator, ``benchmarks/harness/det_worker.py eval`` (our ``evaluate_detector``: same resize, normalisation,
     NMS, pycocotools mAP@.5 and mAP@.5:.95) on the same held-out images; ppdet's weights enter our model through
-    ``load_ppdet_weights`` (an exact mapping, see tasks/det/ppdet_weights.py).
+    ``load_ppdet_weights`` (an exact mapping, see tasks/det_ppyoloe/ppdet_weights.py).
 
 Our side: ``paddle_recipes.recipes.det_ppyoloe`` with a YAML written from the Setup (harness/det_worker.py).
 ppdet's side: ``ppdet.engine.Trainer`` on a ppdet-format YAML written from the same Setup

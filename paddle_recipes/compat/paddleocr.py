@@ -365,7 +365,7 @@ class RecTranslator(PaddleOCRTranslator):
     def _op_RecAug(self, split, op, args, i):
         if not args:
             self.put(f"{split}.dataset.aug", True)
-            self.approx(op, "our augmentation (tasks/ocr/augment.py: perspective, blur, noise, brightness/contrast) "
+            self.approx(op, "our augmentation (tasks/ocr_rec/augment.py: perspective, blur, noise, brightness/contrast) "
                         "stands in for RecAug's TIA, crop, reverse, jitter and HSV ops")
             return
         zero = {k: isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0 for k, v in args.items()}

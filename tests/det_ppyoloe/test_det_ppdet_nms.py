@@ -1,4 +1,4 @@
-"""Host NMS (tasks/det/postprocess.py) = ppdet's PP-YOLOE post-processing (Paddle's multiclass_nms3) on the same
+"""Host NMS (tasks/det_ppyoloe/postprocess.py) = ppdet's PP-YOLOE post-processing (Paddle's multiclass_nms3) on the same
 raw outputs: per-class nms_top_k, keep_top_k across classes, ties, normalized, class-major order."""
 from __future__ import annotations
 

@@ -191,7 +191,7 @@ def test_v2_chinese_common_translates_to_this_dict():
         "Eval": {"dataset": ds("val"),
                  "loader": {"shuffle": False, "drop_last": False, "batch_size_per_card": 256, "num_workers": 8}},
     }
-    assert report.approximated["Train.dataset.transforms[1].RecAug"].startswith("our augmentation (tasks/ocr/augment.py")
+    assert report.approximated["Train.dataset.transforms[1].RecAug"].startswith("our augmentation (tasks/ocr_rec/augment.py")
     assert report.mapped["Optimizer.regularizer.factor"] == "Optimizer.weight_decay"
     assert report.mapped["Optimizer.lr.warmup_epoch"] == "Optimizer.warmup_epochs"  # v2.0's warmup: mapped
     assert list(report.no_effect) == ["Global.save_inference_dir", "Global.use_gpu", "Global.infer_mode",

@@ -1,7 +1,7 @@
 """Synthetic pages for text detection: several Chinese text lines per image, each with a polygon label,
 plus every line's crop and transcription for the recognizer (no download).
 
-Lines come from the rec generator's ``LineRenderer`` (``tasks/ocr/synth.py``): its fonts, text sampler and
+Lines come from the rec generator's ``LineRenderer`` (``tasks/ocr_rec/synth.py``): its fonts, text sampler and
 the project's train/eval font split (data split ``heldout`` renders only with the eval fonts, every other
 split only with the train fonts). Per page: a background (``backgrounds.py``: flat, gradient, paper,
 noise), distractors that are not text (lines, boxes, circles, scribbles, dots), then ``lines`` text lines
