@@ -29,7 +29,7 @@ import paddle
 from paddle import nn
 
 __all__ = [
-    "ExportedModel", "inference_files", "export_model", "create_predictor", "predict",
+    "ExportConfig", "ExportedModel", "inference_files", "export_model", "create_predictor", "predict",
     "TrtConfig", "validate_trt", "trt_config_to_dict", "trt_config_to_yaml", "apply_trt",
     "find_conv_bn_pairs", "fuse_conv_bn", "measure_latency", "file_sizes",
 ]
@@ -45,6 +45,16 @@ class ExportedModel:
 
     def sizes(self) -> dict:
         return file_sizes(self.prefix)
+
+
+@dataclass
+class ExportConfig:
+    """out_prefix: "" = output_dir/inference/model. parity_batch: samples compared dygraph vs Paddle Inference.
+    safetensors: also write <export folder>/model.safetensors, the loaded (EMA) weights before any deploy
+    fusion, in the safetensors format (no pickle; Global.weights / pretrained_model read it)."""
+    out_prefix: str = ""
+    parity_batch: int = 4
+    safetensors: bool = False
 
 
 def inference_files(prefix: str | os.PathLike) -> ExportedModel:

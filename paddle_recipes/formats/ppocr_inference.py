@@ -22,7 +22,7 @@ from paddle import nn
 
 from ..config import ConfigError
 from ..export import ExportedModel, export_model
-from ..train.config import ExportConfig
+from ..export import ExportConfig
 
 __all__ = ["PPOCR_FILE_STEM", "PPOCRExportConfig", "write_inference_dir", "folder_files"]
 

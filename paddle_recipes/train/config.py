@@ -1,5 +1,5 @@
 """The typed sections every recipe's config shares (YAML -> dataclasses, see paddle_recipes.config): Global,
-the Train / Eval loaders, Predict, Export and TrainingConfig, the sections build_training reads. Recipes subclass
+the Train / Eval loaders, Predict and TrainingConfig, the sections build_training reads. Recipes subclass
 them (tasks/<name>/config.py); the builder is train/build.py."""
 from __future__ import annotations
 
@@ -175,16 +175,6 @@ class PredictConfig:
     batch_size: int = 16
     max_image_pixels: int = MAX_IMAGE_PIXELS
     max_image_bytes: int = MAX_IMAGE_BYTES
-
-
-@dataclass
-class ExportConfig:
-    """out_prefix: "" = output_dir/inference/model. parity_batch: samples compared dygraph vs Paddle Inference.
-    safetensors: also write <export folder>/model.safetensors, the loaded (EMA) weights before any deploy
-    fusion, in the safetensors format (no pickle; Global.weights / pretrained_model read it)."""
-    out_prefix: str = ""
-    parity_batch: int = 4
-    safetensors: bool = False
 
 
 @dataclass
