@@ -23,6 +23,7 @@ from ...assets import resolve_path
 from ...config import bounded_repr
 from ...data.files import check_size, regular_file_size
 from ...formats.inference_files import InferenceFormatError, capped, is_inference_model, read_inference_yml
+from ...formats.ppocr_import import folder_model_name
 from ...weights.dict_remap import ClassMap, checkpoint_class_names
 
 WIDTH_MODES = ("none", "halfwidth", "fullwidth")
@@ -290,13 +291,17 @@ def weights_dict(path: str, pretrained_dict: str = "") -> Tuple[List[str], str] 
     """(the characters the weights at `path` were trained with, where they were read), or None when nothing says
     (rows by position): ``pretrained_dict`` (Global.pretrained_dict) when set; else an inference model folder's
     dict (its inference.yml or character_dict.txt; an inference.yml without a dict and no character_dict.txt is a
-    CharDictError); else the class names saved with one of our checkpoints."""
+    CharDictError, unless it names another task's model: None, and the importer says which); else the class names
+    saved with one of our checkpoints."""
     if pretrained_dict:
         named = CharDict.from_file(pretrained_dict)
         return named.chars, f"Global.pretrained_dict={pretrained_dict}"
     if is_inference_model(path):
         folder = Path(path) if Path(path).is_dir() else Path(path).parent
         found = model_dict_file(folder)
+        other = folder_model_name(folder)
+        if found is None and other and not other.endswith("_rec"):
+            return None  # another task's model (e.g. a det folder): the importer says which, in one line
         if found is None and (folder / "inference.yml").is_file():
             try:
                 _inference_yml_chars(str(folder / "inference.yml"))
