@@ -19,7 +19,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Tests live in tests/<area>/ (train, weights, ocr_rec, ...) and import helpers from one another by module name
 # (e.g. `from test_paddleocr_recipe import run`): every area folder is importable, as tests/ itself is.
-for _area in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.is_dir() and p.glob("test_*.py")):
+for _area in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.is_dir()):
     if any(_area.glob("test_*.py")) and str(_area) not in sys.path:
         sys.path.insert(0, str(_area))
 

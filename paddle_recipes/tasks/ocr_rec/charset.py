@@ -297,18 +297,21 @@ def weights_dict(path: str, pretrained_dict: str = "") -> Tuple[List[str], str] 
         named = CharDict.from_file(pretrained_dict)
         return named.chars, f"Global.pretrained_dict={pretrained_dict}"
     if is_inference_model(path):
+        found = model_dict_file(path)
+        if found is not None:
+            return CharDict.from_file(found).chars, str(found)
         folder = Path(path) if Path(path).is_dir() else Path(path).parent
-        found = model_dict_file(folder)
-        other = folder_model_name(folder)
-        if found is None and other and not other.endswith("_rec"):
+        if not (folder / "inference.yml").is_file():
+            return None
+        other = folder_model_name(folder)  # read only here: a folder with a dict needs no model name
+        if other and not other.endswith("_rec"):
             return None  # another task's model (e.g. a det folder): the importer says which, in one line
-        if found is None and (folder / "inference.yml").is_file():
-            try:
-                _inference_yml_chars(str(folder / "inference.yml"))
-            except CharDictError as exc:
-                raise CharDictError(f"{exc}; name the dict these weights were trained with by Global.pretrained_dict"
-                                    ) from None
-        return (CharDict.from_file(found).chars, str(found)) if found is not None else None
+        try:
+            _inference_yml_chars(str(folder / "inference.yml"))  # raises: model_dict_file found no dict in it
+        except CharDictError as exc:
+            raise CharDictError(f"{exc}; name the dict these weights were trained with by Global.pretrained_dict"
+                                ) from None
+        return None
     chars = checkpoint_class_names(path)
     return (chars, f"{path} (the checkpoint's class names)") if chars else None
 
