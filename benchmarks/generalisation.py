@@ -4,10 +4,11 @@ uses), per font, orientation, line length and text height; rec also on the proje
 Trains nothing: point it at any trained det / rec models (their configs, weights and -o overrides).
 
     python benchmarks/generalisation.py --name baseline                       # the README recipes' output dirs
+    # OTHER = the folder of another checkout's runs:
     python benchmarks/generalisation.py --name gen_v2 \\
-        --det-config recipes/configs/ocr_det.yml --det-weights /work/wt-gen/output/ocr_det/checkpoints/best \\
-        --sys-rec-config recipes/configs/ocr_rec_pages.yml --sys-rec-weights /work/wt-gen/output/ocr_rec_pages/checkpoints/best \\
-        --rec-config recipes/configs/ocr_rec.yml --rec-weights /work/wt-gen/output/ocr_rec/checkpoints/best
+        --det-config recipes/configs/ocr_det.yml --det-weights OTHER/output/ocr_det/checkpoints/best \\
+        --sys-rec-config recipes/configs/ocr_rec_pages.yml --sys-rec-weights OTHER/output/ocr_rec_pages/checkpoints/best \\
+        --rec-config recipes/configs/ocr_rec.yml --rec-weights OTHER/output/ocr_rec/checkpoints/best
     python benchmarks/generalisation.py --skip rec ...                        # det + system only (or --skip det,system)
 
 Defaults: --det-config recipes/configs/ocr_det.yml, --sys-rec-config recipes/configs/ocr_rec_pages.yml (the system's
