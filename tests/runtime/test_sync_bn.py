@@ -158,11 +158,16 @@ def test_two_ranks_equal_one_rank_with_double_batch(runs, model):
     single, plain = _load(one, f"{model}_sync_rank0"), _load(one, f"{model}_plain_rank0")
     assert all(np.array_equal(single[k], plain[k]) for k in single.files)
     # two processes x batch 2 == one process x batch 4: loss, averaged gradients, weights after one SGD step,
-    # running statistics, eval output of the updated model
-    sync = _worst(single, _load(two, f"{model}_sync_rank0"))
-    assert max(sync.values()) <= 1e-4, sync
+    # running statistics, eval output of the updated model; "equal" = as close to the step computed in float64
+    # as 1 process in float32 is (10 x its rounding error at most: the det network has BNs of near-zero variance
+    # whose gradients amplify any float32 rounding, 2e-4 of the largest gradient for 1 process)
+    exact = _load(one, f"{model}_float64_rank0")
+    rounding = _worst(exact, single)
+    sync = _worst(exact, _load(two, f"{model}_sync_rank0"))
+    assert all(sync[k] <= 10 * rounding[k] + 1e-6 for k in sync), (sync, rounding)
+    assert max(sync.values()) <= 1e-3, sync
     # without the cross-rank BN each rank normalises by its own 2 samples: far apart (the check can fail)
-    alone = _worst(single, _load(two, f"{model}_plain_rank0"))
+    alone = _worst(exact, _load(two, f"{model}_plain_rank0"))
     assert alone["grad"] > 1e-2 and alone["state"] > 1e-3, alone
     r0, r1 = _load(two, f"{model}_sync_rank0"), _load(two, f"{model}_sync_rank1")
     assert all(np.array_equal(r0[k], r1[k]) for k in r0.files if k.startswith("state/"))  # one model on both ranks

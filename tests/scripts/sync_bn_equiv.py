@@ -7,6 +7,7 @@ batch drawn from a fixed seed; every model starts from the same init (paddle.see
 Writes <out>/<model>_<sync|plain>_rank<r>.npz: the global loss (mean over the ranks of each rank's mean loss), the
 gradients after backward (DataParallel's average), the weights after one SGD step, every BN's running statistics,
 and the eval-mode output of the updated model on 2 fixed images; and .json: all_reduce calls in training and eval.
+One process also writes <model>_float64_rank0: the same step in float64 from the same (float32) init.
 """
 import argparse
 import json
@@ -57,17 +58,18 @@ def maps(out):
     return out["maps"] if isinstance(out, dict) else out
 
 
-def one_step(name, sync):
+def one_step(name, sync, dtype="float32"):
     model, size = build(name)
+    model.to(dtype=dtype)  # the float32 init, in float64 for a reference
     n_bn = use_sync_bn(model) if sync else 0
     model.train()
-    x_all = (np.random.RandomState(3).randn(args.global_batch, 3, size, size) * 1.5 + 0.5).astype("float32")
+    x_all = (np.random.RandomState(3).randn(args.global_batch, 3, size, size) * 1.5 + 0.5).astype("float32").astype(dtype)
     per = args.global_batch // info.world_size
     ddp = dist_utils.wrap_model(model, info)
     opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=model.parameters())  # Adam's first step: lr x sign(g)
     start = calls["n"]
     out = maps(ddp(paddle.to_tensor(x_all[info.rank * per:(info.rank + 1) * per])))
-    target = np.linspace(-1, 1, int(np.prod(out.shape[1:]))).reshape(out.shape[1:]).astype("float32")
+    target = np.linspace(-1, 1, int(np.prod(out.shape[1:]))).reshape(out.shape[1:]).astype("float32").astype(dtype)
     loss = ((out - paddle.to_tensor(target)) ** 2).mean()  # this rank's mean: the 1-process loss is the ranks' mean
     loss.backward()
     train_calls = calls["n"] - start
@@ -80,7 +82,7 @@ def one_step(name, sync):
     with paddle.no_grad():
         y = maps(model(paddle.to_tensor(x_all[:2])))  # the same 2 images in every run
     eval_calls = calls["n"] - start
-    tag = f"{name}_{'sync' if sync else 'plain'}_rank{info.rank}"
+    tag = f"{name}_{'sync' if sync else 'plain' if dtype == 'float32' else dtype}_rank{info.rank}"
     state = {f"state/{k}": v.numpy() for k, v in model.state_dict().items()}
     np.savez(os.path.join(args.out, f"{tag}.npz"), loss=np.float64(global_loss), eval_out=y.numpy(), **grads, **state)
     with open(os.path.join(args.out, f"{tag}.json"), "w") as f:
@@ -92,4 +94,6 @@ os.makedirs(args.out, exist_ok=True)
 for name in args.models.split(","):
     for sync in (True, False):
         one_step(name, sync)
+    if info.world_size == 1:  # the exact math's stand-in: how far float32 rounding alone takes 1 process
+        one_step(name, False, "float64")
 dist_utils.exit_distributed_run()
