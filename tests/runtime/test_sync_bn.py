@@ -175,3 +175,32 @@ def test_two_ranks_equal_one_rank_with_double_batch(runs, model):
     n_bn = {"conv": 2, "det": 152}[model]
     assert info["sync_bns"] == n_bn and info["train_all_reduce"] == 2 * n_bn  # one all-reduce forward, one backward
     assert info["eval_all_reduce"] == 0
+
+
+def test_paddleocr_key_and_build_training_hook(caplog):
+    """Global.use_sync_bn, PaddleOCR's own key, reaches ours from a PaddleOCR det YAML (default false, as PaddleOCR);
+    build_training switches every BN when there is more than one process, says so, and leaves one process alone."""
+    import logging
+
+    import yaml
+
+    from paddle_recipes.compat.paddleocr_det import translate_det_config
+    from paddle_recipes.config import ConfigError, from_dict
+    from paddle_recipes.runtime.distributed import DistInfo
+    from paddle_recipes.tasks.ocr_det.config import DetConfig
+    from paddle_recipes.train.build import apply_sync_bn
+
+    data = yaml.safe_load((REPO_ROOT / "tests" / "fixtures" / "paddleocr_det_configs" / "PP-OCRv5" /
+                           "PP-OCRv5_mobile_det.yml").read_text(encoding="utf-8"))
+    assert from_dict(DetConfig, translate_det_config(data, "v5", DetConfig)[0]).Global.use_sync_bn is False
+    data["Global"]["use_sync_bn"] = True
+    g = from_dict(DetConfig, translate_det_config(data, "v5", DetConfig)[0]).Global
+    assert g.use_sync_bn is True
+    net = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 3), paddle.nn.BatchNorm2D(4), paddle.nn.BatchNorm(4))
+    with caplog.at_level(logging.INFO):
+        assert apply_sync_bn(net, DistInfo(), g) == 0 and not any(is_sync_bn(m) for m in net)
+        assert apply_sync_bn(net, DistInfo(world_size=2), g) == 2 and is_sync_bn(net[1]) and is_sync_bn(net[2])
+    assert "one process, nothing to synchronise" in caplog.text and "2 BatchNorm layers normalise" in caplog.text
+    g.to_static = True
+    with pytest.raises(ConfigError, match="use_sync_bn with Global.to_static"):
+        apply_sync_bn(net, DistInfo(world_size=2), g)
