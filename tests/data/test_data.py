@@ -1,7 +1,8 @@
 """Tests for paddle_recipes.data (loader, label files, lmdb) and the det albumentations adapter."""
 from __future__ import annotations
 
-import warnings
+import logging
+import re
 from collections import namedtuple
 
 import numpy as np
@@ -203,22 +204,29 @@ def test_persistent_workers_ignored_without_workers():
     assert sum(_arr(b).shape[0] for b in loader) == 16
 
 
-def test_shm_fallback_warns_and_disables(monkeypatch, tmp_path):
+def test_shm_fallback_one_line_and_loads(monkeypatch, tmp_path, caplog):
+    """A tiny /dev/shm (its detected free size patched to 64 MB): one log line, shared memory off, batches still
+    come through the workers."""
     Usage = namedtuple("Usage", "total used free")
     monkeypatch.setattr(D, "SHM_PATH", str(tmp_path))  # exists on any OS
     monkeypatch.setattr(D.shutil, "disk_usage", lambda p: Usage(64 << 20, 0, 64 << 20))
     ds = _RandDS()
     bs = paddle.io.BatchSampler(ds, batch_size=4)
-    with pytest.warns(RuntimeWarning, match=r"(?s)64 MB free.*use_shared_memory=False.*--shm-size"):
-        loader = build_loader(ds, bs, LoaderConfig(num_workers=1, min_shm_mb=512))
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.data.loader"):
+        loader = build_loader(ds, bs, LoaderConfig(num_workers=1, min_shm_mb=512), name="Train.loader")
+    lines = [r.getMessage() for r in caplog.records if r.name == "paddle_recipes.data.loader"]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert re.search(r"Train.loader: /dev/shm has 64 MB free .*use_shared_memory=False.*--shm-size", lines[0])
     assert loader.use_shared_memory is False
-    # enough shm, or no workers: no warning, shared memory kept as asked
+    assert sum(_arr(b).shape[0] for b in loader) == 16
+    # enough shm, or no workers: no line, shared memory kept as asked
+    caplog.clear()
     monkeypatch.setattr(D.shutil, "disk_usage", lambda p: Usage(8 << 30, 0, 8 << 30))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.data.loader"):
         assert build_loader(ds, bs, LoaderConfig(num_workers=1)).use_shared_memory is True
         monkeypatch.setattr(D.shutil, "disk_usage", lambda p: Usage(1, 0, 1))
-        build_loader(ds, bs, LoaderConfig(num_workers=0))  # no workers: shm not checked, no warning
+        build_loader(ds, bs, LoaderConfig(num_workers=0))  # no workers: shm not checked
+    assert not [r for r in caplog.records if r.name == "paddle_recipes.data.loader"]
 
 
 # ------------------------------------------------------------------ albumentations
