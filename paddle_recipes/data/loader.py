@@ -28,7 +28,7 @@ from ..config import ConfigError
 from ..runtime.lifetime import set_parent_death_signal
 
 __all__ = ["LoaderConfig", "build_loader", "set_opencv_threads", "shm_free_mb", "seed_worker", "DataError",
-           "LoaderTimeout", "GuardedDataset", "GuardedCollate", "current_sample_key", "sample_name", "WorkerSlots"]
+           "LoaderTimeout", "GuardedDataset", "GuardedCollate", "current_sample_key", "sample_name", "WorkerSlots", "keep_heap"]
 
 SHM_PATH = "/dev/shm"
 logger = logging.getLogger(__name__)
@@ -60,6 +60,11 @@ class LoaderConfig:
         forked while a pool thread holds the pool's lock hangs forever in its first parallel OpenCV call (measured
         on a loaded 2-core box: 19 hangs in 1500 forks after the parent used cv2.warpAffine; 0 in 1500 with 0).
         -1 = leave OpenCV's setting alone. Nothing is done with num_workers=0 or without OpenCV.
+    allocator_keep_mb: glibc's malloc keeps up to this many MB of freed heap in the loading processes (the workers,
+        or this process with num_workers=0) and serves arrays up to 32 MB from it (``keep_heap``), instead of mapping
+        fresh pages for every batch-sized array and returning them on free: the page faults of each new sample's
+        maps and batch cost more CPU than the det transforms themselves on a loaded box (x1.8 samples per CPU second
+        measured, benchmarks/results/data_path). 0 = glibc's defaults. Output unchanged; no effect off glibc.
     """
 
     num_workers: int = 0
@@ -71,9 +76,10 @@ class LoaderConfig:
     seed: int | None = 0
     min_shm_mb: int = 512
     opencv_num_threads: int = 0
+    allocator_keep_mb: int = 1024
 
     def __post_init__(self):
-        for name in ("num_workers", "timeout"):
+        for name in ("num_workers", "timeout", "allocator_keep_mb"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.opencv_num_threads < -1:
@@ -456,6 +462,26 @@ def set_opencv_threads(n: int) -> bool:
     return True
 
 
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc's mallopt parameters
+MMAP_THRESHOLD_MAX = 32 << 20  # glibc's largest M_MMAP_THRESHOLD on 64-bit
+
+
+def keep_heap(keep_mb: int) -> bool:
+    """glibc malloc: serve allocations up to 32 MB from the heap and keep ``keep_mb`` MB of freed heap (no trim)
+    instead of mmap/munmap per large array (LoaderConfig.allocator_keep_mb). True when applied; False for 0, or
+    without glibc."""
+    if keep_mb <= 0:
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        ok = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX) == 1
+        return ok and libc.mallopt(M_TRIM_THRESHOLD, int(keep_mb) << 20) == 1
+    except (OSError, AttributeError):
+        return False
+
+
 def shm_free_mb(path: str | None = None) -> float | None:
     """Free space of /dev/shm (or ``path``) in MB, or None when it does not exist (non-Linux)."""
     path = path or SHM_PATH
@@ -472,9 +498,10 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
     workers deterministic, and non-persistent workers still get new seeds every epoch.
     """
 
-    def __init__(self, base_seed: int | None = 0, user_fn: Callable[[int], None] | None = None):
+    def __init__(self, base_seed: int | None = 0, user_fn: Callable[[int], None] | None = None, keep_mb: int = 0):
         self.base_seed = base_seed
         self.user_fn = user_fn
+        self.keep_mb = keep_mb
 
     def __call__(self, worker_id: int) -> None:
         import paddle
@@ -482,6 +509,7 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
         global _WORKER_ID
         _WORKER_ID = int(worker_id)
         set_parent_death_signal(signal.SIGKILL)  # a worker never outlives its process (blocked in a pipe read)
+        keep_heap(self.keep_mb)
         info = paddle.io.get_worker_info()
         paddle_seed = int(info.seed) if info is not None else 0
         entropy = [paddle_seed & 0xFFFFFFFF, worker_id]
@@ -528,6 +556,8 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
                            "(docker run --shm-size=8g)", name, free, cfg.min_shm_mb)
             use_shm = False
     workers = cfg.num_workers > 0
+    if not workers:
+        keep_heap(cfg.allocator_keep_mb)  # this process loads the samples
     if workers and cfg.opencv_num_threads >= 0:
         set_opencv_threads(cfg.opencv_num_threads)
     unwrap = False
@@ -546,7 +576,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
         prefetch_factor=cfg.prefetch_factor,
         use_shared_memory=use_shm,
         timeout=0,  # paddle's timeout is only a poll interval (see LoaderConfig.timeout); enforced by the loader
-        worker_init_fn=seed_worker(cfg.seed, worker_init_fn) if workers else None,
+        worker_init_fn=seed_worker(cfg.seed, worker_init_fn, cfg.allocator_keep_mb) if workers else None,
         persistent_workers=bool(cfg.persistent_workers and workers),
         return_list=True,
     )

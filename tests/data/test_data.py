@@ -303,3 +303,23 @@ def test_albumentations_adapter_reseeds_per_worker():
     # batches alternate between worker 0 and 1; without per-worker reseeding, the two forked
     # copies of the Compose would produce identical pairs (0,1), (2,3), ...
     assert not all(np.array_equal(a[i], a[i + 1]) for i in range(0, 8, 2))
+
+
+def test_loader_keeps_the_heap_in_the_loading_process(monkeypatch):
+    """allocator_keep_mb: mallopt(M_MMAP_THRESHOLD 32 MB, M_TRIM_THRESHOLD keep) in the process that loads samples
+    (this one with num_workers=0); 0 leaves glibc alone. The batches are the same either way."""
+    calls = []
+    monkeypatch.setattr(D, "keep_heap", lambda mb: calls.append(mb) or True)
+    ds = paddle.io.TensorDataset([paddle.to_tensor(np.arange(16, dtype="float32").reshape(8, 2))])
+    a = [_arr(b) for b in build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig())]
+    b = [_arr(b) for b in build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(allocator_keep_mb=0))]
+    assert calls == [1024, 0] and len(a) == 2 and all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert D.keep_heap.__name__ == "<lambda>"
+    monkeypatch.undo()
+    assert D.keep_heap(0) is False
+    import platform
+
+    if platform.libc_ver()[0] == "glibc":
+        assert D.keep_heap(64) is True
+    with pytest.raises(Exception, match="allocator_keep_mb must be >= 0"):
+        LoaderConfig(allocator_keep_mb=-1)
