@@ -65,7 +65,7 @@ EXTENSION_KEYS: Dict[str, str] = {
                                                    "docs/cards/length_curriculum.md): replaces a MultiScaleSampler",
     "Global.cal_metric_during_train: N": "an integer N >= 2: the training accuracy every N steps "
                                          "(docs/cards/train_metric_every.md)",
-    "Train.loader / Eval.loader: use_buffer_reader, timeout, seed, min_shm_mb": "our loader settings "
+    "Train.loader / Eval.loader: use_buffer_reader, timeout, seed, min_shm_mb, allocator_keep_mb": "our loader settings "
                                                                                 "(data.loader.LoaderConfig)",
     "EMA, AMP, Synthetic, Predict, Export": "our sections, as in the recipe's own configs",
     "Global: seed, device, max_steps, keep_last, weights, use_ema_weights, vdl_dir, calibrate_bn_batches, "
@@ -75,7 +75,7 @@ EXTENSION_KEYS: Dict[str, str] = {
     "Global: distill_pretrained, distill_weight, distill_temperature (rec)": "learning without forgetting: the init "
         "weights' frozen copy as a CTC teacher (docs/cards/distill_pretrained.md)",
 }
-LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb")
+LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb", "allocator_keep_mb")
 CURRICULUM_KEYS = ("warm_steps", "short_len")
 MULTISCALE_KEYS = ("scales", "first_bs", "fix_bs", "divided_factor", "is_training", "ratio_wh", "max_w")
 

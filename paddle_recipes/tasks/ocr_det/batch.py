@@ -26,9 +26,12 @@ def collate(samples: list) -> dict:
     if not good:
         return batch
     hw = np.array([s["image"].shape[1:] for s in good], np.int64)
-    images = np.zeros((len(good), good[0]["image"].shape[0], *hw.max(0)), np.float32)
-    for i, s in enumerate(good):
-        images[i, :, :hw[i, 0], :hw[i, 1]] = s["image"]
+    if (hw == hw[0]).all():  # train crops: one size, one copy
+        images = np.stack([s["image"] for s in good]).astype(np.float32, copy=False)
+    else:
+        images = np.zeros((len(good), good[0]["image"].shape[0], *hw.max(0)), np.float32)
+        for i, s in enumerate(good):
+            images[i, :, :hw[i, 0], :hw[i, 1]] = s["image"]
     batch.update(image=images, image_hw=hw)
     for key in MAP_KEYS:
         if key in good[0]:
