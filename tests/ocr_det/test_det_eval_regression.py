@@ -44,3 +44,36 @@ def test_db_boxes_of_a_batch_equal_one_by_one():
 
 def test_metric_counts_as_before():
     assert [evaluate_image(g, i, d) for g, i, d in fx.metric_images()] == REF["metric"]
+
+
+def test_normalize_table_gives_the_formulas_float32_bits():
+    from paddle_recipes.tasks.ocr_det.transforms import IMAGENET_MEAN, IMAGENET_STD, normalize_chw
+
+    img = np.random.default_rng(0).integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    img.reshape(-1, 3)[:256] = np.arange(256, dtype=np.uint8)[:, None]  # every value in every channel
+    for x in (img, img[:, ::-1]):  # contiguous and a strided view
+        want = ((x.astype(np.float32) / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1)
+        got = normalize_chw(x)
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        assert np.array_equal(got.view(np.uint32), np.ascontiguousarray(want).view(np.uint32))
+
+
+def test_eval_batch_keeps_ground_truth_out_of_paddles_tensor_conversion():
+    from collections.abc import Sequence
+
+    from paddle.io.dataloader.flat import _flatten_batch
+
+    from paddle_recipes.tasks.ocr_det.batch import collate
+
+    img = np.arange(2 * 3 * 32 * 64, dtype=np.float32).reshape(2, 3, 32, 64)
+    polys = [np.float32([[0, 0], [9, 0], [9, 4], [0, 4]])] * 3
+    one = collate([{"image": img[0], "shape": np.float32([32, 64, 1, 1]), "polys": polys, "ignore_tags": [0, 1, 0]}])
+    assert np.shares_memory(one["image"], img[0]) and one["image"].shape == (1, 3, 32, 64)  # no padded copy
+    assert not isinstance(one["polys"], Sequence) and [p.tolist() for p in one["polys"][0]] == [p.tolist() for p in polys]
+    flat, _ = _flatten_batch(one)
+    assert len(flat) == 4  # image, num_samples, image_hw, shape: not the 3 polygons
+    two = collate([{"image": img[0][:, :16], "shape": np.float32([16, 64, 1, 1]), "polys": polys[:1],
+                    "ignore_tags": [0]}, {"image": img[1], "shape": np.float32([32, 64, 1, 1]), "polys": polys,
+                                          "ignore_tags": [0, 1, 0]}])
+    assert two["image"].shape == (2, 3, 32, 64) and not two["image"][0, :, 16:].any()
+    assert list(two["ignore_tags"]) == [[0], [0, 1, 0]]
