@@ -39,6 +39,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.det_vs_paddleocr import versions  # noqa: E402  (paddlepaddle, numpy, opencv, shapely, ... per side)
 from benchmarks.harness import ppocr_yaml as Y  # noqa: E402
 from benchmarks.harness.report import machine_info  # noqa: E402
 from benchmarks.harness.runner import cores_prefix, loadavg, run_proc, scratch_copy  # noqa: E402
@@ -60,20 +61,6 @@ def parse_args(argv=None):
     p.add_argument("--work-dir", default=str(REPO / "output" / "bench" / "eval_vs_paddleocr"))
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "cpu_det_eval_vs_paddleocr"))
     return p.parse_args(argv)
-
-
-def versions(python_ppocr: str) -> dict:
-    code = ("import json, importlib.metadata as m\nout = {}\nfor d in ('paddlepaddle', 'numpy', 'opencv-python', "
-            "'opencv-python-headless', 'shapely', 'pyclipper'):\n    try: out[d] = m.version(d)\n    except Exception: "
-            "pass\nprint(json.dumps(out))")
-    out = {}
-    for side, py in (("ours", sys.executable), ("PaddleOCR side", python_ppocr)):
-        r = subprocess.run([py, "-c", code], capture_output=True, text=True)
-        try:
-            out[side] = json.loads(r.stdout.strip().splitlines()[-1])
-        except (IndexError, ValueError):
-            out[side] = f"unavailable: {r.stderr.strip()[-200:]}"
-    return out
 
 
 def prepare(a, work: Path) -> dict:
