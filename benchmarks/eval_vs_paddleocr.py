@@ -176,7 +176,7 @@ def to_markdown(rep: dict) -> str:
 
 def main(argv=None) -> int:
     a = parse_args(argv)
-    work = Path(a.work_dir)
+    work = Path(a.work_dir).resolve()  # PaddleOCR's side runs in its scratch copy
     work.mkdir(parents=True, exist_ok=True)
     prep = prepare(a, work)
     load = {"before": loadavg()}

@@ -92,10 +92,11 @@ class DBPostProcess:
                                 cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)[-2]
 
     def _to_src(self, box, shape, src_w, src_h):
+        """Points [..., 2] from the map's pixels to the source image's, rounded and clipped (elementwise)."""
         box = np.array(box)
         h, w = shape
-        box[:, 0] = np.clip(np.round(box[:, 0] / w * src_w), 0, src_w)
-        box[:, 1] = np.clip(np.round(box[:, 1] / h * src_h), 0, src_h)
+        box[..., 0] = np.clip(np.round(box[..., 0] / w * src_w), 0, src_w)
+        box[..., 1] = np.clip(np.round(box[..., 1] / h * src_h), 0, src_h)
         return box
 
     def quads(self, prob, bitmap, src_w, src_h):
@@ -114,9 +115,11 @@ class DBPostProcess:
             box, sside = mini_box(np.array(expanded).reshape(-1, 1, 2))
             if sside < MIN_SIZE + 2:
                 continue
-            boxes.append(self._to_src(box, bitmap.shape, src_w, src_h).astype("int32"))
+            boxes.append(box)
             scores.append(score)
-        return np.array(boxes, dtype="int32"), scores
+        if not boxes:
+            return np.array(boxes, dtype="int32"), scores
+        return self._to_src(np.array(boxes), bitmap.shape, src_w, src_h).astype("int32"), scores  # all at once
 
     def polys(self, prob, bitmap, src_w, src_h):
         boxes, scores = [], []
