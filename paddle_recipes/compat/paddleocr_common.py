@@ -74,6 +74,8 @@ EXTENSION_KEYS: Dict[str, str] = {
         "our Global keys",
     "Global: distill_pretrained, distill_weight, distill_temperature (rec)": "learning without forgetting: the init "
         "weights' frozen copy as a CTC teacher (docs/cards/distill_pretrained.md)",
+    "Global.finetune_merge (rec)": "WiSE-FT: checkpoints also hold the run's weights merged with its init weights, "
+        "which eval / predict / export read (docs/cards/finetune_merge.md)",
 }
 LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb", "allocator_keep_mb")
 CURRICULUM_KEYS = ("warm_steps", "short_len")

@@ -162,6 +162,11 @@ class Recipe:
         """Metrics of `model` (unwrapped) on this rank's shard `loader`, reduced over ranks."""
         raise NotImplementedError
 
+    def evaluate_in_training(self, model, loader) -> dict:
+        """The eval of train mode (the trainer has swapped the EMA weights in when EMA is on): evaluate_model; a
+        mixin may score other weights here (e.g. Global.finetune_merge's merged ones), which then pick `best`."""
+        return self.evaluate_model(model, loader)
+
     def cur_metric(self, metrics: dict) -> dict:
         """What the `cur metric, k: v, ...` / `best metric, ...` eval lines show of evaluate_model's metrics
         (default: all of them; OCR shows PaddleOCR's acc, norm_edit_dis, fps)."""
@@ -385,7 +390,7 @@ class Recipe:
         self.calibrate_imported_bn(model, train_set)
         run = build_training(self.cfg, model, train_set, step=self.train_step, info=self.info,
                              loader=self.train_loader(train_set),
-                             eval_fn=lambda m: self.evaluate_model(dist_utils.unwrap(m), eval_loader),
+                             eval_fn=lambda m: self.evaluate_in_training(dist_utils.unwrap(m), eval_loader),
                              collate=self.collate("train"), callbacks=self.callbacks(), main_metric=self.main_metric,
                              batch_size_fn=self.batch_size, skipped=self.skipped, eval_autocast=self.eval_autocast,
                              eval_log=PPOCREvalLog(self.cur_metric), state_objects=self.checkpoint_parts(),

@@ -5,10 +5,8 @@
     paddle-recipes-ocr-rec -c recipes/configs/ocr_rec_smoke.yml --mode train|eval|predict|export  # installed
 
 Your own data (PaddleOCR formats): ``-o Train.dataset.format=label_file Train.dataset.data_dir=D
-Train.dataset.label_file_list=[D/train.txt]`` or ``format=lmdb``. Empty ``data_dir``: the ``Synthetic`` split.
-A PaddleOCR rec YAML works as ``-c`` with ``-o`` in its own keys (compat.paddleocr): ``-c PP-OCRv5_mobile_rec.yml
--o Global.pretrained_model=... Global.character_dict_path=...``; see recipes/README_ocr_rec.md.
-"""
+Train.dataset.label_file_list=[D/train.txt]`` or ``format=lmdb``. Empty ``data_dir``: the ``Synthetic`` split. A
+PaddleOCR rec YAML works as ``-c`` with ``-o`` in its own keys (compat.paddleocr; recipes/README_ocr_rec.md)."""
 from __future__ import annotations
 
 import logging
@@ -25,6 +23,7 @@ from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_
 from paddle_recipes.tasks.ocr_rec.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr_rec.distill_pretrained import DistillFromInit
+from paddle_recipes.tasks.ocr_rec.finetune_merge import MergeWithInit
 from paddle_recipes.tasks.ocr_rec.evaluate import predict_images
 from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.tasks.ocr_rec.ppocr_io import PaddleOCRExport, cur_metric
@@ -33,7 +32,7 @@ from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep, MultiLossTrainStep
 from paddle_recipes.weights.dict_remap import CLASS_NAMES, ClassNames
 
 
-class OcrRec(DistillFromInit, PaddleOCRExport, Recipe):  # DistillFromInit: Global.distill_pretrained
+class OcrRec(DistillFromInit, MergeWithInit, PaddleOCRExport, Recipe):  # Global.distill_pretrained, finetune_merge
     """Text-line recognition recipe (CTC; PaddleOCR's MultiHead models train with MultiLoss)"""
     name, Config, default_config = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)
@@ -76,7 +75,7 @@ class OcrRec(DistillFromInit, PaddleOCRExport, Recipe):  # DistillFromInit: Glob
         return weights_class_map(path, self.charset.chars, self.cfg.Global.pretrained_dict)
 
     def checkpoint_parts(self) -> dict:
-        return {CLASS_NAMES: ClassNames(self.charset.chars, self.charset.source)}
+        return {**super().checkpoint_parts(), CLASS_NAMES: ClassNames(self.charset.chars, self.charset.source)}
 
     def build_dataset(self, split: str) -> RecDataset:  # "train" | "eval" | "heldout" (eval fonts only)
         section, g = self.cfg.Train if split == "train" else self.cfg.Eval, self.cfg.Global

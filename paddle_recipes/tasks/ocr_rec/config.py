@@ -12,6 +12,7 @@ from typing import List, Optional, Union
 from paddle_recipes.config import ConfigError, check_name, check_number
 from paddle_recipes.train.optim import OptimizerConfig
 from paddle_recipes.train.config import EvalLoaderConfig, GlobalConfig, TrainingConfig, TrainSection
+from paddle_recipes.weights.merge import check_alpha
 
 from .dataset import DatasetConfig
 from .export_paddleocr import model_name_for
@@ -34,7 +35,10 @@ class RecGlobal(GlobalConfig):
     distill_pretrained: learning without forgetting (docs/cards/distill_pretrained.md): a frozen copy of the model
     as the init weights (Global.pretrained_model / weights) make it reads every batch, and its CTC distribution is a
     soft target on the lines it reads as labelled; distill_weight (default 1.0) scales that term (nats per line, as
-    the CTC loss), distill_temperature (default 1.0) softens both distributions."""
+    the CTC loss), distill_temperature (default 1.0) softens both distributions.
+    finetune_merge: WiSE-FT (docs/cards/finetune_merge.md): a in [0, 1], every checkpoint also holds merged.pdparams
+    = (1 - a) * the init weights + a * the run's weights (EMA's when on), which eval / predict / export read; training
+    and resume use the unmerged ones; null (default) = off."""
     output_dir: str = "output/ocr_rec"
     character_dict_path: str = "datasets/ocr_rec/ch_common_3000.txt"
     use_space_char: bool = False
@@ -45,9 +49,12 @@ class RecGlobal(GlobalConfig):
     distill_pretrained: bool = False
     distill_weight: float = 1.0
     distill_temperature: float = 1.0
+    finetune_merge: Optional[float] = None
 
     def __post_init__(self):
         super().__post_init__()
+        if self.finetune_merge is not None:
+            check_alpha(self.finetune_merge, "Global.finetune_merge")
         check_number("Global.distill_weight", self.distill_weight, low=0.0)
         check_number("Global.distill_temperature", self.distill_temperature, low=0.0, low_open=True)
         check_number("Global.cal_metric_during_train", int(self.cal_metric_during_train), low=0)
