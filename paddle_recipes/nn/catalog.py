@@ -287,14 +287,3 @@ def arch_section(cfg: Any, where: str) -> Optional[Dict[str, Any]]:
     if "name" not in d:
         raise ValueError(f"Architecture.{where}: missing 'name'")
     return d
-
-
-def build_part(registry: Mapping[str, type], where: str, kwargs: Dict[str, Any], **fixed) -> nn.Layer:
-    """registry[lower-case kwargs.pop("name")](**fixed, **kwargs); an unknown name or key is a one-line ValueError."""
-    name = kwargs.pop("name")
-    cls = registry.get(str(name).lower())
-    if cls is None:
-        raise ValueError(f"Architecture.{where}.name: unknown {name!r}; choose one of "
-                         f"{sorted(c.__name__ for c in registry.values())}")
-    check_kwargs(cls, where, kwargs)
-    return cls(**fixed, **kwargs)
