@@ -191,7 +191,7 @@ def _vertical_mask(renderer: LineRenderer, text: str, k: int, size: int, rng) ->
     draw = ImageDraw.Draw(img)
     y = 2 + size * 0.2
     for ch in text:
-        font = renderer._font(renderer.font_for_char(k, ch), size)
+        font = renderer.font(renderer.font_for_char(k, ch), size)
         draw.text((w / 2, y), ch, font=font, fill=255, anchor="mt")
         y += size + gap
     return np.asarray(img, np.float32) / 255.0
@@ -263,7 +263,7 @@ def render_page(renderer: LineRenderer, cfg: PageSynthConfig, rng: np.random.Gen
             text = text.replace(" ", "") or text
             mask = _vertical_mask(renderer, text, k, size, rng)
         else:
-            mask = np.asarray(renderer._text_mask(text, k, size, rng)[0], np.float32) / 255.0
+            mask = np.asarray(renderer.text_mask(text, k, size, rng)[0], np.float32) / 255.0
         ink = ink_box(mask)
         if ink is None:
             continue
