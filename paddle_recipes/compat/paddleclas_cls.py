@@ -25,7 +25,7 @@ from typing import Any
 from paddle_recipes.config import ConfigError, OverrideNote
 
 from .paddleocr_common import OUR_SECTIONS, PaddleOCRTranslator
-from .translate import canonical as _canon
+from .translate import canonical
 
 SECTIONS = ("Global", "Arch", "Loss", "Optimizer", "DataLoader", "Infer", "Metric")
 IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
@@ -169,7 +169,7 @@ class ClasTranslator(PaddleOCRTranslator):
         p, ours = f"DataLoader.{split}", split
         ds = self.check_keys(node.get("dataset"), ("name", "image_root", "cls_label_path", "transform_ops",
                                                     "delimiter"), f"{p}.dataset")
-        _canon(ds.get("name"), ("ImageNetDataset",), f"{p}.dataset.name", "dataset", self.source)
+        canonical(ds.get("name"), ("ImageNetDataset",), f"{p}.dataset.name", "dataset", self.source)
         self.fixed(f"{p}.dataset.name", "label files of image paths and class ids")
         self.map(f"{p}.dataset.image_root", ds.get("image_root") or "", f"{ours}.dataset.data_dir")
         if "cls_label_path" in ds:
@@ -178,7 +178,7 @@ class ClasTranslator(PaddleOCRTranslator):
         self.clas_ops(split, ds.get("transform_ops"), f"{p}.dataset.transform_ops")
         s = self.check_keys(node.get("sampler"), ("name", "batch_size", "drop_last", "shuffle"), f"{p}.sampler")
         if "name" in s:
-            _canon(s["name"], ("DistributedBatchSampler", "BatchSampler"), f"{p}.sampler.name", "sampler", self.source)
+            canonical(s["name"], ("DistributedBatchSampler", "BatchSampler"), f"{p}.sampler.name", "sampler", self.source)
             self.fixed(f"{p}.sampler.name", "one shard per process")
         for k, dst in (("batch_size", "batch_size_per_card"), ("drop_last", "drop_last"), ("shuffle", "shuffle")):
             if k in s:

@@ -33,8 +33,9 @@ from paddle_recipes.nn import catalog
 from .paddleocr_common import EXTENSION_KEYS, PROPOSED_KEYS, is_paddleocr_config  # noqa: F401 (the rec API)
 from .paddleocr_common import PaddleOCRTranslator, paddleocr_translator
 from .translate import TranslationReport
-from .translate import canonical as _canon
+from .translate import canonical
 from paddle_recipes.tasks.ocr_rec.export_paddleocr import PADDLEX_REC_MODEL_NAMES
+from paddle_recipes.tasks.ocr_rec.models import ALGORITHMS  # it also registers the rec necks and heads in nn.catalog
 
 CURRICULUM_KEYS = ("warm_steps", "short_len")
 MULTISCALE_KEYS = ("scales", "first_bs", "fix_bs", "divided_factor", "is_training", "ratio_wh", "max_w")
@@ -49,12 +50,7 @@ def _paddlex_rec_names() -> tuple:
     return PADDLEX_REC_MODEL_NAMES
 
 
-NECKS = ("SequenceEncoder", "Conv", "BiLSTM", "Im2Seq")
-ENCODER_TYPES = ("rnn", "svtr", "lightsvtr", "reshape", "fc", "cascadernn")
-HEADS = ("CTCHead", "MultiHead", "NRTRHead")
-MULTIHEAD_PARTS = ("CTCHead", "NRTRHead", "SARHead")
-MULTIHEAD_BUILT = ("CTCHead", "NRTRHead")  # SARHead (PP-OCRv3's guided-training branch) is recognised, not built
-ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")
+# Backbone / Neck / Head names, the keys each takes and the branches a MultiHead builds: nn.catalog (multihead_parts).
 # Architecture.algorithm values of PaddleOCR's other rec configs (configs/rec/*.yml): recognised, not built here.
 PPOCR_OTHER_ALGORITHMS = ("ABINet", "CAN", "CPPD", "LaTeXOCR", "NRTR", "PP-FormulaNet-L", "PP-FormulaNet-S",
                           "PP-FormulaNet_plus-L", "PP-FormulaNet_plus-M", "PP-FormulaNet_plus-S", "PREN", "ParseQ",
@@ -71,6 +67,13 @@ LABEL_ENCODERS = {"CTCLabelEncode": ("CTCLoss", ["image", "label", "length"]),
                   "MultiLabelEncode": ("MultiLoss", ["image", "label_ctc", "label_gtc", "length", "valid_ratio"])}
 # Keys PaddleOCR merges from Global into every data op / the post-process (op values are overridden).
 GLOBAL_MERGED = ("max_text_length", "character_dict_path", "use_space_char", "infer_mode")
+
+
+def multihead_parts() -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(the rec head names PaddleOCR's MultiHead head_list may hold: nn.catalog's rec heads, those built here or not;
+    the branches our MultiHead builds)."""
+    known = tuple(n for n in catalog.names(catalog.REC, None, catalog.HEAD, ours=False) if n != "MultiHead")
+    return known, catalog.find("MultiHead", catalog.REC, catalog.HEAD).cls.BRANCHES
 
 
 class RecTranslator(PaddleOCRTranslator):
@@ -102,11 +105,12 @@ class RecTranslator(PaddleOCRTranslator):
             raise self.error("Architecture.Backbone.name", f"{network.name!r} is PaddleOCR's, but this version has no "
                              f"implementation of it; built here: {', '.join(catalog.backbone_names(catalog.REC))}")
         parts = (a.get("Head") or {}).get("head_list") if isinstance(a.get("Head"), dict) else None
+        known, built = multihead_parts()
         for i, item in enumerate(parts if isinstance(parts, list) else []):
             name = next(iter(item), None) if isinstance(item, dict) else None
-            if isinstance(name, str) and name in MULTIHEAD_PARTS and name not in MULTIHEAD_BUILT:
+            if isinstance(name, str) and name in known and name not in built:
                 raise self.error(f"Architecture.Head.head_list[{i}]", f"{name!r} is PaddleOCR's, but this version does "
-                                 f"not build it; a MultiHead here is {' + '.join(MULTIHEAD_BUILT)}")
+                                 f"not build it; a MultiHead here is {' + '.join(built)}")
 
     def _global_keys(self):
         return super()._global_keys() + REC_GLOBAL + REC_OUR_GLOBAL
@@ -153,7 +157,7 @@ class RecTranslator(PaddleOCRTranslator):
         if "model_type" in a:
             self.map("Architecture.model_type", "rec", "Architecture.model_type")
         if "algorithm" in a:
-            self.map("Architecture.algorithm", _canon(a["algorithm"], ALGORITHMS, "Architecture.algorithm",
+            self.map("Architecture.algorithm", canonical(a["algorithm"], ALGORITHMS, "Architecture.algorithm",
                                                       "algorithm", self.source), "Architecture.algorithm")
         if "Transform" in a:
             if a["Transform"] is not None:
@@ -161,8 +165,8 @@ class RecTranslator(PaddleOCRTranslator):
             self.none("Architecture.Transform", "null: no rectification stage")
         self.head_name = None
         self.multihead_parts: List[str] = []
-        backbones = catalog.backbone_names(catalog.REC, built=None)
-        for part, names in (("Backbone", backbones), ("Neck", NECKS), ("Head", HEADS)):
+        for kind in (catalog.BACKBONE, catalog.NECK, catalog.HEAD):
+            part, names = kind.capitalize(), catalog.names(catalog.REC, None, kind)
             node = a.get(part)
             if node is None:
                 if part in a:
@@ -172,9 +176,7 @@ class RecTranslator(PaddleOCRTranslator):
             if not isinstance(node, dict) or "name" not in node:
                 raise self.error(path, "needs a name")
             node = copy.deepcopy(node)
-            node["name"] = _canon(node["name"], names, f"{path}.name", part.lower(), self.source)
-            if part == "Neck" and node["name"] == "SequenceEncoder":
-                _canon(node.get("encoder_type"), ENCODER_TYPES, f"{path}.encoder_type", "encoder_type", self.source)
+            node["name"] = canonical(node["name"], names, f"{path}.name", kind, self.source)
             if part == "Head":
                 self.head_name = node["name"]
                 if "init_blank_prob" in node:  # ours: the CTC output bias (MultiHead: its CTC branch)
@@ -194,7 +196,7 @@ class RecTranslator(PaddleOCRTranslator):
             if not isinstance(item, dict) or len(item) != 1:
                 raise self.error(f"{path}.head_list[{i}]", "each entry is a one-key mapping {HeadName: args}")
             name = next(iter(item))
-            canon = _canon(name, MULTIHEAD_PARTS, f"{path}.head_list[{i}]", "head", self.source)
+            canon = canonical(name, multihead_parts()[0], f"{path}.head_list[{i}]", "head", self.source)
             parts[i] = {canon: item[name]}
         self.multihead_parts = [next(iter(x)) for x in parts]
         if next(iter(parts[0])) != "CTCHead":
@@ -204,7 +206,7 @@ class RecTranslator(PaddleOCRTranslator):
         lo = self.check_keys(self.src.get("Loss"), ("name", "loss_config_list", "use_focal_loss"), "Loss")
         if not lo:
             raise self.error("Loss", "is required")
-        self.loss_name = _canon(lo.get("name"), LOSSES, "Loss.name", "loss", self.source)
+        self.loss_name = canonical(lo.get("name"), LOSSES, "Loss.name", "loss", self.source)
         self.map("Loss.name", self.loss_name, "Loss.name")
         if "use_focal_loss" in lo:
             if lo["use_focal_loss"]:
@@ -219,7 +221,7 @@ class RecTranslator(PaddleOCRTranslator):
                 if not isinstance(item, dict) or len(item) != 1:
                     raise self.error(f"Loss.loss_config_list[{i}]", "each entry is a one-key mapping {Loss: args}")
                 name = next(iter(item))
-                out.append({_canon(name, MULTILOSS_PARTS, f"Loss.loss_config_list[{i}]", "loss", self.source):
+                out.append({canonical(name, MULTILOSS_PARTS, f"Loss.loss_config_list[{i}]", "loss", self.source):
                             copy.deepcopy(item[name])})
             self.put("Loss.loss_config_list", out)
             self.copy_tree("Loss.loss_config_list", parts, "Loss.loss_config_list")
@@ -230,7 +232,7 @@ class RecTranslator(PaddleOCRTranslator):
         pp = self.check_keys(self.src.get("PostProcess"), ("name",) + GLOBAL_MERGED[1:3], "PostProcess")
         if not pp:
             return
-        _canon(pp.get("name"), ("CTCLabelDecode",), "PostProcess.name", "post-process", self.source)
+        canonical(pp.get("name"), ("CTCLabelDecode",), "PostProcess.name", "post-process", self.source)
         self.fixed("PostProcess.name", "greedy CTC decode with Global.character_dict_path")
         for k in ("character_dict_path", "use_space_char"):
             if k in pp:
@@ -241,7 +243,7 @@ class RecTranslator(PaddleOCRTranslator):
     def metric(self) -> None:
         m = self.check_keys(self.src.get("Metric"), ("name", "main_indicator", "ignore_space", "is_filter"), "Metric")
         if m:
-            _canon(m.get("name"), ("RecMetric",), "Metric.name", "metric", self.source)
+            canonical(m.get("name"), ("RecMetric",), "Metric.name", "metric", self.source)
             self.fixed("Metric.name", "acc + norm_edit_dis (RecMetric)")
         main = m.get("main_indicator", "acc")
         if main not in ("acc", "norm_edit_dis"):
@@ -268,7 +270,7 @@ class RecTranslator(PaddleOCRTranslator):
         ds = self.check_keys(node.get("dataset"), ("name", "data_dir", "label_file_list", "ratio_list", "transforms",
                                                     "delimiter", "ds_width", "ext_op_transform_idx"), f"{split}.dataset")
         p = f"{split}.dataset"
-        dname = _canon(ds.get("name"), tuple(DATASETS), f"{p}.name", "dataset", self.source)
+        dname = canonical(ds.get("name"), tuple(DATASETS), f"{p}.name", "dataset", self.source)
         fmt = DATASETS[dname]
         self.map(f"{p}.name", fmt, f"{p}.format")
         if "data_dir" in ds:
@@ -409,7 +411,7 @@ class RecTranslator(PaddleOCRTranslator):
         self._label_encoder(split, op, "MultiLabelEncode")
         gtc = args.get("gtc_encode")
         if gtc is not None:
-            gtc = _canon(gtc, ("NRTRLabelEncode", "SARLabelEncode"), f"{op}.gtc_encode", "gtc_encode", self.source)
+            gtc = canonical(gtc, ("NRTRLabelEncode", "SARLabelEncode"), f"{op}.gtc_encode", "gtc_encode", self.source)
             self.map(f"{op}.gtc_encode", gtc, f"{split}.dataset.gtc_encode")
         else:  # PaddleOCR's MultiLabelEncode falls back to SAR labels (label_sar)
             gtc = "SARLabelEncode"
@@ -461,7 +463,7 @@ class RecTranslator(PaddleOCRTranslator):
         if not s:
             self.none(p, "null")
             return None
-        name = _canon(s.get("name"), ("MultiScaleSampler", "LengthCurriculumSampler"), f"{p}.name", "sampler",
+        name = canonical(s.get("name"), ("MultiScaleSampler", "LengthCurriculumSampler"), f"{p}.name", "sampler",
                       self.source)
         if name == "LengthCurriculumSampler":
             for k, v in s.items():

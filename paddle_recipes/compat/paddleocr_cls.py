@@ -23,7 +23,7 @@ from paddle_recipes.config import ConfigError
 
 from .paddleocr_common import PaddleOCRTranslator, paddleocr_translator
 from .translate import TranslationReport
-from .translate import canonical as _canon
+from .translate import canonical
 from paddle_recipes.tasks.ocr_cls.models import ClsArchitecture, build_cls_model
 
 NOT_CLS_GLOBAL = ("model_name", "d2s_train_image_shape")  # shared Global keys a cls file does not take
@@ -77,11 +77,11 @@ class ClsTranslator(PaddleOCRTranslator):
 
     def loss(self) -> None:
         lo = self.check_keys(self.src.get("Loss"), ("name",), "Loss")
-        self.map("Loss.name", _canon(lo.get("name"), ("ClsLoss",), "Loss.name", "loss", self.source), "Loss.name")
+        self.map("Loss.name", canonical(lo.get("name"), ("ClsLoss",), "Loss.name", "loss", self.source), "Loss.name")
 
     def postprocess(self) -> None:
         pp = self.check_keys(self.src.get("PostProcess"), ("name", "label_list"), "PostProcess")
-        _canon(pp.get("name"), ("ClsPostProcess",), "PostProcess.name", "post-process", self.source)
+        canonical(pp.get("name"), ("ClsPostProcess",), "PostProcess.name", "post-process", self.source)
         self.fixed("PostProcess.name", "argmax label and its probability")
         if "label_list" in pp and pp["label_list"] is not None:
             if [str(v) for v in pp["label_list"]] != self.ours["Global"]["label_list"]:
@@ -90,15 +90,15 @@ class ClsTranslator(PaddleOCRTranslator):
 
     def metric(self) -> None:
         m = self.check_keys(self.src.get("Metric"), ("name", "main_indicator"), "Metric")
-        self.map("Metric.name", _canon(m.get("name"), ("ClsMetric",), "Metric.name", "metric", self.source),
+        self.map("Metric.name", canonical(m.get("name"), ("ClsMetric",), "Metric.name", "metric", self.source),
                  "Metric.name")
         if "main_indicator" in m:
-            self.map("Metric.main_indicator", _canon(m["main_indicator"], ("acc",), "Metric.main_indicator",
+            self.map("Metric.main_indicator", canonical(m["main_indicator"], ("acc",), "Metric.main_indicator",
                                                      "indicator", self.source), "Metric.main_indicator")
 
     def split(self, split: str) -> None:
         node, p, ds = self.split_sections(split)
-        name = _canon(ds.get("name"), tuple(DATASETS), f"{p}.name", "dataset", self.source)
+        name = canonical(ds.get("name"), tuple(DATASETS), f"{p}.name", "dataset", self.source)
         self.map(f"{p}.name", DATASETS[name], f"{p}.format")
         if "data_dir" in ds:
             self.map(f"{p}.data_dir", ds["data_dir"] or "", f"{p}.data_dir")

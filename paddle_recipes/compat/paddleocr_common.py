@@ -34,6 +34,7 @@ from paddle_recipes.config import ConfigError, OverrideNote, suggest_name
 
 from .translate import TranslationReport, Translator, canonical
 from paddle_recipes.config import field_types
+from paddle_recipes.nn.catalog import ARCH_KEYS
 
 
 
@@ -162,12 +163,10 @@ class PaddleOCRTranslator(Translator):
             for k, v in (self.src.get(sec) or {}).items():
                 self.ext(f"{sec}.{k}", copy.deepcopy(v), f"{sec}.{k}")
 
-    ARCHITECTURE_KEYS = ("model_type", "algorithm", "Transform", "Backbone", "Neck", "Head")
-
     def architecture_section(self, map_as_written: tuple = ("model_type", "algorithm")) -> dict:
         """The source's Architecture mapping with PaddleOCR's six keys checked; the keys in `map_as_written` that are
         present are mapped to ours unchanged."""
-        a = self.check_keys(self.src.get("Architecture"), self.ARCHITECTURE_KEYS, "Architecture")
+        a = self.check_keys(self.src.get("Architecture"), ARCH_KEYS, "Architecture")
         for k in map_as_written:
             if k in a:
                 self.map(f"Architecture.{k}", a[k], f"Architecture.{k}")

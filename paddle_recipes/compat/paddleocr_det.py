@@ -26,7 +26,6 @@ Facts of PaddleOCR's det code that the mapping follows (read, not copied):
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 from typing import Any, Tuple
 
@@ -35,8 +34,8 @@ from paddle_recipes.nn import catalog
 
 from .paddleocr_common import PaddleOCRTranslator, schema_has, paddleocr_translator
 from .translate import TranslationReport
-from .translate import canonical as _canon
-from paddle_recipes.tasks.ocr_det.models import DET_HEADS, DET_NECKS
+from .translate import canonical
+from paddle_recipes.tasks.ocr_det import models  # noqa: F401 (the det necks and heads register in nn.catalog)
 
 DATASETS = ("SimpleDataSet", "TextDetDataset")
 # The one det pipeline each split runs here, in PaddleOCR's order; (optional ops in OPTIONAL).
@@ -66,10 +65,7 @@ EMA_GLOBAL = {"use_ema": "EMA.enable", "ema_decay": "EMA.decay", "ema_decay_type
 EMA_DECAY_TYPES = {"threshold": "threshold", "exponential": "exponential", "normal": "none"}  # ppdet -> ours
 
 
-def _registries() -> dict:
-    """Architecture part -> what is built here for detection: lower-case name -> class (backbones: nn.catalog)."""
-    backbones = {n.name.lower(): n.cls for n in catalog.networks(catalog.DET)}
-    return {"Backbone": backbones, "Neck": DET_NECKS, "Head": DET_HEADS}
+PARTS = (catalog.BACKBONE, catalog.NECK, catalog.HEAD)  # the Architecture sections, read from nn.catalog
 
 
 class DetTranslator(PaddleOCRTranslator):
@@ -109,13 +105,14 @@ class DetTranslator(PaddleOCRTranslator):
         if a.get("algorithm", "DB") != "DB":
             raise self.error("Architecture.algorithm", f"{a['algorithm']!r} is PaddleOCR's, but this version builds "
                              "only DB detectors")
-        for part, registry in _registries().items():
-            node = a.get(part)
+        for kind in PARTS:
+            node = a.get(kind.capitalize())
             name = node.get("name") if isinstance(node, dict) else None
-            if str(name).lower() not in registry:
-                built = ", ".join(sorted({c.__name__ for c in registry.values()}))
-                raise self.error(f"Architecture.{part}.name", f"{name!r} is not built here for detection; "
-                                 f"built: {built}")
+            part = catalog.lookup(name, catalog.DET, kind)
+            if part is None or part.cls is None:
+                built = ", ".join(sorted(catalog.names(catalog.DET, kind=kind)))
+                raise self.error(f"Architecture.{kind.capitalize()}.name", f"{name!r} is not built here for "
+                                 f"detection; built: {built}")
         self.backbone_builds(a["Backbone"])
 
     def backbone_builds(self, node: dict) -> None:
@@ -158,37 +155,38 @@ class DetTranslator(PaddleOCRTranslator):
             if a["Transform"] is not None:
                 raise self.error("Architecture.Transform", "a Transform stage is not supported for DB detection")
             self.none("Architecture.Transform", "null: no transform stage")
-        for part, registry in _registries().items():
-            path, node = f"Architecture.{part}", copy.deepcopy(a[part])
-            cls = registry[str(node["name"]).lower()]
-            node["name"] = cls.__name__
+        for kind in PARTS:
+            section = kind.capitalize()
+            path, node = f"Architecture.{section}", copy.deepcopy(a[section])
+            part = catalog.lookup(node["name"], catalog.DET, kind)
+            node["name"] = part.name
             if "in_channels" in node:  # PaddleOCR's BaseModel overwrites it: 3, then each stage's out_channels
                 node.pop("in_channels")
                 self.none(f"{path}.in_channels", "overwritten by PaddleOCR's model builder (3, then the previous "
                           "stage's channels)")
-            params = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "in_channels")]
+            params = part.config_keys(node)
             for key in node:
                 if key != "name" and key not in params:
-                    raise self.error(f"{path}.{key}", f"not an option of {cls.__name__} here{suggest_name(key, params)}")
+                    raise self.error(f"{path}.{key}", f"not an option of {part.name} here{suggest_name(key, params)}")
             if "det" in params and not node.get("det"):
                 raise self.error(f"{path}.det", f"{node.get('det')!r}: a detection backbone needs det: true")
             self.put(path, node)
-            self.copy_tree(path, {k: v for k, v in a[part].items() if k != "in_channels"}, path)
+            self.copy_tree(path, {k: v for k, v in a[section].items() if k != "in_channels"}, path)
 
     def loss(self) -> None:
         lo = self.check_keys(self.src.get("Loss"), ("name",) + LOSS_KEYS, "Loss")
-        _canon(lo.get("name"), ("DBLoss",), "Loss.name", "loss", self.source)
+        canonical(lo.get("name"), ("DBLoss",), "Loss.name", "loss", self.source)
         self.map("Loss.name", "DBLoss", "Loss.name")
         if "main_loss_type" in lo:
-            _canon(lo["main_loss_type"], ("DiceLoss", "BCELoss", "MaskL1Loss", "DiceFocalLoss"), "Loss.main_loss_type",
-                   "loss", self.source)
+            canonical(lo["main_loss_type"], ("DiceLoss", "BCELoss", "MaskL1Loss", "DiceFocalLoss"),
+                      "Loss.main_loss_type", "loss", self.source)
         for k in LOSS_KEYS:
             if k in lo:
                 self.map(f"Loss.{k}", lo[k], f"Loss.{k}")
 
     def postprocess(self) -> None:
         pp = self.check_keys(self.src.get("PostProcess"), ("name",) + tuple(POSTPROCESS_DEFAULTS), "PostProcess")
-        _canon(pp.get("name"), ("DBPostProcess",), "PostProcess.name", "post-process", self.source)
+        canonical(pp.get("name"), ("DBPostProcess",), "PostProcess.name", "post-process", self.source)
         self.map("PostProcess.name", "DBPostProcess", "PostProcess.name")
         for k, default in POSTPROCESS_DEFAULTS.items():
             if k in pp:
@@ -201,17 +199,17 @@ class DetTranslator(PaddleOCRTranslator):
 
     def metric(self) -> None:
         m = self.check_keys(self.src.get("Metric"), ("name", "main_indicator"), "Metric")
-        _canon(m.get("name"), ("DetMetric",), "Metric.name", "metric", self.source)
+        canonical(m.get("name"), ("DetMetric",), "Metric.name", "metric", self.source)
         self.map("Metric.name", "DetMetric", "Metric.name")
         if "main_indicator" in m:
-            _canon(m["main_indicator"], ("hmean", "precision", "recall"), "Metric.main_indicator", "indicator",
+            canonical(m["main_indicator"], ("hmean", "precision", "recall"), "Metric.main_indicator", "indicator",
                    self.source)
             self.map("Metric.main_indicator", m["main_indicator"], "Metric.main_indicator")
 
     # ------------------------------------------------------------------ data
     def split(self, split: str) -> None:
         node, p, ds = self.split_sections(split)
-        _canon(ds.get("name"), DATASETS, f"{p}.name", "dataset", self.source)
+        canonical(ds.get("name"), DATASETS, f"{p}.name", "dataset", self.source)
         self.fixed(f"{p}.name", "PaddleOCR det label files (path<TAB>json polygons)")
         if "data_dir" in ds:
             self.map(f"{p}.data_dir", ds["data_dir"] or "", f"{p}.data_dir")
@@ -290,7 +288,7 @@ class DetTranslator(PaddleOCRTranslator):
         types = [a.get("type") if isinstance(a, dict) else None for a in aug]
         kinds = ("Fliplr", "Affine", "Resize")
         for i, t in enumerate(types):
-            _canon(t, kinds, f"{path}[{i}].type", "augmenter", self.source)
+            canonical(t, kinds, f"{path}[{i}].type", "augmenter", self.source)
         if types != [t for t in kinds if t in types] or "Fliplr" not in types:
             raise self.error(path, f"{types}: the augmentation here is Fliplr (p 0.5), then Affine rotate, then "
                              "Resize, each at most once")

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from paddle_recipes.config import ConfigError, duplicate_key_line
 from paddle_recipes.formats.ppdet_yaml import PpdetLoader, is_ppdet_config, load_ppdet_yaml
+from paddle_recipes.nn import catalog
+from paddle_recipes.tasks.det_ppyoloe import model  # noqa: F401 (its parts register in nn.catalog: PPYOLOE_PARTS)
 
 from .translate import TranslationReport, Translator
 
@@ -37,7 +39,8 @@ _log = logging.getLogger("paddle_recipes.compat.ppdet")
 
 # width/depth multipliers of the PP-YOLOE sizes (ppdet configs state them; we name them)
 SIZE_BY_MULTS = {(0.50, 0.33): "s", (0.75, 0.67): "m", (1.00, 1.00): "l", (1.25, 1.33): "x"}
-PPYOLOE_PARTS = ["CSPResNet", "CustomCSPPAN", "PPYOLOEHead"]  # YOLOv3.backbone / neck / yolo_head
+# YOLOv3.backbone / neck / yolo_head: ppdet's names of the parts built here (nn.catalog)
+PPYOLOE_PARTS = [catalog.names(catalog.PPYOLOE, kind=kind)[0] for kind in (catalog.BACKBONE, catalog.NECK, catalog.HEAD)]
 
 
 # ----------------------------------------------------------------------------- translation

@@ -14,7 +14,10 @@ import paddle
 import paddle.nn.functional as F
 from paddle import nn
 
+from .catalog import CLS, HEAD, register
 
+
+@register(HEAD, "ClsHead", CLS)
 class ClsHead(nn.Layer):
     """Mean over H, W -> Linear(in_channels, class_dim); softmax in eval mode."""
 

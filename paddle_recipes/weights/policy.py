@@ -53,7 +53,8 @@ def form_at(model: paddle.nn.Layer, path: str, prefer_ema: bool = True) -> Optio
     if not rep_blocks(net) and not training_branches(net):
         return Form()
     try:
-        weights = load_weights_file(resolve_weights_file(path, prefer_ema))
+        file = resolve_weights_file(path, prefer_ema)
+        weights = load_weights_file(file)
     except Exception:  # noqa: BLE001 - the loader that follows reports the file's fault in one line
         return None
     return form_of_keys(net, weights) if isinstance(weights, dict) else None

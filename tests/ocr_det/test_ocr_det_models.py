@@ -75,8 +75,11 @@ def test_bad_architecture_is_one_clear_error():
         build_ppocr_det_model({**arch, "Neck": {"name": "RSEFPN", "out_channel": 96}})
     with pytest.raises(ValueError, match="set det: true"):
         build_ppocr_det_model({**arch, "Backbone": {"name": "PPLCNetV3", "scale": 0.75}})
-    with pytest.raises(ValueError, match="unknown 'DBHeadX'"):
+    with pytest.raises(ValueError, match=r"Architecture.Head.name: unknown name 'DBHeadX'; valid names: DBHead, "
+                                         r"PFHeadLocal \(did you mean 'DBHead'\?\)$"):  # from nn.catalog
         build_ppocr_det_model({**arch, "Head": {"name": "DBHeadX"}})
+    with pytest.raises(ValueError, match=r"Architecture.Neck: DBFPN needs out_channels$"):
+        build_ppocr_det_model({**arch, "Neck": {"name": "dbfpn"}})
     with pytest.raises(ValueError, match="only DB"):
         build_ppocr_det_model({**arch, "algorithm": "EAST"})
 

@@ -21,7 +21,9 @@ from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, DatasetConfig, R
 from paddle_recipes.tasks.ocr_rec.losses import CTCLoss  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.metrics import RecMetric, edit_distance  # noqa: E402
 from paddle_recipes.config import ConfigError, UnknownNameError  # noqa: E402
-from paddle_recipes.tasks.ocr_rec.models import ArchitectureConfig, build_rec_model  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.models import (ArchitectureConfig, BackboneConfig, Im2Seq, NeckConfig,  # noqa: E402
+                                                  build_rec_model)
+from paddle_recipes.nn import catalog  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.postprocess import ctc_greedy_decode  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, generate_samples, write_split  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.transforms import decode_image, resize_norm_pad  # noqa: E402
@@ -208,19 +210,17 @@ def test_component_argument_it_does_not_take_is_an_error():
         ArchitectureConfig(Backbone={"name": "pplcnetv3", "layers": 34})  # checked when the config is read
 
 
-def test_registered_component_becomes_a_valid_name():
-    from paddle_recipes.tasks.ocr_rec import models
+def test_registered_component_becomes_a_valid_name(monkeypatch):
+    """A neck registered in the catalogue next to its class is a valid Neck name of the config and the builder."""
+    monkeypatch.setattr(catalog, "ENTRIES", list(catalog.ENTRIES))  # the registration ends with the test
 
-    @models.register_neck("TestIdentity")
-    class TestIdentity(models.Im2Seq):
+    @catalog.register(catalog.NECK, "TestIdentity", catalog.REC, ours=True)
+    class TestIdentity(Im2Seq):
         pass
 
-    try:
-        model = build_rec_model({"Backbone": {"name": "LCNetRec", "scale": 0.25}, "Neck": {"name": "TestIdentity"},
-                                 "Head": {"name": "CTCHead"}}, 5)
-        assert isinstance(model.neck, TestIdentity)
-    finally:
-        models.NECKS.pop("TestIdentity")
+    arch = {"Backbone": {"name": "LCNetRec", "scale": 0.25}, "Neck": {"name": "TestIdentity"}, "Head": {"name": "CTCHead"}}
+    assert isinstance(build_rec_model(arch, 5).neck, TestIdentity)
+    ArchitectureConfig(Backbone=BackboneConfig(name="LCNetRec"), Neck=NeckConfig(name="TestIdentity"))  # checked: ok
 
 
 def _brute_force_ctc(logits: np.ndarray, label: list[int]) -> float:

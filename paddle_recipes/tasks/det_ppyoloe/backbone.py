@@ -19,6 +19,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_recipes.export import folded_conv_bn
+from paddle_recipes.nn.catalog import BACKBONE, PPYOLOE, register
 
 
 def get_act(name: str | None):
@@ -129,6 +130,7 @@ def scale_depth(n: int, depth_mult: float) -> int:
     return max(1, int(round(n * depth_mult)))
 
 
+@register(BACKBONE, "CSPResNet", PPYOLOE, fixed=("width_mult", "depth_mult"))  # ppdet's name
 class CSPRepResNet(nn.Layer):
     """Stem (3 convs, stride 2) + 4 CSPResStages; returns stage outputs at strides 8/16/32.
 

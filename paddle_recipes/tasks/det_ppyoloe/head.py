@@ -18,6 +18,7 @@ import paddle.distributed as dist
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from ...nn.catalog import HEAD, PPYOLOE, register
 from .assigner import TaskAlignedAssigner
 from .backbone import ConvBN
 from .losses import bbox_to_distance, distribution_focal_loss, giou_loss, varifocal_loss
@@ -50,6 +51,7 @@ def make_anchors(feats, strides, offset: float = 0.5):
     return paddle.concat(points, axis=0), paddle.concat(stride_list, axis=0)
 
 
+@register(HEAD, "PPYOLOEHead", PPYOLOE, fixed=("in_channels", "num_classes", "strides"))
 class PPYOLOEHead(nn.Layer):
     """ET-head over 3 levels.
 

@@ -1,5 +1,7 @@
 """PP-YOLOE assembly: CSPRepResNet -> CustomCSPPAN -> ET-head, sizes from a registry.
 
+The three parts are in nn.catalog (model type ``ppyoloe``) under ppdet's names: CSPResNet, CustomCSPPAN, PPYOLOEHead.
+
 ``build_ppyoloe(size, num_classes)``; sizes scale widths/depths of every part:
     tiny: 0.125 / 0.33 (tests and CPU runs)
     s:    0.50 / 0.33

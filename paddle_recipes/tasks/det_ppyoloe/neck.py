@@ -10,6 +10,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from ...nn.catalog import NECK, PPYOLOE, register
 from .backbone import BasicBlock, ConvBN, scale_depth, scale_width
 
 
@@ -67,6 +68,7 @@ class CSPStage(nn.Layer):
         return self.conv3(paddle.concat([self.conv1(x), self.blocks(self.conv2(x))], axis=1))
 
 
+@register(NECK, "CustomCSPPAN", PPYOLOE, fixed=("in_channels", "width_mult", "depth_mult"))
 class CustomCSPPAN(nn.Layer):
     """FPN (deep -> shallow, with upsampling) followed by PAN (shallow -> deep, stride-2 convs).
 

@@ -16,11 +16,10 @@ from typing import Any, Dict, List, Optional
 
 from paddle import nn
 
-from paddle_recipes.nn.catalog import CLS, build_backbone, build_part, find_backbone
-from paddle_recipes.nn.cls_head import ClsHead
+from paddle_recipes.nn import cls_head  # noqa: F401 (it registers ClsHead in nn.catalog)
+from paddle_recipes.nn.catalog import CLS, HEAD, build, build_backbone, check_kwargs, find_backbone
 from paddle_recipes.nn.pp_lcnet import TEXTLINE_STRIDES, PPLCNet
 
-CLS_HEADS = {"clshead": ClsHead}
 INPUTS = ("ppocr", "paddlex")
 
 
@@ -113,12 +112,13 @@ def build_cls_model(arch: ClsArchitecture, num_classes: int) -> nn.Layer:
         if head:
             raise ValueError("Architecture.Head: PPLCNet carries its own fc (Backbone.class_num); set Head: null")
         _check_classes("Architecture.Backbone.class_num", backbone.setdefault("class_num", num_classes), num_classes)
-        return build_part({"pplcnet": _SoftmaxLCNet}, "Backbone", {"name": name, **backbone}, eval_softmax=True)
+        check_kwargs(PPLCNet, "Backbone", backbone)
+        return _SoftmaxLCNet(eval_softmax=True, **backbone)
     net = build_backbone(name, CLS, **backbone)
     if not head:
         raise ValueError(f"Architecture.Head: {type(net).__name__} needs a head ({{name: ClsHead, class_dim: N}})")
     _check_classes("Architecture.Head.class_dim", head.setdefault("class_dim", num_classes), num_classes)
-    return ClsModel(net, build_part(CLS_HEADS, "Head", head, in_channels=net.out_channels))
+    return ClsModel(net, build(head.pop("name", None), CLS, HEAD, head, in_channels=net.out_channels))
 
 
 def _check_classes(key: str, value: int, num_classes: int) -> None:

@@ -20,6 +20,7 @@ import paddle.nn.functional as F
 from paddle import ParamAttr
 from paddle.nn.initializer import Constant, KaimingUniform, Uniform
 
+from ...nn.catalog import DET, HEAD, register
 from .necks import upsample_nearest
 
 
@@ -61,6 +62,7 @@ class Head(nn.Layer):
 AUX_LEVELS = (("p4", 4), ("p3", 2), ("p2", 1))  # PP-OCRv6 auxiliary heads: level, upsampling to stride 4
 
 
+@register(HEAD, "DBHead", DET)
 class DBHead(nn.Layer):
     """Differentiable binarization head. ``k``: steepness of the step function (50). ``aux_in_channels`` > 0
     (PP-OCRv6): one more binarize/thresh pair per neck level p4, p3, p2 (``aux_binarize_p4``, ``aux_thresh_p4``,
@@ -127,6 +129,7 @@ class LocalModule(nn.Layer):
         return self.last_1(self.last_3(paddle.concat([init_map, x], axis=1)))
 
 
+@register(HEAD, "PFHeadLocal", DET)
 class PFHeadLocal(DBHead):
     """DBHead whose probability map is refined at full resolution: the binarize branch's last
     features (upsampled 2x) and its map go through ``cbn_layer``; eval returns the mean of the plain

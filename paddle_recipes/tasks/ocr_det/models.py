@@ -6,8 +6,9 @@
     Neck:     {name: RSEFPN, out_channels: 96, shortcut: true}  # | LKPAN | DBFPN | UniRepLKFPN | UniRepLKPAN
     Head:     {name: DBHead, k: 50, fix_nan: true}               # | {name: PFHeadLocal, k: 50, mode: large}
 
-Backbones come from ``paddle_recipes.nn.catalog`` (those serving ``det``). Names are matched case-insensitively;
-an option a network does not take is a ``ValueError`` naming it. The presets below are PaddleOCR's published det
+Backbones, necks and heads come from ``paddle_recipes.nn.catalog`` (those serving ``det``; the necks and heads
+register there from necks.py, replk_necks.py and heads.py). Names are matched case-insensitively; an option a network
+does not take is a ``ValueError`` naming it. The presets below are PaddleOCR's published det
 architectures (PP-OCRv4 mobile = v5 mobile).
 """
 from __future__ import annotations
@@ -16,14 +17,8 @@ from typing import Any
 
 import paddle.nn as nn
 
-from ...nn.catalog import DET, arch_dict, arch_section, build_backbone, build_part
-from .heads import DBHead, PFHeadLocal
-from .necks import DBFPN, LKPAN, RSEFPN
-from .replk_necks import UniRepLKFPN, UniRepLKPAN
-
-DET_NECKS = {"dbfpn": DBFPN, "rsefpn": RSEFPN, "lkpan": LKPAN, "unireplkfpn": UniRepLKFPN, "replkfpn": UniRepLKFPN,
-             "unireplkpan": UniRepLKPAN, "replkpan": UniRepLKPAN}
-DET_HEADS = {"dbhead": DBHead, "pfheadlocal": PFHeadLocal}
+from ...nn.catalog import DET, HEAD, NECK, arch_dict, arch_section, build, build_backbone
+from . import heads, necks, replk_necks  # noqa: F401 (they register the det necks and heads in nn.catalog)
 
 
 class PPOCRDetModel(nn.Layer):
@@ -78,8 +73,9 @@ def build_ppocr_det_model(arch_cfg: Any, in_channels: int = 3) -> PPOCRDetModel:
     backbone = build_backbone(b_kw.pop("name"), DET, in_channels=in_channels, **b_kw)
     if not isinstance(backbone.out_channels, list):
         raise ValueError("Architecture.Backbone: set det: true (a detection backbone returns 4 feature maps)")
-    neck = build_part(DET_NECKS, "Neck", arch_section(arch["Neck"], "Neck"), in_channels=backbone.out_channels)
-    head = build_part(DET_HEADS, "Head", arch_section(arch["Head"], "Head"), in_channels=neck.out_channels)
+    n_kw, h_kw = arch_section(arch["Neck"], "Neck"), arch_section(arch["Head"], "Head")
+    neck = build(n_kw.pop("name"), DET, NECK, n_kw, in_channels=backbone.out_channels)
+    head = build(h_kw.pop("name"), DET, HEAD, h_kw, in_channels=neck.out_channels)
     return PPOCRDetModel(backbone, neck, head)
 
 

@@ -15,6 +15,8 @@ import paddle.nn.functional as F
 from paddle import ParamAttr
 from paddle.nn.initializer import KaimingUniform
 
+from ...nn.catalog import DET, NECK, register
+
 
 def neck_conv(cin, cout, k, stride=1, bias=False):
     """Conv with 'same' padding and PaddleOCR's neck initialiser (Kaiming uniform)."""
@@ -123,6 +125,7 @@ class IntraCL(_Neck):
         return self._fuse(*self._apply_intracl([conv(p) for conv, p in zip(self.pan_lat_conv, pan)]))
 
 
+@register(NECK, "DBFPN", DET)
 class DBFPN(_Neck):
     """1x1 lateral convs ``in{2..5}_conv`` to ``out_channels``, top-down sum, 3x3 ``p{2..5}_conv`` to
     ``out_channels // 4``, upsample and concatenate. ``use_asf`` (DB++) is not implemented."""
@@ -143,6 +146,7 @@ class DBFPN(_Neck):
         return self._fuse(*[getattr(self, f"p{i + 2}_conv")(o) for i, o in enumerate(outs)])
 
 
+@register(NECK, "RSEFPN", DET)
 class RSEFPN(IntraCL):
     """DBFPN with RSELayers: ``ins_conv[i]`` (1x1 RSE to ``out_channels``), ``inp_conv[i]`` (3x3 RSE to
     ``out_channels // 4``); ``shortcut`` adds the conv output around each SE; optional ``intracl``."""
@@ -182,6 +186,7 @@ class DSConv(nn.Layer):
         return y + self.conv_end(x) if self.has_end else y
 
 
+@register(NECK, "LKPAN", DET)
 class LKPAN(IntraCL):
     """Large-kernel PAN: 1x1 ``ins_conv`` to ``out_channels``, top-down sum, 9x9 ``inp_conv`` to
     ``out_channels // 4``, bottom-up path (3x3/2 ``pan_head_conv`` added to the level above), 9x9

@@ -16,6 +16,7 @@ from typing import Sequence
 
 import paddle.nn as nn
 
+from ...nn.catalog import DET, NECK, register
 from ...nn.reparam import fuse_branches, fused_param_attrs, unfuse_into
 from .necks import SEModule, RSELayer, IntraCL, neck_conv
 
@@ -100,6 +101,7 @@ class _AuxOutputs(IntraCL):
         return fuse
 
 
+@register(NECK, "UniRepLKFPN", DET, aliases=("RepLKFPN",))
 class UniRepLKFPN(_AuxOutputs):
     """RSEFPN whose 3x3 RSE level convs are ``inp_conv_dw[i]`` (DilatedReparamBlock, ``dilated_kernel_size``) ->
     ``inp_conv_pw[i]`` (1x1 to ``out_channels // 4``) -> ``inp_conv_se[i]`` (SE, added to its input when
@@ -126,6 +128,7 @@ class UniRepLKFPN(_AuxOutputs):
         return self._output(self._fuse(*ps), outs)
 
 
+@register(NECK, "UniRepLKPAN", DET, aliases=("RepLKPAN",))
 class UniRepLKPAN(_AuxOutputs):
     """LKPAN whose 9x9 ``inp_conv[i]`` and ``pan_lat_conv[i]`` are DilatedReparamConv (kernel 9); 1x1
     ``ins_conv``, 3x3/2 ``pan_head_conv``, optional ``intracl`` as LKPAN. ``mode`` is accepted and has no

@@ -249,7 +249,7 @@ def _line(renderer: LineRenderer, text: str, k: int, size: int, vertical: bool, 
     if vertical:
         mask = renderer.vertical_mask(text, k, size, rng)
     else:
-        mask = np.asarray(renderer._text_mask(text, k, size, rng)[0], np.float32) / 255.0
+        mask = np.asarray(renderer.text_mask(text, k, size, rng)[0], np.float32) / 255.0
     drawn = mask  # the ink box is the font's glyphs (a thinned stroke stays inside them)
     mask = reweight(mask, size, style.weight)
     if style.outline:  # room for the rim, inside the label

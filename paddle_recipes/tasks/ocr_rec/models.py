@@ -2,8 +2,9 @@
 
 Backbones come from the catalogue of networks (``paddle_recipes.nn.catalog``): ours (``LCNetRec``,
 ``ResNet34vd``, ``DenseConvRec``) map an image [B, C, H, W] to a feature map [B, C', 1, T] (H collapsed,
-T = W / width_stride) and take the ``BiLSTM`` / ``Conv`` / ``Im2Seq`` necks and the ``CTCHead`` name of this
-module (class ``LinearCTCHead``). These are OUR OWN DESIGNS: PaddleOCR weights do not load into them.
+T = W / width_stride) and take the ``BiLSTM`` / ``Conv`` / ``Im2Seq`` necks and the ``CTCHead`` of this module
+(class ``LinearCTCHead``), listed in the catalogue as ours (``register(..., ours=True)``). These are OUR OWN
+DESIGNS: PaddleOCR weights do not load into them.
 PaddleOCR's own recognizers (PP-OCRv4/v5 mobile: ``PPLCNetV3`` + ``MultiHead``; the CRNN
 ``rec_r34_vd_none_bilstm_ctc``: ``ResNet`` + ``SequenceEncoder`` + ``CTCHead``) are assembled in
 ``ppocr_models.py``; ``build_rec_model`` dispatches to them when ``Backbone.name`` is one of PaddleOCR's
@@ -16,19 +17,21 @@ import inspect
 import types
 import typing
 from dataclasses import asdict, dataclass, field, is_dataclass, make_dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import paddle.nn as nn
 import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
-from ...nn.catalog import REC, build_backbone, check_kwargs, find_backbone, networks
+from ...nn.catalog import (HEAD, NECK, REC, build, build_backbone, check_args, check_kwargs, find, find_backbone,
+                           networks, register)
 from ...nn.layers import ConvBN
 from . import ppocr_models
 from .ctc_init import set_blank_bias
 
 
 # --------------------------------------------------------------------- necks
+@register(NECK, "Im2Seq", REC, ours=True)
 class Im2Seq(nn.Layer):
     """[B, C, 1, T] -> [B, T, C]."""
 
@@ -40,6 +43,7 @@ class Im2Seq(nn.Layer):
         return x.squeeze(axis=2).transpose([0, 2, 1])
 
 
+@register(NECK, "BiLSTM", REC, ours=True)
 class BiLSTMNeck(nn.Layer):
     """im2seq + 2-layer bidirectional LSTM; output dim = 2 * hidden_size."""
 
@@ -54,6 +58,7 @@ class BiLSTMNeck(nn.Layer):
         return y
 
 
+@register(NECK, "Conv", REC, ours=True)
 class ConvNeck(nn.Layer):
     """Light neck: im2seq + 1x1 reduction + 1-D context conv (kernel 5) along time, residual.
 
@@ -80,6 +85,7 @@ class ConvNeck(nn.Layer):
 
 
 # ---------------------------------------------------------------------- head
+@register(HEAD, "CTCHead", REC, ours=True, fixed=("in_channels", "num_classes"))
 class LinearCTCHead(nn.Layer):
     """Our CTC head (config name ``CTCHead`` with our backbones; PaddleOCR's is ``ppocr_heads.CTCHead``):
     linear (optionally via a mid layer) to ``num_classes`` logits per time step: [B, T, num_classes].
@@ -104,24 +110,8 @@ class LinearCTCHead(nn.Layer):
         return self.fc(x.reshape([-1, c])).reshape([-1, t, self.num_classes]) + self.bias
 
 
-# Neck / head registries of our backbones: name -> class (backbones: nn.catalog). Add a component with the
-# decorators and it becomes a valid `Architecture.<Section>.name`.
-NECKS: Dict[str, type] = {"BiLSTM": BiLSTMNeck, "Conv": ConvNeck, "Im2Seq": Im2Seq}
-HEADS: Dict[str, type] = {"CTCHead": LinearCTCHead}
-ALGORITHMS = {"CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR"}  # Architecture.algorithm labels (PaddleOCR's names)
+ALGORITHMS = ("CRNN", "SVTR_LCNet", "SVTR_HGNet", "SVTR")  # Architecture.algorithm labels (PaddleOCR's names)
 MODEL_TYPES = {"rec"}
-
-
-def _register(registry: Dict[str, type]) -> Callable[[str], Callable[[type], type]]:
-    def register(name: str):
-        def deco(cls: type) -> type:
-            registry[name] = cls
-            return cls
-        return deco
-    return register
-
-
-register_neck, register_head = _register(NECKS), _register(HEADS)
 
 
 def _field_type(tp: Any) -> Any:
@@ -218,12 +208,6 @@ class ArchitectureConfig:
         return self.Head.name.lower() == "multihead"
 
 
-# The Neck/Head names of PaddleOCR's networks (ppocr_models.py: SequenceEncoder, CTCHead, MultiHead), lower-case.
-PPOCR_NECKS = ppocr_models.PPOCR_NECKS
-PPOCR_HEADS = ppocr_models.PPOCR_HEADS
-ENCODER_TYPES = ("reshape", "fc", "rnn", "svtr", "lightsvtr")
-
-
 class RecModel(nn.Layer):
     """backbone -> neck -> head. ``forward(x)`` returns CTC logits [B, T, num_classes]."""
 
@@ -250,52 +234,16 @@ def _as_kwargs(cfg: Any) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-_FIXED_ARGS = ("self", "in_channels", "num_classes", "out_channels", "out_channels_list")
-
-
-def _pick(registry: Dict[str, type], section: str, name: Any, case_insensitive: bool) -> type:
-    key = str(name).lower() if case_insensitive else name
-    if key not in registry:
-        valid = sorted({c.__name__ if case_insensitive else k for k, c in registry.items()})
-        check_name(f"Architecture.{section}.name", name, valid)
-    return registry[key]
-
-
 def check_architecture(arch: "ArchitectureConfig") -> None:
-    """Names and arguments of the Backbone / Neck / Head sections against the networks they pick:
-    PaddleOCR's (ppocr_models, when the backbone is one of theirs) or ours. One-line ConfigErrors."""
+    """Names and arguments of the Backbone / Neck / Head sections against the catalogue (nn.catalog): the neck
+    and head of PaddleOCR's family when the backbone is one of theirs, else of ours. One-line ConfigErrors."""
     b = _as_kwargs(arch.Backbone)
     network = find_backbone(b.pop("name"), REC)
-    check_kwargs(network.cls, "Backbone", b, fixed=_FIXED_ARGS)
-    h = _as_kwargs(arch.Head)
-    hname = h.pop("name")
-    n = _as_kwargs(arch.Neck) if arch.Neck is not None else None
-    if network.ours:
-        if n is not None:
-            check_kwargs(_pick(NECKS, "Neck", n.pop("name"), False), "Neck", n, fixed=_FIXED_ARGS)
-        check_kwargs(_pick(HEADS, "Head", hname, False), "Head", h, fixed=_FIXED_ARGS)
-        return
-    if n is not None:
-        _pick(PPOCR_NECKS, "Neck", n.pop("name"), True)
-        etype = n.pop("encoder_type", None)
-        check_name("Architecture.Neck.encoder_type", etype, ENCODER_TYPES)
-        image_encoder = ppocr_models.IMAGE_ENCODERS.get(etype)
-        check_kwargs(image_encoder or type("SequenceEncoder", (), {}), "Neck", n,
-                     extra=[] if image_encoder else ["hidden_size"], fixed=_FIXED_ARGS)
-    head_cls = _pick(PPOCR_HEADS, "Head", hname, True)
-    # init_blank_prob: set on the CTC output by build_ppocr_rec_model
-    check_kwargs(head_cls, "Head", h, extra=["init_blank_prob"], fixed=_FIXED_ARGS)
-    if head_cls is ppocr_models.MultiHead and not h.get("head_list"):
-        raise ConfigError("Architecture.Head: MultiHead needs head_list ([{CTCHead: {...}}, {NRTRHead: {...}}])")
-
-
-def _build(registry: Dict[str, type], section: str, kwargs: Dict[str, Any], *args):
-    """registry[name](*args, **kwargs) (names and arguments checked by check_architecture)."""
-    name = kwargs.pop("name", None)
-    check_name(f"Architecture.{section}.name", name, registry)
-    cls = registry[name]
-    check_kwargs(cls, section, kwargs, fixed=_FIXED_ARGS)
-    return cls(*args, **kwargs)
+    check_kwargs(network.cls, "Backbone", b, fixed=("in_channels",))
+    for kind, section in ((NECK, arch.Neck), (HEAD, arch.Head)):
+        if section is not None:
+            kwargs = _as_kwargs(section)
+            check_args(find(kwargs.pop("name"), REC, kind, ours=network.ours), kwargs)
 
 
 def build_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3) -> nn.Layer:
@@ -318,8 +266,10 @@ def _build_own(arch_cfg: Any, num_classes: int, in_channels: int) -> "RecModel":
     arch = _as_kwargs(arch_cfg)
     b_kw = _as_kwargs(arch.get("Backbone"))
     backbone = build_backbone(b_kw.pop("name", None), REC, in_channels=in_channels, **b_kw)
-    neck_kw = _as_kwargs(arch.get("Neck")) if arch.get("Neck") is not None else {"name": "Im2Seq"}
-    neck = _build(NECKS, "Neck", neck_kw, backbone.out_channels)
-    head = _build(HEADS, "Head", _as_kwargs(arch.get("Head")), neck.out_channels, num_classes)
+    n_kw = _as_kwargs(arch.get("Neck")) if arch.get("Neck") is not None else {"name": "Im2Seq"}
+    neck = build(n_kw.pop("name", None), REC, NECK, n_kw, ours=True, in_channels=backbone.out_channels)
+    h_kw = _as_kwargs(arch.get("Head"))
+    head = build(h_kw.pop("name", None), REC, HEAD, h_kw, ours=True, in_channels=neck.out_channels,
+                 num_classes=num_classes)
     return RecModel(backbone, neck, head)
 

@@ -10,9 +10,13 @@
 * ``MultiHead`` (PP-OCRv4/v5): a CTC branch (SVTR neck + CTCHead, used for inference and export)
   and an NRTR branch (``before_gtc`` flatten + linear to ``nrtr_dim``, then a 4-layer transformer
   decoder, ``gtc_head``) that only runs in training as guidance (GTC).
+
+Each registers in ``nn.catalog`` (as PaddleOCR's rec neck / head, not ``ours``), with the arguments the model builder
+passes itself (``fixed``) and the keys it reads besides (``extra``: init_blank_prob, ours).
 """
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Dict, List
 
@@ -24,6 +28,9 @@ from paddle import ParamAttr
 from paddle.nn.initializer import (Constant, KaimingNormal, KaimingUniform, Normal, TruncatedNormal, Uniform,
                                    XavierNormal)
 from paddle.regularizer import L2Decay
+
+from ...config import check_name
+from ...nn.catalog import HEAD, NECK, REC, register
 
 _trunc_normal = TruncatedNormal(std=0.02)
 _zeros, _ones = Constant(0.0), Constant(1.0)
@@ -224,9 +231,24 @@ def _init_transformer_weights(layer: nn.Layer) -> None:
 IMAGE_ENCODERS = {"svtr": EncoderWithSVTR, "lightsvtr": EncoderWithLightSVTR}
 
 
+@register(NECK, "SequenceEncoder", REC)
 class SequenceEncoder(nn.Layer):
     """Neck by ``encoder_type``: reshape | fc | rnn (hidden_size per direction) | svtr / lightsvtr (kwargs
     of EncoderWithSVTR / EncoderWithLightSVTR). Output [B, T, out_channels]."""
+
+    ENCODER_TYPES = ("reshape", "fc", "rnn", *IMAGE_ENCODERS)
+
+    @classmethod
+    def config_keys(cls, section: Dict[str, Any]) -> List[str]:
+        """The keys of a Neck section with this `section`'s encoder_type (nn.catalog.Network.config_keys): those of
+        its image encoder, else hidden_size; an unknown encoder_type is a one-line UnknownNameError."""
+        etype = section.get("encoder_type")
+        if etype is not None:  # a missing one: nn.catalog.check_args says it is needed
+            check_name("Architecture.Neck.encoder_type", etype, cls.ENCODER_TYPES)
+        image = IMAGE_ENCODERS.get(etype)
+        own = [p for p in inspect.signature(image.__init__).parameters if p not in ("self", "in_channels")] \
+            if image else ["hidden_size"]
+        return ["encoder_type", *own]
 
     def __init__(self, in_channels: int, encoder_type: str, hidden_size: int = 48, **kwargs):
         super().__init__()
@@ -262,6 +284,7 @@ def _uniform_attr(fan_in: int, decay: float) -> ParamAttr:
     return ParamAttr(regularizer=L2Decay(decay), initializer=Uniform(-bound, bound))
 
 
+@register(HEAD, "CTCHead", REC, fixed=("in_channels", "out_channels"), extra=("init_blank_prob",))
 class CTCHead(nn.Layer):
     """Per-step classifier to ``out_channels`` (= CTC classes incl. blank). ``fc_decay``: L2 on its
     weights (overrides the optimizer's). ``mid_channels``: optional hidden linear (fc1 -> fc2).
@@ -437,6 +460,7 @@ class NRTRDecoder(nn.Layer):
         return self.tgt_word_prj(tgt)
 
 
+@register(HEAD, "MultiHead", REC, fixed=("in_channels", "out_channels_list"), extra=("init_blank_prob",))
 class MultiHead(nn.Layer):
     """PP-OCRv4/v5 head. ``head_list``: PaddleOCR's list form, e.g.
     ``[{"CTCHead": {"Neck": {"name": "svtr", ...}, "Head": {"fc_decay": 1e-5}}},
@@ -446,13 +470,15 @@ class MultiHead(nn.Layer):
     "gtc": nrtr logits} ("gtc" absent after ``drop_training_branches``). Eval: CTC probabilities [B, T, n_ctc] only
     (logits if ``return_logits``)."""
 
+    BRANCHES = ("CTCHead", "NRTRHead")  # the head_list entries built here
+
     def __init__(self, in_channels: int, out_channels_list: Dict[str, int], head_list: List[Dict[str, Any]],
                  use_pool: bool = False, use_pos: bool = False):
         super().__init__()
         if use_pool or use_pos:
             raise ValueError("MultiHead: use_pool / use_pos are not supported (PP-OCRv4/v5 use neither)")
         names = [next(iter(h)) for h in head_list]
-        if sorted(names) != ["CTCHead", "NRTRHead"]:
+        if sorted(names) != sorted(self.BRANCHES):
             raise ValueError(f"MultiHead: head_list must hold one CTCHead and one NRTRHead, got {names}")
         for entry in head_list:
             name, args = next(iter(entry.items()))
@@ -504,3 +530,8 @@ class MultiHead(nn.Layer):
         if targets is None:
             raise ValueError("MultiHead in training mode needs targets [label_ctc, label_gtc, length, ...]")
         return {"ctc": ctc, "ctc_neck": seq, "gtc": self.gtc_head(self.before_gtc(x), targets[1:])}
+
+
+# PaddleOCR's rec heads known by name, not built here as a head of their own (NRTRHead is built as a MultiHead branch)
+register(HEAD, "NRTRHead", REC)(None)
+register(HEAD, "SARHead", REC)(None)

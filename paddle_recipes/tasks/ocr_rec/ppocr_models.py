@@ -12,7 +12,8 @@
 ``num_classes`` is the CTC class count including the blank (our ``CharDict`` count = PaddleOCR's
 ``CTCLabelDecode`` count: dict lines + space + blank). For ``MultiHead`` the NRTR branch gets
 ``num_classes + 3`` classes as in PaddleOCR (its vocabulary adds one more, the padding id 0).
-Names are matched case-insensitively. Unknown options are a ``ValueError`` naming them.
+Names are matched case-insensitively (PaddleOCR's necks and heads of ``nn.catalog``, registered in ppocr_heads.py).
+Unknown options are a ``ValueError`` naming them.
 """
 from __future__ import annotations
 
@@ -21,13 +22,11 @@ from typing import Any, Dict, List
 
 import paddle.nn as nn
 
-from ...nn.catalog import REC, arch_dict, arch_section, build_backbone, build_part, lookup
+from ...nn.catalog import HEAD, NECK, REC, arch_dict, arch_section, build, build_backbone, find, lookup
 from .ctc_init import set_blank_bias
 from .ppocr_losses import NRTR_OFFSET
-from .ppocr_heads import IMAGE_ENCODERS, CTCHead, MultiHead, SequenceEncoder  # noqa: F401 (IMAGE_ENCODERS: arg check)
+from .ppocr_heads import CTCHead, MultiHead
 
-PPOCR_NECKS = {"sequenceencoder": SequenceEncoder}
-PPOCR_HEADS = {"ctchead": CTCHead, "multihead": MultiHead}
 NRTR_EXTRA_CLASSES = 3  # PaddleOCR: NRTRLabelDecode count = CTCLabelDecode count + 3
 
 
@@ -116,15 +115,15 @@ def build_ppocr_rec_model(arch_cfg: Any, num_classes: int, in_channels: int = 3)
     neck = None
     n_kw = arch_section(arch.get("Neck"), "Neck")
     if n_kw is not None:
-        neck = build_part(PPOCR_NECKS, "Neck", n_kw, in_channels=channels)
+        neck = build(n_kw.pop("name"), REC, NECK, n_kw, ours=False, in_channels=channels)
         channels = neck.out_channels
     h_kw = arch_section(arch.get("Head"), "Head")
     blank_prob = h_kw.pop("init_blank_prob", None)
-    if str(h_kw["name"]).lower() == "multihead":
-        head = build_part(PPOCR_HEADS, "Head", h_kw, in_channels=channels, out_channels_list={
-            "CTCLabelDecode": num_classes, "NRTRLabelDecode": num_classes + NRTR_EXTRA_CLASSES})
-    else:
-        head = build_part(PPOCR_HEADS, "Head", h_kw, in_channels=channels, out_channels=num_classes)
+    part = find(h_kw.pop("name"), REC, HEAD, ours=False)
+    counts = {"out_channels": num_classes,  # the class counts a head takes: those in its catalogue entry's fixed
+              "out_channels_list": {"CTCLabelDecode": num_classes, "NRTRLabelDecode": num_classes + NRTR_EXTRA_CLASSES}}
+    head = build(part.name, REC, HEAD, h_kw, ours=False, in_channels=channels,
+                 **{k: v for k, v in counts.items() if k in part.fixed})
     model = PPOCRRecModel(backbone, neck, head)
     if blank_prob:  # our extension: the CTC output (MultiHead: its CTC branch) starts at this blank probability
         ctc = model.ctc_head

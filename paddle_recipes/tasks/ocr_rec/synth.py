@@ -214,7 +214,7 @@ class LineRenderer:
             self.samplers.append(TextSampler(own or self.chars, freq, cfg.freq_mix, cfg.mixed_prob, cfg.space_prob))
         self._pil: Dict[Tuple[int, int], ImageFont.FreeTypeFont] = {}
 
-    def _font(self, k: int, size: int) -> ImageFont.FreeTypeFont:
+    def font(self, k: int, size: int) -> ImageFont.FreeTypeFont:
         key = (k, size)
         if key not in self._pil:
             spec = self.fonts[k]
@@ -231,7 +231,7 @@ class LineRenderer:
         raise ValueError(f"no {self.fonts[k].split} font can draw {ch!r}")
 
     # ------------------------------------------------------------------ text layer
-    def _text_mask(self, text: str, k: int, size: int, rng: np.random.Generator):
+    def text_mask(self, text: str, k: int, size: int, rng: np.random.Generator):
         """White-on-black 'L' mask of the text, with margins; returns (mask, baseline_y, text_box)."""
         spec = self.fonts[k]
         aug = self.cfg.aug
@@ -240,8 +240,8 @@ class LineRenderer:
         stroke = 1 if aug and not spec.bold and size >= 30 and rng.random() < 0.12 else 0
         curve = rng.uniform(0.03, 0.09) * size if aug and rng.random() < 0.12 else 0.0
         phase, cycles = rng.uniform(0, 2 * np.pi), rng.uniform(0.3, 1.0)
-        glyph_fonts = [self._font(self.font_for_char(k, c), size) for c in text]
-        main = self._font(k, size)
+        glyph_fonts = [self.font(self.font_for_char(k, c), size) for c in text]
+        main = self.font(k, size)
         ascent, descent = main.getmetrics()
         advances = [f.getlength(c) for f, c in zip(glyph_fonts, text)]
         gaps = [spacing * size * (0.4 if c.isascii() else 1.0) for c in text]
@@ -273,7 +273,7 @@ class LineRenderer:
         draw = ImageDraw.Draw(img)
         y = (h - (len(text) * (size + gap) - gap)) / 2.0
         for ch in text:
-            font = self._font(self.font_for_char(k, ch), size)
+            font = self.font(self.font_for_char(k, ch), size)
             draw.text((w / 2, y + size / 2), ch, font=font, fill=255, anchor="mm")
             y += size + gap
         return np.asarray(img, np.float32) / 255.0
@@ -296,7 +296,7 @@ class LineRenderer:
             box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1) if len(xs) else (0, 0) + a.shape[::-1]
             src_h = a.shape[0]
         else:
-            mask, baseline, box, draw = self._text_mask(text, k, size, rng)
+            mask, baseline, box, draw = self.text_mask(text, k, size, rng)
             if cfg.aug and rng.random() < 0.1:  # underline in the text colour
                 y = int(min(mask.size[1] - 1, baseline + max(2, size * 0.12)))
                 draw.line([(box[0], y), (box[2], y)], fill=255, width=int(rng.integers(1, 3)))
