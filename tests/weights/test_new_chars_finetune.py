@@ -118,3 +118,18 @@ def test_new_character_scores_count_lines_and_occurrences():
     assert got["new_lines"] == 2 and got["new_exact"] == 0.5  # line c has no new character: not counted
     assert got["per_char"]["㎜"] == {"lines": 1, "exact": 1.0, "recall": 1.0}
     assert got["per_char"]["赟"] == {"lines": 1, "exact": 0.0, "recall": 0.5}
+
+
+@needs_official
+def test_lookalike_lines_hold_no_new_character_and_only_known_ones(tmp_path):
+    from benchmarks.harness.new_chars import LOOKALIKES, NEW_CHARS, make_new_char_split
+    from benchmarks.harness.real_crops import read_label_file
+
+    known = set(KEYS.read_text(encoding="utf-8").splitlines()) | {" "}
+    assert set(LOOKALIKES) == set(NEW_CHARS) and not set("".join(sum(LOOKALIKES.values(), ()))) - known
+    lines = read_label_file(make_new_char_split(tmp_path / "la", KEYS, NEW_CHARS, 12, 5, lookalike=True))
+    texts = [t for _, t in lines]
+    assert len(texts) == 12 and all(p.is_file() for p, _ in lines)
+    assert not set("".join(texts)) - known, texts  # no new character, nothing outside the released dict
+    alikes = {a for v in LOOKALIKES.values() for a in v}
+    assert sum(any(a in t for a in alikes) for t in texts) >= 6, texts  # the tokens are there
