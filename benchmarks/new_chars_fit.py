@@ -33,29 +33,12 @@ import paddle
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.finetune_forgetting import YAML, extended_dict, new_chars_of, released_files  # noqa: E402
+from benchmarks.finetune_forgetting import new_chars_of, released_files, released_model_ext  # noqa: E402
 from benchmarks.harness.new_chars import fit_new_rows, head_inputs, make_new_char_split, new_char_scores  # noqa: E402
 from benchmarks.harness.real_crops import REAL_CROPS, read_label_file  # noqa: E402
-from paddle_recipes.config import load_config  # noqa: E402
-from paddle_recipes.recipes.ocr_rec import OcrRec  # noqa: E402
-from paddle_recipes.runtime.distributed import DistInfo  # noqa: E402
-from paddle_recipes.weights.released import to_released_form  # noqa: E402
 
 SHAPE = (3, 48, 320)
 SCORED = ("weak_val", "real", "tune", "heldout")  # the general val lines: finetune_forgetting.py run --init-weights
-
-
-def released_model(root: Path):
-    """The released v4 rec in its released form with the run's dict (rows follow characters), eval mode; its chars."""
-    model_dir, keys = released_files()
-    cfg = load_config(str(YAML), [f"Global.character_dict_path={extended_dict(root)}", f"Global.pretrained_dict={keys}",
-                                  "Global.use_gpu=false"], OcrRec.Config, translators=OcrRec.config_translators)
-    recipe = OcrRec(cfg, DistInfo())
-    model = recipe.build_model()
-    to_released_form(model)
-    recipe.load_pretrained(model, str(model_dir))
-    model.eval()
-    return model, recipe.charset.chars
 
 
 def set_lines(a, root: Path, name: str) -> list:
@@ -133,7 +116,7 @@ def scores(a, root: Path, model, chars, base: dict) -> dict:
 
 
 def fit(a, root: Path):
-    model, chars = released_model(root)
+    model, chars = released_model_ext(root)
     base_file = root / "fits_released.json"
     if not base_file.exists():  # the released model's readings of the cached features (new rows far below)
         base = {}
