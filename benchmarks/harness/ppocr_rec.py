@@ -10,6 +10,8 @@ Rows per YAML (every run a fresh process; repeats interleaved in this order):
   ours_p2    the same, 2 processes
   fast_p1    ours + our speedups, switched on by -o keys only (speedup_keys: paddle-recipes extension keys)
   fast_p2    the same, 2 processes
+  ours_p2_sync  (only when named in --rows) ours_p2 + -o Global.use_sync_bn=true: every BN normalises by the
+             statistics of both processes' batch (nn/sync_bn.py)
   ours_infer_p1  (--init official only) ours started from the released inference files themselves (imported and
              BN-calibrated by the recipe, Global.calibrate_bn_batches) instead of the shared .pdparams
 Both sides read one derived YAML (the original plus the ``--set`` edits, written once) and one -o list.
@@ -106,6 +108,7 @@ class Row:
     fast: bool = False
     label: str = ""
     from_inference: bool = False  # --init official: Global.pretrained_model = the inference files, not the .pdparams
+    extra_o: tuple = ()  # (key, value) pairs added to this row's -o keys
 
 
 ROWS = [Row("ppocr_p1", "ppocr", 1, label="PaddleOCR tools/train.py, 1 process"),
@@ -116,13 +119,17 @@ ROWS = [Row("ppocr_p1", "ppocr", 1, label="PaddleOCR tools/train.py, 1 process")
         Row("fast_p2", "ours", 2, True, label="ours + speedups (-o keys only), 2 processes")]
 OFFICIAL_ROWS = [Row("ours_infer_p1", "ours", 1, label="ours from the inference files (imported + BN-calibrated by "
                                                        "the recipe), YAML as written, 1 process", from_inference=True)]
+# run only when named in --rows
+NAMED_ROWS = [Row("ours_p2_sync", "ours", 2, label="ours, YAML as written + Global.use_sync_bn (cross-rank BN), "
+                                                   "2 processes", extra_o=(("Global.use_sync_bn", "true"),))]
 
 
 def pick_rows(names: list[str] | None, official: bool = False) -> list[Row]:
-    """The rows named (default: all); OFFICIAL_ROWS exist with --init official only."""
+    """The rows named (default: all of ROWS, and OFFICIAL_ROWS with --init official); NAMED_ROWS when named."""
     known = ROWS + (OFFICIAL_ROWS if official else [])
     if not names:
         return list(known)
+    known = known + NAMED_ROWS
     unknown = set(names) - {r.name for r in known}
     if unknown:
         raise SystemExit(f"--rows: unknown {sorted(unknown)}; choose from {[r.name for r in known]}")
@@ -200,6 +207,7 @@ def command(row: Row, python_ppocr: str, python_ours: str, yaml_path: str, overr
         o["Global.device"] = "cpu"
         if row.fast:
             o.update(SPEEDUP_KEYS if speedups is None else speedups)
+        o.update(dict(row.extra_o))
     py = python_ppocr if row.side == "ppocr" else python_ours
     launch = ([py, "-m", "paddle.distributed.launch", "--nproc_per_node", str(row.nproc), "--log_dir", str(log_dir)]
               if row.nproc > 1 else [py])

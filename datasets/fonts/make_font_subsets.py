@@ -6,6 +6,13 @@
     for d in *.deb; do dpkg-deb -x $d root; done
     python datasets/fonts/make_font_subsets.py --root /tmp/fontdebs/root
 
+The Noto Sans CJK TC Thin and Black faces (train side, the extreme weights) come from PyPI wheels instead:
+
+    mkdir -p /tmp/fontwheels && cd /tmp/fontwheels && pip download --no-deps \\
+        cvttf-notosanscjk-thin==1.0 cvttf-notosanscjk-black==1.0
+    for w in *.whl; do unzip -o -q $w -d root; done
+    python datasets/fonts/make_font_subsets.py --root /tmp/fontwheels/root --pypi
+
 Each font keeps only the glyphs of SUBSET_CHARS (GB2312 level-1 hanzi, ASCII, full-width forms,
 CJK punctuation): ~1-2.4 MB a font instead of 5-27 MB. Hinting, bitmaps and layout features are
 dropped (the generator renders outlines at 20-60 px). The Debian copyright files (license texts)
@@ -39,6 +46,12 @@ ORIGINALS = {
     "cwtex_yen": ("fonts-cwtex-yen", "usr/share/fonts/truetype/cwtex/cwyen.ttf", 0),
 }
 
+# PyPI wheel and path (under --root, the unzipped wheels) of the faces taken from PyPI (--pypi).
+PYPI_ORIGINALS = {
+    "noto_sans_tc_thin": ("cvttf-notosanscjk-thin", "cvttf_NotoSansCJK_Thin/NotoSansCJKtc-Thin.otf", 0),
+    "noto_sans_tc_black": ("cvttf-notosanscjk-black", "cvttf_NotoSansCJK_Black/NotoSansCJKtc-Black.otf", 0),
+}
+
 
 def subset_chars() -> list:
     chars = set(gb2312_level1_hanzi())
@@ -54,8 +67,10 @@ def main(argv=None):
     from fontTools.ttLib import TTFont
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--root", required=True, help="folder the .deb packages were extracted into")
+    p.add_argument("--root", required=True, help="folder the .deb packages (or, with --pypi, the wheels) were extracted into")
+    p.add_argument("--pypi", action="store_true", help="make the faces of PYPI_ORIGINALS from unzipped wheels")
     a = p.parse_args(argv)
+    originals = PYPI_ORIGINALS if a.pypi else ORIGINALS
     root = Path(a.root)
     opts = subset.Options()
     opts.hinting = False
@@ -67,15 +82,16 @@ def main(argv=None):
     unicodes = [ord(c) for c in subset_chars()]
     (HERE / "licenses").mkdir(exist_ok=True)
     for spec in FONTS:
-        if spec.name not in ORIGINALS:
+        if spec.name not in originals:
             continue
-        pkg, rel, index = ORIGINALS[spec.name]
+        pkg, rel, index = originals[spec.name]
         font = TTFont(root / rel, fontNumber=index)
         sub = subset.Subsetter(opts)
         sub.populate(unicodes=unicodes)
         sub.subset(font)
         font.save(HERE / spec.file)
-        shutil.copyfile(root / "usr/share/doc" / pkg / "copyright", HERE / "licenses" / f"{pkg}.copyright")
+        if not a.pypi:  # the wheels carry no license file: Noto CJK is OFL-1.1 (licenses/fonts-noto-cjk.copyright)
+            shutil.copyfile(root / "usr/share/doc" / pkg / "copyright", HERE / "licenses" / f"{pkg}.copyright")
         print(f"{spec.file}: {(HERE / spec.file).stat().st_size // 1024} KB")
 
 

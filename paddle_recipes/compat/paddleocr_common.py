@@ -65,7 +65,7 @@ EXTENSION_KEYS: Dict[str, str] = {
                                                    "docs/cards/length_curriculum.md): replaces a MultiScaleSampler",
     "Global.cal_metric_during_train: N": "an integer N >= 2: the training accuracy every N steps "
                                          "(docs/cards/train_metric_every.md)",
-    "Train.loader / Eval.loader: use_buffer_reader, timeout, seed, min_shm_mb": "our loader settings "
+    "Train.loader / Eval.loader: use_buffer_reader, timeout, seed, min_shm_mb, allocator_keep_mb": "our loader settings "
                                                                                 "(data.loader.LoaderConfig)",
     "EMA, AMP, Synthetic, Predict, Export": "our sections, as in the recipe's own configs",
     "Global: seed, device, max_steps, keep_last, weights, use_ema_weights, vdl_dir, calibrate_bn_batches, "
@@ -75,7 +75,7 @@ EXTENSION_KEYS: Dict[str, str] = {
     "Global: distill_pretrained, distill_weight, distill_temperature (rec)": "learning without forgetting: the init "
         "weights' frozen copy as a CTC teacher (docs/cards/distill_pretrained.md)",
 }
-LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb")
+LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb", "allocator_keep_mb")
 CURRICULUM_KEYS = ("warm_steps", "short_len")
 MULTISCALE_KEYS = ("scales", "first_bs", "fix_bs", "divided_factor", "is_training", "ratio_wh", "max_w")
 
@@ -212,7 +212,7 @@ class PaddleOCRTranslator(Translator):
         return ("epoch_num", "save_model_dir", "print_batch_step", "eval_batch_step", "save_epoch_step",
                 "cal_metric_during_train", "calc_epoch_interval", "log_smooth_window", "pretrained_model",
                 "checkpoints", "save_inference_dir", "use_visualdl", "infer_img", "distributed", "debug",
-                "use_gpu", "save_res_path", "d2s_train_image_shape", "to_static", "model_name") \
+                "use_gpu", "save_res_path", "d2s_train_image_shape", "to_static", "model_name", "use_sync_bn") \
             + DEVICE_SWITCHES + tuple(AMP_KEYS) + OUR_GLOBAL_KEYS
 
     def direct_global(self) -> Dict[str, str]:
@@ -299,6 +299,8 @@ class PaddleOCRTranslator(Translator):
             self.none("Global.debug", "debug switch of PaddleOCR's own code")
         if "to_static" in g:  # static-graph training (static_train), as PaddleOCR's
             self.map("Global.to_static", g["to_static"] is True, "Global.to_static")  # PaddleOCR: `is True`
+        if "use_sync_bn" in g:  # PaddleOCR's tools/train.py: SyncBatchNorm.convert_sync_batchnorm when true
+            self.map("Global.use_sync_bn", bool(g["use_sync_bn"]), "Global.use_sync_bn")
         if "d2s_train_image_shape" in g:
             self.none("Global.d2s_train_image_shape", "Global.to_static traces one program per training batch shape "
                       "(paddle's to_static does so in PaddleOCR too: the spec only names the first)")

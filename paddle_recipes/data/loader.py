@@ -10,13 +10,14 @@ instead; there is nothing to pin.
 """
 from __future__ import annotations
 
+import logging
+import mmap
 import os
 import random
 import shutil
 import signal
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -27,9 +28,10 @@ from ..config import ConfigError
 from ..runtime.lifetime import set_parent_death_signal
 
 __all__ = ["LoaderConfig", "build_loader", "set_opencv_threads", "shm_free_mb", "seed_worker", "DataError",
-           "LoaderTimeout", "GuardedDataset", "GuardedCollate", "current_sample_key"]
+           "LoaderTimeout", "GuardedDataset", "GuardedCollate", "current_sample_key", "sample_name", "WorkerSlots", "keep_heap"]
 
 SHM_PATH = "/dev/shm"
+logger = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- loader
@@ -58,6 +60,11 @@ class LoaderConfig:
         forked while a pool thread holds the pool's lock hangs forever in its first parallel OpenCV call (measured
         on a loaded 2-core box: 19 hangs in 1500 forks after the parent used cv2.warpAffine; 0 in 1500 with 0).
         -1 = leave OpenCV's setting alone. Nothing is done with num_workers=0 or without OpenCV.
+    allocator_keep_mb: glibc's malloc keeps up to this many MB of freed heap in the loading processes (the workers,
+        or this process with num_workers=0) and serves arrays up to 32 MB from it (``keep_heap``), instead of mapping
+        fresh pages for every batch-sized array and returning them on free: the page faults of each new sample's
+        maps and batch cost more CPU than the det transforms themselves on a loaded box (x1.8 samples per CPU second
+        measured, benchmarks/results/data_path). 0 = glibc's defaults. Output unchanged; no effect off glibc.
     """
 
     num_workers: int = 0
@@ -69,9 +76,10 @@ class LoaderConfig:
     seed: int | None = 0
     min_shm_mb: int = 512
     opencv_num_threads: int = 0
+    allocator_keep_mb: int = 1024
 
     def __post_init__(self):
-        for name in ("num_workers", "timeout"):
+        for name in ("num_workers", "timeout", "allocator_keep_mb"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.opencv_num_threads < -1:
@@ -121,6 +129,62 @@ def current_sample_key() -> tuple[int, int] | None:
     return getattr(_SAMPLE, "key", None)
 
 
+def _index_of(key):
+    """The dataset index in a sampler key: an int, (epoch, index), (epoch, index, h, w) or (index, h, w)."""
+    if isinstance(key, (tuple, list)):
+        return int(key[0] if len(key) == 3 else key[1])
+    return int(key)
+
+
+def sample_name(dataset, key) -> str:
+    """Where sample ``key`` comes from ("file:line", "lmdb:index"), through Subset-like wrappers (``.indices``),
+    when the dataset (or one it wraps) has ``sample_name(index)``; "" when it has none or the lookup fails."""
+    try:
+        index, ds = _index_of(key), dataset
+        for _ in range(8):
+            if hasattr(ds, "sample_name"):
+                return str(ds.sample_name(index))
+            if hasattr(ds, "indices") and hasattr(ds, "dataset"):
+                index, ds = int(ds.indices[index]), ds.dataset
+            elif isinstance(ds, GuardedDataset):
+                ds = ds.dataset
+            else:
+                return ""
+    except Exception:  # noqa: BLE001 - a name is a courtesy: never a new failure
+        return ""
+    return ""
+
+
+class WorkerSlots:
+    """What each DataLoader worker is doing, readable by the main process after the worker died: one fixed-size
+    text slot per worker in an anonymous shared mapping (``mmap(-1)``: inherited by the forked workers, needs no
+    /dev/shm). A worker writes "loading <sample>" before a sample and "<sample> loaded" after it."""
+
+    SIZE = 512
+
+    def __init__(self, num_workers: int):
+        self.n = int(num_workers)
+        self.buf = mmap.mmap(-1, self.n * self.SIZE)
+
+    def __getstate__(self):  # a spawned (not forked) worker cannot share the mapping: it records nothing
+        return {"n": self.n, "buf": None}
+
+    def write(self, worker: int, text: str) -> None:
+        if self.buf is None or not 0 <= worker < self.n:
+            return
+        raw = text.encode("utf-8", "replace")[:self.SIZE - 1] + b"\0"
+        self.buf[worker * self.SIZE: worker * self.SIZE + len(raw)] = raw
+
+    def read(self, worker: int) -> str:
+        if self.buf is None or not 0 <= worker < self.n:
+            return ""
+        raw = self.buf[worker * self.SIZE: (worker + 1) * self.SIZE]
+        return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+_WORKER_ID: int | None = None  # this process's DataLoader worker id (set by seed_worker), None in the main process
+
+
 class GuardedDataset:
     """Wraps a map-style dataset: an exception in ``__getitem__`` becomes a failure marker.
 
@@ -134,9 +198,10 @@ class GuardedDataset:
     the loader (see build_loader) raises DataError in the main process.
     """
 
-    def __init__(self, dataset, unwrap_keys: bool = False):
+    def __init__(self, dataset, unwrap_keys: bool = False, slots: WorkerSlots | None = None):
         self.dataset = dataset
         self.unwrap_keys = unwrap_keys
+        self.slots = slots
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -146,17 +211,29 @@ class GuardedDataset:
             raise AttributeError(name)
         return getattr(self.dataset, name)
 
+    def describe(self, key) -> str:
+        """"sample <key>" and, when the dataset names it, " (<file:line>)"."""
+        name = sample_name(self.dataset, key)
+        return f"sample {key}" + (f" ({name})" if name else "")
+
     def __getitem__(self, idx):
+        key = idx
         if isinstance(idx, (tuple, list)) and len(idx) == 2:  # (epoch, index); other key shapes pass through
             _SAMPLE.key = (int(idx[0]), int(idx[1]))
             if self.unwrap_keys:
                 idx = int(idx[1])
         else:
             _SAMPLE.key = None
+        slot = self.slots is not None and _WORKER_ID is not None
+        if slot:
+            self.slots.write(_WORKER_ID, "loading " + self.describe(key))
         try:
-            return self.dataset[idx]
+            out = self.dataset[idx]
         except Exception as exc:  # noqa: BLE001 - reported in the main process, not swallowed
-            return _LoadFailure(_describe(exc, f"sample {idx}"))
+            return _LoadFailure(_describe(exc, self.describe(key)))
+        if slot:
+            self.slots.write(_WORKER_ID, self.describe(key) + " loaded")
+        return out
 
 class GuardedCollate:
     """collate_fn wrapper: a batch with a failed sample (or a failing collate) -> an error batch.
@@ -274,6 +351,49 @@ def _stop_workers(it) -> None:
             w.terminate()
             w.join(5)
 
+def _worker_gone(w) -> str | None:
+    """How a worker process ended ("SIGKILL", "exit code 3"), or None while it runs (or ended with 0)."""
+    code = w.exitcode
+    if code is None:
+        try:
+            with open(f"/proc/{w.pid}/stat") as f:  # reaped by paddle's own SIGCHLD handling, or a zombie
+                gone = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            gone = True
+        return "an unknown cause" if gone else None
+    if code == 0:
+        return None
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+def dead_workers(it, dataset) -> str:
+    """One line naming each dead worker of paddle iterator ``it`` and the sample it was on (from the dataset's
+    WorkerSlots), "" when every worker is alive (the error was something else)."""
+    slots = getattr(dataset, "slots", None)
+    out = []
+    for i, w in enumerate(getattr(it, "_workers", None) or []):
+        how = _worker_gone(w)
+        if how is None:
+            continue
+        doing = slots.read(i) if slots is not None else ""
+        if doing.startswith("loading "):
+            what = f"while {doing}"
+        elif doing:
+            what = f"after its last sample, {doing} (in collate or passing the batch on)"
+        else:
+            what = "before its first sample"
+        out.append(f"DataLoader worker {i} (pid {w.pid}) died of {how} {what}")
+    if not out:
+        return ""
+    shm = " (a bus error: /dev/shm full? set use_shared_memory=false)" if "SIGBUS" in " ".join(out) else ""
+    return "; ".join(out) + shm
+
+
 def _checked_loader_class():
     import paddle
 
@@ -308,6 +428,10 @@ def _checked_loader_class():
                         return
                     except Exception:
                         if watch is None or not watch.fired:
+                            died = dead_workers(it, self.dataset)
+                            if died:
+                                _stop_workers(it)
+                                raise DataError(f"{self.name}: {died}") from None
                             raise
                         _stop_workers(it)
                         watch.handled.set()
@@ -338,6 +462,26 @@ def set_opencv_threads(n: int) -> bool:
     return True
 
 
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc's mallopt parameters
+MMAP_THRESHOLD_MAX = 32 << 20  # glibc's largest M_MMAP_THRESHOLD on 64-bit
+
+
+def keep_heap(keep_mb: int) -> bool:
+    """glibc malloc: serve allocations up to 32 MB from the heap and keep ``keep_mb`` MB of freed heap (no trim)
+    instead of mmap/munmap per large array (LoaderConfig.allocator_keep_mb). True when applied; False for 0, or
+    without glibc."""
+    if keep_mb <= 0:
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        ok = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX) == 1
+        return ok and libc.mallopt(M_TRIM_THRESHOLD, int(keep_mb) << 20) == 1
+    except (OSError, AttributeError):
+        return False
+
+
 def shm_free_mb(path: str | None = None) -> float | None:
     """Free space of /dev/shm (or ``path``) in MB, or None when it does not exist (non-Linux)."""
     path = path or SHM_PATH
@@ -354,14 +498,18 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
     workers deterministic, and non-persistent workers still get new seeds every epoch.
     """
 
-    def __init__(self, base_seed: int | None = 0, user_fn: Callable[[int], None] | None = None):
+    def __init__(self, base_seed: int | None = 0, user_fn: Callable[[int], None] | None = None, keep_mb: int = 0):
         self.base_seed = base_seed
         self.user_fn = user_fn
+        self.keep_mb = keep_mb
 
     def __call__(self, worker_id: int) -> None:
         import paddle
 
+        global _WORKER_ID
+        _WORKER_ID = int(worker_id)
         set_parent_death_signal(signal.SIGKILL)  # a worker never outlives its process (blocked in a pipe read)
+        keep_heap(self.keep_mb)
         info = paddle.io.get_worker_info()
         paddle_seed = int(info.seed) if info is not None else 0
         entropy = [paddle_seed & 0xFFFFFFFF, worker_id]
@@ -386,8 +534,9 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     An exception while loading a sample or collating a batch (main process or worker) is raised
     in the main process as one DataError naming the sample and the original message (which should
     name the file); datasets that can skip bad samples should do so themselves and count them.
-    With workers, shared memory is disabled (with one warning) when /dev/shm has less than
-    ``cfg.min_shm_mb`` free, instead of crashing later with a bus error. A wait of more than ``cfg.timeout``
+    With workers, shared memory is disabled (one log line) when /dev/shm has less than ``cfg.min_shm_mb`` free,
+    instead of crashing later with a bus error; a worker that dies (killed, a crash in native code, a bus error) is
+    one DataError naming the worker and the sample it was loading (WorkerSlots, the dataset's ``sample_name``). A wait of more than ``cfg.timeout``
     seconds for a worker batch raises LoaderTimeout: one line naming ``name`` (the loader's config key,
     e.g. "Train.loader", "Eval.loader") and ``<name>.timeout``; the workers are ended.
     """
@@ -402,14 +551,13 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     if use_shm and cfg.num_workers > 0:
         free = shm_free_mb()
         if free is not None and free < cfg.min_shm_mb:
-            warnings.warn(
-                f"/dev/shm has only {free:.0f} MB free (< {cfg.min_shm_mb} MB needed); "
-                "DataLoader falls back to use_shared_memory=False (slower worker->main copies). "
-                "Fix: give the container more shared memory, e.g. `docker run --shm-size=8g ...` "
-                "(or set Train.loader.num_workers=0 / lower LoaderConfig.min_shm_mb).",
-                RuntimeWarning, stacklevel=2)
+            logger.warning("%s: /dev/shm has %.0f MB free (< min_shm_mb %d): workers pass batches without it "
+                           "(use_shared_memory=False, slower copies); for shared memory give the container more "
+                           "(docker run --shm-size=8g)", name, free, cfg.min_shm_mb)
             use_shm = False
     workers = cfg.num_workers > 0
+    if not workers:
+        keep_heap(cfg.allocator_keep_mb)  # this process loads the samples
     if workers and cfg.opencv_num_threads >= 0:
         set_opencv_threads(cfg.opencv_num_threads)
     unwrap = False
@@ -418,8 +566,9 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
     if isinstance(batch_sampler, ResumableBatchSampler) and not batch_sampler.with_epoch:
         batch_sampler.with_epoch = True  # publish (epoch, index) keys; the dataset still gets indices
         unwrap = True
+    slots = WorkerSlots(cfg.num_workers) if workers else None
     loader = _checked_loader_class()(
-        GuardedDataset(dataset, unwrap_keys=unwrap),
+        GuardedDataset(dataset, unwrap_keys=unwrap, slots=slots),
         batch_sampler=batch_sampler,
         collate_fn=GuardedCollate(collate_fn),
         num_workers=cfg.num_workers,
@@ -427,7 +576,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
         prefetch_factor=cfg.prefetch_factor,
         use_shared_memory=use_shm,
         timeout=0,  # paddle's timeout is only a poll interval (see LoaderConfig.timeout); enforced by the loader
-        worker_init_fn=seed_worker(cfg.seed, worker_init_fn) if workers else None,
+        worker_init_fn=seed_worker(cfg.seed, worker_init_fn, cfg.allocator_keep_mb) if workers else None,
         persistent_workers=bool(cfg.persistent_workers and workers),
         return_list=True,
     )

@@ -44,6 +44,7 @@ from ..data import build_loader
 from .config import GlobalConfig, TrainingConfig
 from .ema import build_ema
 from ..weights.freeze_bn import freeze_bn_stats, fresh_bns
+from ..nn.sync_bn import use_sync_bn
 from .meters import ScalarWriter
 from .optim import build_optimizer, resolve_warmup
 from .to_static import apply_to_static
@@ -167,6 +168,8 @@ def build_training(cfg: TrainingConfig, model, train_set=None, *, step: Callable
                         "used and kept; scale / shift still learn)%s", frozen,
                         f"; {len(fresh)} not in the init weights estimate theirs ({', '.join(fresh[:3])}"
                         f"{' ...' if len(fresh) > 3 else ''})" if fresh else "")
+    if g.use_sync_bn:
+        apply_sync_bn(model, info, g)
     if g.cpu_depthwise_kernel:  # first: a depthwise conv with a bias then takes both
         apply_cpu_kernel(model, info, "cpu_depthwise_kernel", use_depthwise_kernel, "depthwise conv layers",
                          "paddle's depthwise conv")
@@ -191,6 +194,26 @@ def build_training(cfg: TrainingConfig, model, train_set=None, *, step: Callable
                       options=trainer_options(g, main_metric, eval_log), state_objects=state_objects)
     return Run(cfg=cfg, info=info, trainer=trainer, amp=amp, ema=ema, writer=writer, resume=resume_from(g, str(out)),
                steps_per_epoch=steps_per_epoch, output_dir=out, skipped=skipped)
+
+
+def apply_sync_bn(model, info, g) -> int:
+    """Global.use_sync_bn: every BatchNorm of `model` normalises by the global batch's statistics in training
+    (nn.sync_bn.use_sync_bn; in place, names and weights kept). Logged; nothing on one process. Returns the BNs
+    switched."""
+    if info.world_size <= 1:
+        if info.is_main:
+            logger.info("Global.use_sync_bn: one process, nothing to synchronise (BatchNorm unchanged)")
+        return 0
+    if g.to_static and not str(paddle.get_device()).startswith("gpu"):
+        raise ConfigError("Global.use_sync_bn with Global.to_static: the CPU cross-rank BatchNorm runs in dygraph "
+                          "only; turn one of them off")
+    n = use_sync_bn(model)
+    if info.is_main:
+        how = ("paddle's sync_batch_norm" if str(paddle.get_device()).startswith("gpu")
+               else "cross-rank BN over GLOO: 2 all-reduces of 2-3 x channels numbers per layer and step")
+        logger.info("Global.use_sync_bn: %d BatchNorm layers normalise by the statistics of the global batch "
+                    "(%d processes; %s)", n, info.world_size, how)
+    return n
 
 
 def apply_cpu_kernel(model, info, key: str, use_fn, layers: str, kept: str) -> int:

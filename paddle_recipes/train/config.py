@@ -58,6 +58,10 @@ class GlobalConfig:
     freeze_bn_stats: auto | true | false: BatchNorm layers run in eval mode in training: their running statistics
     are used and kept, their scale / shift still learn (docs/cards/freeze_bn_stats.md). Default auto = on exactly
     when a recipe trains the released form (finetune_released on); build_training alone reads auto as false.
+    use_sync_bn (PaddleOCR's key): with more than one process, every BatchNorm in training normalises by the
+    statistics of the global batch (all processes' samples), so N processes x batch b compute what 1 process x
+    batch N*b computes (CPU/GLOO: our cross-rank BN, nn/sync_bn.py; GPU: paddle's sync_batch_norm). No effect on
+    one process, in evaluation or on frozen BNs. Default false, as PaddleOCR (docs/cards/sync_bn.md).
     PaddleOCR's cadence keys: eval_batch_step [start, every]: also evaluate after optimizer step s when
     s > start and (s - start) % every == 0 ([] = off; an integer n means [0, n]; optimizer steps = PaddleOCR's
     iterations without accumulation). keep_every_epochs: every N epochs the checkpoint is the permanent
@@ -92,6 +96,7 @@ class GlobalConfig:
     fuse_for_inference: bool = True
     finetune_released: Union[bool, Literal["auto"]] = "auto"
     freeze_bn_stats: Union[bool, Literal["auto"]] = "auto"
+    use_sync_bn: bool = False
 
     def __post_init__(self):
         check_number("Global.epochs", self.epochs, low=1)

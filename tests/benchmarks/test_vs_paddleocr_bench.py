@@ -494,6 +494,16 @@ def test_official_rows_exist_with_init_official_only(tmp_path):
     assert row.side == "ours" and row.nproc == 1 and row.from_inference and not row.fast
 
 
+def test_sync_bn_row_runs_only_when_named(tmp_path):
+    assert "ours_p2_sync" not in [r.name for r in H.pick_rows(None)] + [r.name for r in H.pick_rows(None, True)]
+    row = H.pick_rows(["ours_p2", "ours_p2_sync"])[1]
+    assert row.name == "ours_p2_sync" and row.nproc == 2 and row.side == "ours" and not row.fast
+    cmd = H.command(row, "PPY", "OURPY", "/y.yml", {"Train.loader.batch_size_per_card": "2"}, tmp_path, 42, False,
+                    "/recipe.py")[0]
+    assert cmd[:5] == ["OURPY", "-m", "paddle.distributed.launch", "--nproc_per_node", "2"]
+    assert "Global.use_sync_bn=true" in cmd and "Global.device=cpu" in cmd
+
+
 def test_paddleocr_init_load_warnings_are_found():
     from benchmarks.harness import official_init as OI
 

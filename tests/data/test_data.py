@@ -1,7 +1,8 @@
 """Tests for paddle_recipes.data (loader, label files, lmdb) and the det albumentations adapter."""
 from __future__ import annotations
 
-import warnings
+import logging
+import re
 from collections import namedtuple
 
 import numpy as np
@@ -203,22 +204,29 @@ def test_persistent_workers_ignored_without_workers():
     assert sum(_arr(b).shape[0] for b in loader) == 16
 
 
-def test_shm_fallback_warns_and_disables(monkeypatch, tmp_path):
+def test_shm_fallback_one_line_and_loads(monkeypatch, tmp_path, caplog):
+    """A tiny /dev/shm (its detected free size patched to 64 MB): one log line, shared memory off, batches still
+    come through the workers."""
     Usage = namedtuple("Usage", "total used free")
     monkeypatch.setattr(D, "SHM_PATH", str(tmp_path))  # exists on any OS
     monkeypatch.setattr(D.shutil, "disk_usage", lambda p: Usage(64 << 20, 0, 64 << 20))
     ds = _RandDS()
     bs = paddle.io.BatchSampler(ds, batch_size=4)
-    with pytest.warns(RuntimeWarning, match=r"(?s)64 MB free.*use_shared_memory=False.*--shm-size"):
-        loader = build_loader(ds, bs, LoaderConfig(num_workers=1, min_shm_mb=512))
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.data.loader"):
+        loader = build_loader(ds, bs, LoaderConfig(num_workers=1, min_shm_mb=512), name="Train.loader")
+    lines = [r.getMessage() for r in caplog.records if r.name == "paddle_recipes.data.loader"]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert re.search(r"Train.loader: /dev/shm has 64 MB free .*use_shared_memory=False.*--shm-size", lines[0])
     assert loader.use_shared_memory is False
-    # enough shm, or no workers: no warning, shared memory kept as asked
+    assert sum(_arr(b).shape[0] for b in loader) == 16
+    # enough shm, or no workers: no line, shared memory kept as asked
+    caplog.clear()
     monkeypatch.setattr(D.shutil, "disk_usage", lambda p: Usage(8 << 30, 0, 8 << 30))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
+    with caplog.at_level(logging.INFO, logger="paddle_recipes.data.loader"):
         assert build_loader(ds, bs, LoaderConfig(num_workers=1)).use_shared_memory is True
         monkeypatch.setattr(D.shutil, "disk_usage", lambda p: Usage(1, 0, 1))
-        build_loader(ds, bs, LoaderConfig(num_workers=0))  # no workers: shm not checked, no warning
+        build_loader(ds, bs, LoaderConfig(num_workers=0))  # no workers: shm not checked
+    assert not [r for r in caplog.records if r.name == "paddle_recipes.data.loader"]
 
 
 # ------------------------------------------------------------------ albumentations
@@ -295,3 +303,23 @@ def test_albumentations_adapter_reseeds_per_worker():
     # batches alternate between worker 0 and 1; without per-worker reseeding, the two forked
     # copies of the Compose would produce identical pairs (0,1), (2,3), ...
     assert not all(np.array_equal(a[i], a[i + 1]) for i in range(0, 8, 2))
+
+
+def test_loader_keeps_the_heap_in_the_loading_process(monkeypatch):
+    """allocator_keep_mb: mallopt(M_MMAP_THRESHOLD 32 MB, M_TRIM_THRESHOLD keep) in the process that loads samples
+    (this one with num_workers=0); 0 leaves glibc alone. The batches are the same either way."""
+    calls = []
+    monkeypatch.setattr(D, "keep_heap", lambda mb: calls.append(mb) or True)
+    ds = paddle.io.TensorDataset([paddle.to_tensor(np.arange(16, dtype="float32").reshape(8, 2))])
+    a = [_arr(b) for b in build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig())]
+    b = [_arr(b) for b in build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(allocator_keep_mb=0))]
+    assert calls == [1024, 0] and len(a) == 2 and all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert D.keep_heap.__name__ == "<lambda>"
+    monkeypatch.undo()
+    assert D.keep_heap(0) is False
+    import platform
+
+    if platform.libc_ver()[0] == "glibc":
+        assert D.keep_heap(64) is True
+    with pytest.raises(Exception, match="allocator_keep_mb must be >= 0"):
+        LoaderConfig(allocator_keep_mb=-1)

@@ -6,6 +6,7 @@ key, or a counted skip) and what is kept. The section "Failure behaviour" of doc
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import paddle
@@ -521,3 +522,61 @@ def test_ocr_cli_bad_image_shape_exits_2_with_one_line(tmp_path):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("ocr_rec: error:")]
     assert errors == ["ocr_rec: error: Global.image_shape must be [C, H, W] (3 integers), got [3, 32] "
                       f"(in {REPO_ROOT / 'recipes' / 'configs' / 'ocr_rec_smoke.yml'})"]
+
+
+# ----------------------------------------------------------------------------- worker death names the sample
+class _NamedDataset:
+    """8 samples named "train.txt:<index + 1>"; sample ``bad`` kills its worker (``how="kill"``) or raises."""
+
+    def __init__(self, bad=5, how="kill"):
+        self.bad, self.how = bad, how
+
+    def __len__(self):
+        return 8
+
+    def sample_name(self, i):
+        return f"/data/train.txt:{i + 1}"
+
+    def __getitem__(self, i):
+        if i == self.bad:
+            if self.how == "kill":
+                import os
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise ValueError(f"cannot decode img_{i}.jpg")
+        return np.full(3, i, np.float32)
+
+
+@pytest.mark.parametrize("how,workers", [("kill", 1), ("raise", 1), ("raise", 0)])
+def test_worker_death_or_error_names_the_sample(how, workers):
+    ds = _NamedDataset(how=how)
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=2),
+                          LoaderConfig(num_workers=workers, timeout=60), name="Train.loader")
+    with pytest.raises(DataError) as err:
+        for _ in loader:
+            pass
+    msg = str(err.value)
+    assert "\n" not in msg and "/data/train.txt:6" in msg, msg
+    if how == "kill":
+        assert re.match(r"Train.loader: DataLoader worker 0 \(pid \d+\) died of SIGKILL while loading sample 5 "
+                        r"\(/data/train.txt:6\)$", msg), msg
+    else:
+        assert "sample 5 (/data/train.txt:6): ValueError: cannot decode img_5.jpg" in msg, msg
+
+
+def test_rec_and_det_datasets_name_their_samples(tmp_path):
+    from paddle_recipes.data.loader import sample_name
+    from paddle_recipes.tasks.ocr_det.dataset import DetDataset
+    from paddle_recipes.tasks.ocr_rec.multiscale import MultiScaleDataset
+
+    import cv2
+
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((40, 60, 3), 255, np.uint8))
+    pts = '[{"transcription": "ab", "points": [[2, 2], [50, 2], [50, 30], [2, 30]]}]'
+    (tmp_path / "l.txt").write_text(f"a.png\t{pts}\na.png\t{pts}\n", encoding="utf-8")
+    det = DetDataset(tmp_path / "l.txt", tmp_path)
+    assert sample_name(det, (0, 1)) == f"{tmp_path / 'l.txt'}:2"
+    assert sample_name(paddle.io.Subset(det, [1, 0]), 0) == f"{tmp_path / 'l.txt'}:2"
+    assert sample_name(MultiScaleDataset(det), (0, 1, 48, 320)) == f"{tmp_path / 'l.txt'}:2"
+    assert sample_name(RaisingDataset(), 3) == ""

@@ -2,6 +2,11 @@
 
     python tests/scripts/make_ppocr_system_fixtures.py --ppocr-src /tmp/PaddleOCR
 
+The stored geometry.json was written under OpenCV 4.10 (the paddleocr 3.7 side venv, ``.venv-paddleocr/bin/python``:
+paddlex's pin; our ``minarea`` crops are OpenCV 4.x's bytes whatever is installed, tasks/ocr_det/cubic_warp);
+geometry_opencv5.json is the same run under OpenCV 5.1 (5 Dec; 2.x's crops on an OpenCV 5 install). OUT_NAME
+as a second argument writes another file name beside it.
+
 Not run by the tests (they only read the JSON). For the fixed image and boxes of ``cases()`` it stores
 PaddleOCR's ``get_rotate_crop_image`` (quads), ``get_minarea_rect_crop`` (polygons) crops as uint8 lists and
 ``sorted_boxes``' order as indices into the input boxes.
@@ -42,6 +47,7 @@ def cases() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ppocr-src", required=True)
+    ap.add_argument("out_name", nargs="?", default=OUT.name)
     args = ap.parse_args()
     sys.path.insert(0, args.ppocr_src)
     try:  # predict_system's imports reach PaddleOCR's e2e utils, which need scikit-image; the geometry does not
@@ -51,6 +57,20 @@ def main() -> None:
         for name in ("skimage", "skimage.morphology", "skimage.morphology._skeletonize"):
             sys.modules[name] = types.ModuleType(name)
         sys.modules["skimage.morphology._skeletonize"].thin = None
+    try:  # and picodet's post-process, which needs scipy (paddleocr 3.x's venv has none); the geometry does not
+        import scipy.special  # noqa: F401
+    except ImportError:
+        import types
+        for name in ("scipy", "scipy.special"):
+            sys.modules[name] = types.ModuleType(name)
+        sys.modules["scipy.special"].softmax = None
+    import tools.infer.utility  # noqa: F401  (light: cv2, paddle, PIL, yaml)
+    try:
+        import tools.infer.predict_det  # noqa: F401
+    except ImportError:  # its post-process chain needs albumentations etc.; sorted_boxes needs none of the three
+        import types
+        for name in ("predict_rec", "predict_det", "predict_cls"):
+            sys.modules[f"tools.infer.{name}"] = types.ModuleType(name)
     from tools.infer.predict_system import sorted_boxes
     from tools.infer.utility import get_minarea_rect_crop, get_rotate_crop_image
 
@@ -61,9 +81,10 @@ def main() -> None:
            "quad_crops": [get_rotate_crop_image(img, np.float32(q)).tolist() for q in c["quads"]],
            "poly_crops": [get_minarea_rect_crop(img, np.float32(p)).tolist() for p in c["polys"]],
            "order": [next(i for i, b in enumerate(boxes) if np.array_equal(b, o)) for o in ordered]}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, separators=(",", ":")) + "\n")
-    print(f"wrote {OUT}: order {out['order']}, crops {[np.shape(x)[:2] for x in out['quad_crops'] + out['poly_crops']]}")
+    path = OUT.with_name(args.out_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
+    print(f"wrote {path}: order {out['order']}, crops {[np.shape(x)[:2] for x in out['quad_crops'] + out['poly_crops']]}")
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ def main(version, src, dst):
             if name in ("rotate", "kept") and len(box) != 4:
                 continue
             theirs = out[f"{name}_{i}"] = fn(img, box.copy())
+            # 2.x's functions run on this venv's OpenCV: ours with the installed cv2 too (2.x pins none)
             ours = np.float32(paddleocr2_boxes([box], img.shape)).reshape(-1, 4, 2) if name == "kept" else crop_box(
-                img, box, name)
+                img, box, name, opencv4=version == "3")
             counts[name][0] += 1
             counts[name][1] += ours.dtype == theirs.dtype and ours.shape == theirs.shape and np.array_equal(ours, theirs)
     np.savez(dst, **out)

@@ -75,6 +75,10 @@ class DetDataset:
     def __len__(self) -> int:
         return len(self.items)
 
+    def sample_name(self, idx: int) -> str:
+        """"label file:line" of sample ``idx`` (loader errors name it)."""
+        return self.items[idx][2]
+
     def load(self, idx: int):
         """The raw sample dict (see module docstring) or ("skip", where, reason)."""
         path, boxes, where = self.items[idx]

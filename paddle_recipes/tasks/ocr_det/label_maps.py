@@ -73,17 +73,24 @@ def make_shrink_map(h: int, w: int, polys: Sequence[np.ndarray], ignore_tags: Se
 
 
 def _edge_distance(xs, ys, p1, p2):
-    """Distance of every pixel (xs, ys) to the edge (p1, p2), DB's formula: the distance to the edge's line, or
-    to the nearer end point where the angle at the pixel is acute."""
-    d1 = np.square(xs - p1[0]) + np.square(ys - p1[1])
-    d2 = np.square(xs - p2[0]) + np.square(ys - p2[1])
-    d12 = np.square(p1[0] - p2[0]) + np.square(p1[1] - p2[1])
+    """Distance of every pixel (xs [1, W], ys [H, 1]) to the edge (p1, p2), DB's formula: where the angle at the
+    pixel between p1 and p2 is acute, the distance to the nearer end point, else the distance to the edge's line.
+
+    Computed as |cross product| / edge length and the sign of a dot product on the 1-D coordinate vectors, then
+    broadcast (a third of the full-canvas passes of the law-of-cosines form sqrt(d1 d2 sin^2 / d12), which it
+    equals up to float rounding; tests/ocr_det/test_label_maps_fast.py checks both on random polygons)."""
+    ax, ay = xs - p1[0], ys - p1[1]  # pixel - p1, 1-D
+    vx, vy = p2[0] - p1[0], p2[1] - p1[1]
+    d1 = np.square(ax) + np.square(ay)  # |pixel - p1|^2, [H, W]
+    d2 = np.square(ax - vx) + np.square(ay - vy)  # |pixel - p2|^2
+    # (p1 - pixel) . (p2 - pixel) > 0  <=>  the angle at the pixel is acute (DB's cosin < 0)
+    acute = d1 > (ax * vx) + (ay * vy)
+    length = np.sqrt(vx * vx + vy * vy)
     with np.errstate(divide="ignore", invalid="ignore"):
-        cosin = (d12 - d1 - d2) / (2 * np.sqrt(d1 * d2))
-        sin2 = np.nan_to_num(1 - np.square(cosin))
-        out = np.sqrt(d1 * d2 * sin2 / d12)
-    acute = cosin < 0
-    out[acute] = np.sqrt(np.fmin(d1, d2))[acute]
+        out = np.abs((ay * vx) - (ax * vy))
+        out /= length
+    np.sqrt(np.fmin(d1, d2, out=d1), out=d1)
+    np.copyto(out, d1, where=acute)
     return out
 
 
@@ -101,16 +108,20 @@ def _draw_border(poly: np.ndarray, canvas: np.ndarray, mask: np.ndarray, shrink_
     if x0 > x1 or y0 > y1:  # the dilated polygon misses the canvas
         return
     # Distances only over the part of the dilated polygon's box that is on the canvas (memory: the canvas at
-    # most, whatever the polygon's size), the min over edges taken one edge at a time.
+    # most, whatever the polygon's size), the min over edges taken one edge at a time, scaled and clipped once.
     xs = np.arange(x0 - xmin, x1 - xmin + 1, dtype=np.float64)[None, :]
     ys = np.arange(y0 - ymin, y1 - ymin + 1, dtype=np.float64)[:, None]
     local = np.array(poly, np.float64) - (xmin, ymin)
     dist = None
     for p1, p2 in zip(local, np.roll(local, -1, axis=0)):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d = np.clip(_edge_distance(xs, ys, p1, p2) / distance, 0, 1).astype(np.float32)
-        dist = d if dist is None else np.minimum(dist, d)
-    canvas[y0:y1 + 1, x0:x1 + 1] = np.fmax(1 - dist, canvas[y0:y1 + 1, x0:x1 + 1])
+        d = _edge_distance(xs, ys, p1, p2)
+        dist = d if dist is None else np.fmin(dist, d, out=dist)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dist /= distance
+    np.clip(dist, 0, 1, out=dist)
+    near = 1 - dist.astype(np.float32)
+    region = canvas[y0:y1 + 1, x0:x1 + 1]
+    np.fmax(near, region, out=region)
 
 
 def make_border_map(h: int, w: int, polys: Sequence[np.ndarray], ignore_tags: Sequence[bool],

@@ -11,40 +11,66 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence
 
+import numpy as np
+import shapely
 from shapely.geometry import Polygon
+
+
+def _polygons(point_lists) -> np.ndarray:
+    """shapely Polygons of point lists as an object array: one shapely call when all are [K, 2] with the same K
+    (quads), else one Polygon per entry (which raises as Polygon does on too few points)."""
+    arrs = [np.asarray(p, np.float64) for p in point_lists]
+    if arrs and arrs[0].ndim == 2 and arrs[0].shape[0] >= 4 and arrs[0].shape[1] == 2 and all(
+            a.shape == arrs[0].shape for a in arrs):
+        return shapely.polygons(np.stack(arrs))
+    out = np.empty(len(arrs), dtype=object)
+    out[:] = [Polygon(p) for p in point_lists]
+    return out
+
+
+def _touching(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """[len(a), len(b)] bool: the bounding boxes of a[i] and b[j] overlap or touch (only such pairs can share area)."""
+    ba, bb = shapely.bounds(a).reshape(-1, 4), shapely.bounds(b).reshape(-1, 4)
+    return ((ba[:, None, 0] <= bb[None, :, 2]) & (bb[None, :, 0] <= ba[:, None, 2])
+            & (ba[:, None, 1] <= bb[None, :, 3]) & (bb[None, :, 1] <= ba[:, None, 3]))
 
 
 def evaluate_image(gts: Sequence[Sequence], gt_ignore: Sequence[bool], dets: Sequence[Sequence],
                    iou_constraint: float = 0.5, area_precision_constraint: float = 0.5) -> Dict[str, int]:
-    """-> {"gtCare", "detCare", "detMatched"} for one image (polygons as point lists)."""
-    gt_pols, dont_care_gt = [], []
-    for points, ignore in zip(gts, gt_ignore):
-        if Polygon(points).is_valid:
-            gt_pols.append(Polygon(points))
-            if ignore:
-                dont_care_gt.append(len(gt_pols) - 1)
-    det_pols, dont_care_det = [], []
-    for points in dets:
-        pol = Polygon(points)
-        if not pol.is_valid:
-            continue
-        det_pols.append(pol)
-        for g in dont_care_gt:
-            covered = 0 if pol.area == 0 else gt_pols[g].intersection(pol).area / pol.area
-            if covered > area_precision_constraint:
-                dont_care_det.append(len(det_pols) - 1)
-                break
+    """-> {"gtCare", "detCare", "detMatched"} for one image (polygons as point lists). The areas are shapely's
+    (GEOS) as in a loop over all pairs, computed in vectorised calls and only for pairs whose bounding boxes
+    touch (the others share no area): the same counts, several times faster on a page of 20 lines."""
+    gt_all = _polygons(gts)
+    keep = shapely.is_valid(gt_all) if len(gt_all) else np.zeros(0, bool)
+    gt_pols = gt_all[keep]
+    gt_dont_care = np.asarray([bool(i) for i, k in zip(gt_ignore, keep) if k], bool)
+    det_all = _polygons(dets)
+    det_pols = det_all[shapely.is_valid(det_all)] if len(det_all) else det_all
+    n_gt, n_det = len(gt_pols), len(det_pols)
+    det_dont_care = np.zeros(n_det, bool)
+    if n_det and gt_dont_care.any():
+        ign = gt_pols[gt_dont_care]
+        det_area = shapely.area(det_pols)
+        gi, di = np.nonzero(_touching(ign, det_pols))
+        covered = np.zeros((len(ign), n_det))
+        covered[gi, di] = shapely.area(shapely.intersection(ign[gi], det_pols[di]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            covered = np.where(det_area > 0, covered / det_area, 0.0)
+        det_dont_care = (covered > area_precision_constraint).any(0)
     matched = 0
-    gt_used, det_used = set(), set()
-    for g, gp in enumerate(gt_pols):
-        for d, dp in enumerate(det_pols):
-            if g in gt_used or d in det_used or g in dont_care_gt or d in dont_care_det:
-                continue
-            if dp.intersection(gp).area / dp.union(gp).area > iou_constraint:
-                gt_used.add(g)
-                det_used.add(d)
+    if n_gt and n_det:
+        care = _touching(gt_pols, det_pols) & ~gt_dont_care[:, None] & ~det_dont_care[None, :]
+        gi, di = np.nonzero(care)
+        iou = np.zeros((n_gt, n_det))
+        iou[gi, di] = (shapely.area(shapely.intersection(det_pols[di], gt_pols[gi]))
+                       / shapely.area(shapely.union(det_pols[di], gt_pols[gi])))
+        det_used = np.zeros(n_det, bool)
+        for g in range(n_gt):  # greedy in (gt, det) index order, each at most once
+            hits = np.nonzero((iou[g] > iou_constraint) & ~det_used)[0]
+            if len(hits):
+                det_used[hits[0]] = True
                 matched += 1
-    return {"gtCare": len(gt_pols) - len(dont_care_gt), "detCare": len(det_pols) - len(dont_care_det),
+    return {"gtCare": n_gt - int(gt_dont_care.sum()), "detCare": n_det - int(det_dont_care.sum()),
             "detMatched": matched}
 
 

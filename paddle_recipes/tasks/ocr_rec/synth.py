@@ -7,7 +7,12 @@ can draw), and is rendered character by character with PIL: varied size, letter 
 stroke, slight curvature. Characters the picked font lacks are drawn with another font of the same
 side. Then (``aug``): background and ink colours (``backgrounds.py``), drop shadow, underline or
 table lines, rotation + perspective, crops at the top/bottom edge, uneven lighting, Gaussian or
-motion blur, noise and a random JPEG quality.
+motion blur, noise and a random JPEG quality. Issue 54 (``styles.py``): thinner or heavier strokes, outlined,
+shadowed and faded (low-contrast) text, small text (10-14 px, upscaled to the stored height as the OCR system
+upscales a small crop), and vertical lines (``vertical_prob``): characters stacked top to bottom in a column, then
+turned 90 degrees counter-clockwise when the column is at least 1.5x taller than wide, exactly as the OCR system
+turns a tall crop before recognition (``ocr_det.geometry.turn_if_tall``, PaddleOCR's rule): the recognizer learns
+vertical text in the form the system feeds it.
 
 Sample ``i`` of a split is generated from its own seed derived from (seed, split, i), so the output
 is identical whatever the number of worker processes.
@@ -38,11 +43,13 @@ from .backgrounds import make_background, pick_colors
 from .fonts import FONTS, FontError, FontSpec, coverage, font_available, fonts_for
 from .textgen import DEFAULT_FREQ_FILE, TextSampler, load_char_freq
 from .dataset import DatasetConfig
+from .styles import paint, pick_style, reweight
+from ..ocr_det.geometry import turn_if_tall
 from paddle_recipes.data import write_lmdb
 
 logger = logging.getLogger(__name__)
 
-GENERATOR_VERSION = 2  # bump when the rendering changes, so cached sets are rebuilt
+GENERATOR_VERSION = 3  # bump when the rendering changes, so cached sets are rebuilt
 SPLIT_IDS = {"train": 0, "val": 1, "test": 2, "heldout": 3}
 HELDOUT_SPLITS = ("heldout",)  # data splits rendered with the eval fonts
 FONT_TAGS_FILE = "fonts.txt"
@@ -66,6 +73,8 @@ class SynthConfig:
     mixed_prob: probability that a line mixes digits / Latin / punctuation in (when the dict has them).
     space_prob: with a dict that has the space character (use_space_char), probability of a space at each boundary
         of a mixed line next to a Latin word or a number (textgen.TextSampler; default 0.3; no effect otherwise).
+    vertical_prob: with aug, share of vertical lines (stacked in a column, turned as the OCR system turns a tall
+        crop; default 0.1). small_prob: with aug, share of lines rendered 10-14 px high (default 0.12).
     """
 
     min_len: int = 2
@@ -80,8 +89,13 @@ class SynthConfig:
     freq_mix: float = 0.5
     mixed_prob: float = 0.4
     space_prob: float = 0.3
+    vertical_prob: float = 0.1
+    small_prob: float = 0.12
 
     def __post_init__(self):
+        for name in ("vertical_prob", "small_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if not 1 <= self.min_len <= self.max_len:
             raise ValueError(f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
         self.font_size = tuple(int(v) for v in self.font_size)
@@ -248,19 +262,51 @@ class LineRenderer:
         box = (mx, int(baseline - ascent), mx + int(math.ceil(width)), int(baseline + descent))
         return mask, baseline, box, draw
 
+    def vertical_mask(self, text: str, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Characters stacked top to bottom, centred in a column: float mask [h, w] in [0, 1] (margins 2 px +
+        a random share of the size around the column)."""
+        gap = size * rng.uniform(0.0, 0.25)
+        side = size * rng.uniform(0.1, 0.35)
+        w = int(size + 2 * side) + 4
+        h = int(len(text) * (size + gap) - gap + 2 * size * rng.uniform(0.05, 0.25)) + 4
+        img = Image.new("L", (w, h), 0)
+        draw = ImageDraw.Draw(img)
+        y = (h - (len(text) * (size + gap) - gap)) / 2.0
+        for ch in text:
+            font = self._font(self.font_for_char(k, ch), size)
+            draw.text((w / 2, y + size / 2), ch, font=font, fill=255, anchor="mm")
+            y += size + gap
+        return np.asarray(img, np.float32) / 255.0
+
     # ------------------------------------------------------------------ full render
-    def render(self, text: str, rng: np.random.Generator, k: int | None = None) -> np.ndarray:
+    def render(self, text: str, rng: np.random.Generator, k: int | None = None, vertical: bool = False) -> np.ndarray:
+        """One line image (RGB uint8, height cfg.height). ``vertical``: a column of ``text`` (spaces dropped)
+        turned as the OCR system turns a tall crop (see the module docstring)."""
         cfg = self.cfg
         if k is None:
             k = int(rng.integers(len(self.fonts)))
         size = int(rng.integers(cfg.font_size[0], cfg.font_size[1] + 1))
-        mask, baseline, box, draw = self._text_mask(text, k, size, rng)
-        if cfg.aug and rng.random() < 0.1:  # underline in the text colour
-            y = int(min(mask.size[1] - 1, baseline + max(2, size * 0.12)))
-            draw.line([(box[0], y), (box[2], y)], fill=255, width=int(rng.integers(1, 3)))
+        if cfg.aug and rng.random() < cfg.small_prob:  # small text, upscaled below
+            size = int(rng.integers(10, 15))
+        style = pick_style(rng, size) if cfg.aug else None
+        if vertical:
+            col = self.vertical_mask(text.replace(" ", "") or text, k, size, rng)
+            a = turn_if_tall(col)
+            ys, xs = np.nonzero(a > 0.35)
+            box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1) if len(xs) else (0, 0) + a.shape[::-1]
+            src_h = a.shape[0]
+        else:
+            mask, baseline, box, draw = self._text_mask(text, k, size, rng)
+            if cfg.aug and rng.random() < 0.1:  # underline in the text colour
+                y = int(min(mask.size[1] - 1, baseline + max(2, size * 0.12)))
+                draw.line([(box[0], y), (box[2], y)], fill=255, width=int(rng.integers(1, 3)))
+            a = np.asarray(mask, np.float32) / 255.0
+            src_h = mask.size[1]
+        if style is not None:
+            a = reweight(a, size, style.weight)
         # compose at (about) the stored height: every later step costs O(pixels)
-        a = self._resize(np.asarray(mask, np.float32) / 255.0)
-        scale = a.shape[0] / float(mask.size[1])
+        a = self._resize(a)
+        scale = a.shape[0] / float(src_h)
         box = tuple(int(round(v * scale)) for v in box)
         h, w = a.shape
         if not cfg.aug:
@@ -287,8 +333,10 @@ class LineRenderer:
             sh[dy:, dx:] = a[:h - dy, :w - dx]
             sh = cv2.GaussianBlur(sh, (0, 0), rng.uniform(0.5, 1.2))[..., None] * rng.uniform(0.3, 0.7)
             img = img * (1 - sh)
-        a3 = a[..., None]
-        img = img * (1 - a3) + np.asarray(fg_rgb, np.float32) * a3
+        if style.outline:  # the rim in the stored image's pixels
+            style.outline = max(1, int(round(style.outline * scale)))
+        style.shadow = tuple(int(round(v * scale)) for v in style.shadow)
+        img = paint(img, a, fg_rgb, style, rng)
         if rng.random() < 0.08:  # partial crop at the top or bottom edge (2-8% of the text height)
             cut = int(round((box[3] - box[1]) * rng.uniform(0.02, 0.08)))
             top, bottom = (box[1] + cut, h) if rng.random() < 0.5 else (0, box[3] - cut)
@@ -374,7 +422,10 @@ def make_sample(cfg: SynthConfig, renderer: LineRenderer, split: str, i: int) ->
     rng = np.random.default_rng(_sample_seed(cfg.seed, split, i))
     k = int(rng.integers(len(renderer.fonts)))
     text = renderer.samplers[k].sample(rng, int(rng.integers(cfg.min_len, cfg.max_len + 1)))
-    img = renderer.render(text, rng, k)
+    vertical = cfg.aug and rng.random() < cfg.vertical_prob
+    if vertical:  # a column has no spaces (the label is what is drawn)
+        text = text.replace(" ", "") or renderer.samplers[k].sample(rng, 1).replace(" ", "") or text
+    img = renderer.render(text, rng, k, vertical=vertical)
     quality = int(rng.integers(30, 76)) if cfg.aug and rng.random() < 0.3 else cfg.jpeg_quality
     ok, buf = cv2.imencode(".jpg", cv2.cvtColor(img, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:  # pragma: no cover - cv2 always encodes uint8 RGB

@@ -4,7 +4,9 @@
   det_box_type 'quad'): every box, whatever its number of points, is cropped through its minimum-area rectangle
   (points truncated to int first). Mode ``rotate`` (paddleocr 2.x TextSystem, det_box_type 'quad'): a 4-point
   box is warped as given, corners as listed; a box of other size goes through its min-area rectangle, as 2.x
-  does for 'poly' boxes. Both: ``ocr_det.geometry.rotate_crop`` (upright, cubic, turned when tall).
+  does for 'poly' boxes. Both: ``ocr_det.geometry.rotate_crop`` (upright, cubic, turned when tall). The warp
+  follows each pipeline's OpenCV: ``minarea`` computes OpenCV 4.x's bytes whatever cv2 is installed (paddlex pins
+  opencv-contrib 4.10), ``rotate`` calls the installed cv2 (paddleocr 2.x pins none); ``opencv4`` overrides it.
 * :func:`paddleocr2_boxes`: 4-point boxes as paddleocr 2.x's TextDetector hands them to its TextSystem (the
   ``rotate`` mode's boxes): corners re-ordered clockwise from the one of least x + y (then least y - x, the
   opposite corner the one of most x + y), truncated into the image (0 .. w - 1, 0 .. h - 1), and boxes with a side
@@ -23,14 +25,16 @@ from ..ocr_det.geometry import min_area_quad, rotate_crop
 CROP_MODES = ("minarea", "rotate")
 
 
-def crop_box(img: np.ndarray, points, mode: str = "minarea") -> np.ndarray:
-    """A detector box ([K, 2] x, y px) -> its upright line image, by crop ``mode`` (see the module docstring)."""
+def crop_box(img: np.ndarray, points, mode: str = "minarea", opencv4: bool | None = None) -> np.ndarray:
+    """A detector box ([K, 2] x, y px) -> its upright line image, by crop ``mode`` (see the module docstring);
+    ``opencv4`` None: the mode's own warp (minarea: OpenCV 4.x's bytes, rotate: the installed cv2)."""
     if mode not in CROP_MODES:
         raise ValueError(f"crop mode {mode!r}: must be one of {list(CROP_MODES)}")
+    opencv4 = mode == "minarea" if opencv4 is None else opencv4
     pts = np.asarray(points)
     if mode == "rotate" and pts.size == 8:
-        return rotate_crop(img, pts.astype(np.float32))
-    return rotate_crop(img, min_area_quad(pts))
+        return rotate_crop(img, pts.astype(np.float32), opencv4)
+    return rotate_crop(img, min_area_quad(pts), opencv4)
 
 
 def paddleocr2_boxes(boxes: Sequence, shape) -> List[np.ndarray]:
