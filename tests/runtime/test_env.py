@@ -145,3 +145,45 @@ def test_pyproject_leaves_paddle_and_opencv_to_the_user():
     assert not names(project["dependencies"]) & users
     assert {"paddlepaddle", "opencv-python-headless", "albumentations"} <= names(extras["all"])
     assert "paddlepaddle" not in names(extras["full"]) and "opencv-python-headless" in names(extras["full"])
+
+
+USER_OWNED = {"paddlepaddle", "paddlepaddle-gpu", "albumentations", "opencv-python", "opencv-python-headless",
+              "opencv-contrib-python", "opencv-contrib-python-headless"}
+
+
+def _pip_dry_run(python: str, *extra: str) -> set:
+    """The distributions ``pip install -e <repo>`` would install with ``python`` (pip's --dry-run --report; needs
+    PyPI), lower-case names; skips when the index cannot be reached."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        out = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report), *extra,
+                              "-e", str(repo)], capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            if "connection" in out.stderr.lower() or "could not find a version" in out.stderr.lower():
+                pytest.skip(f"PyPI not reachable: {out.stderr.strip().splitlines()[-1]}")
+            raise AssertionError(out.stderr[-2000:])
+        return {i["metadata"]["name"].lower() for i in json.loads(report.read_text())["install"]}
+
+
+@pytest.mark.slow  # ~20 s each (pip resolves against PyPI)
+def test_pip_install_keeps_the_users_paddle_and_opencv():
+    """A GPU user's `pip install paddlepaddle-gpu && pip install -e .`: nothing of the package's closure, resolved
+    as into an empty environment, is a paddle or an OpenCV wheel. A paddleocr 3.7 user's `pip install -e .` in its
+    venv (paddlex's opencv-contrib 4.10, paddle 3.3.1) adds no paddle, no cv2, and the venv's `pip check` stays clean."""
+    import subprocess
+
+    from benchmarks.harness.official_system import VENV3
+
+    empty = _pip_dry_run(sys.executable, "--ignore-installed")
+    assert "paddle-recipes" in empty and not empty & USER_OWNED, sorted(empty)
+    if not VENV3.exists():
+        pytest.skip(f"paddleocr 3.7 side venv not found: {VENV3}")
+    beside = _pip_dry_run(str(VENV3))
+    assert "paddle-recipes" in beside and not beside & USER_OWNED, sorted(beside)
+    check = subprocess.run([str(VENV3), "-m", "pip", "check"], capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stdout
