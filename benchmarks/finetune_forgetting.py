@@ -211,13 +211,9 @@ def score(root: Path, weak: dict, real: dict, released: dict, general: dict | No
             **extra}
 
 
-def new_rows_init(a, root: Path, out: Path) -> tuple:
-    """--fit-new-rows: the released model in its released form with the run's dict (rows follow characters), the new
-    characters' CTC rows fitted alone (harness.new_chars.fit_new_rows) on the first --fit-lines weak train lines
-    and --fit-general general train lines (lines where no new character may win),
-    saved to out/init_new_rows.pdparams: the run's init weights. Returns (file, the fit's record)."""
-    import paddle
-
+def released_model_ext(root: Path) -> tuple:
+    """(model, its dict): the released v4 rec in its released form with the run's dict <root>/dict_ext.txt (rows follow
+    characters: Global.pretrained_dict=ppocr_keys_v1), in eval mode."""
     from paddle_recipes.config import load_config
     from paddle_recipes.recipes.ocr_rec import OcrRec
     from paddle_recipes.runtime.distributed import DistInfo
@@ -230,8 +226,30 @@ def new_rows_init(a, root: Path, out: Path) -> tuple:
     model = recipe.build_model()
     to_released_form(model)
     recipe.load_pretrained(model, str(model_dir))
+    model.eval()
+    return model, recipe.charset.chars
+
+
+def new_rows_init(a, root: Path, out: Path) -> tuple:
+    """--fit-new-rows: the released model in its released form with the run's dict (rows follow characters), the new
+    characters' CTC rows fitted alone (harness.new_chars.fit_new_rows) on the first --fit-lines weak train lines
+    and --fit-general general train lines (lines where no new character may win), with --fit-lookalike look-alike
+    lines and the --fit-real crops as negatives (their released per-frame distribution kept), then (--fit-head) the
+    whole CTC head on the same lines,
+    saved to out/init_new_rows.pdparams: the run's init weights. Returns (file, the fit's record)."""
+    import paddle
+
+    _, keys = released_files()
+    model, chars = released_model_ext(root)
     lines = read_label_file(root / "weak/train")[:a.fit_lines] + read_label_file(root / "general/train")[:a.fit_general]
-    record = fit_new_rows(model, recipe.charset.chars, new_chars_of(root), lines, steps=a.fit_new_rows)
+    new = new_chars_of(root)
+    negatives = [ln for d in a.fit_real for ln in read_label_file(Path(d))]
+    if a.fit_lookalike:
+        negatives += read_label_file(make_new_char_split(root / "lookalike/train", keys, new, a.fit_lookalike, 31,
+                                                         lookalike=True))
+    record = fit_new_rows(model, chars, new, lines, steps=a.fit_new_rows, negatives=negatives,
+                          head_steps=a.fit_head, head_lr=a.fit_head_lr, distill_weight=a.fit_distill)
+    record |= {"fit_real": a.fit_real, "fit_lookalike": a.fit_lookalike}
     path = out / "init_new_rows.pdparams"
     paddle.save(model.state_dict(), str(path))
     return path, record
@@ -499,6 +517,16 @@ def main(argv=None):
                         "frozen released features of --fit-lines weak train lines (then train from those weights)")
     p.add_argument("--fit-lines", type=int, default=1000)
     p.add_argument("--fit-general", type=int, default=0, help="run --fit-new-rows: general train lines fitted too")
+    p.add_argument("--fit-lookalike", type=int, default=0, metavar="N",
+                   help="run --fit-new-rows: N look-alike lines (`ml`, `kW`, `坤`, Latin words) kept as the released "
+                        "model reads them (KL to its per-frame distribution)")
+    p.add_argument("--fit-real", action="append", default=[], metavar="DIR",
+                   help="run --fit-new-rows: real crops (DIR/label.txt) kept as the released model reads them (KL)")
+    p.add_argument("--fit-head", type=int, default=0, metavar="STEPS",
+                   help="run --fit-new-rows: then STEPS steps of the whole CTC head (neck + class layer) on the "
+                        "cached backbone features")
+    p.add_argument("--fit-head-lr", type=float, default=3e-4)
+    p.add_argument("--fit-distill", type=float, default=1.0, help="weight of the negatives' KL in the fit")
     p.add_argument("--init-weights", default="", metavar="PDPARAMS",
                    help="run (new_chars): init weights whose rows are in the run's dict order (e.g. runs/F0/"
                         "init_new_rows.pdparams) instead of the released folder + Global.pretrained_dict")

@@ -118,3 +118,76 @@ def test_new_character_scores_count_lines_and_occurrences():
     assert got["new_lines"] == 2 and got["new_exact"] == 0.5  # line c has no new character: not counted
     assert got["per_char"]["㎜"] == {"lines": 1, "exact": 1.0, "recall": 1.0}
     assert got["per_char"]["赟"] == {"lines": 1, "exact": 0.0, "recall": 0.5}
+
+
+@needs_official
+def test_lookalike_lines_hold_no_new_character_and_only_known_ones(tmp_path):
+    from benchmarks.harness.new_chars import LOOKALIKES, NEW_CHARS, make_new_char_split
+    from benchmarks.harness.real_crops import read_label_file
+
+    known = set(KEYS.read_text(encoding="utf-8").splitlines()) | {" "}
+    assert set(LOOKALIKES) == set(NEW_CHARS) and not set("".join(sum(LOOKALIKES.values(), ()))) - known
+    lines = read_label_file(make_new_char_split(tmp_path / "la", KEYS, NEW_CHARS, 12, 5, lookalike=True))
+    texts = [t for _, t in lines]
+    assert len(texts) == 12 and all(p.is_file() for p, _ in lines)
+    assert not set("".join(texts)) - known, texts  # no new character, nothing outside the released dict
+    alikes = {a for v in LOOKALIKES.values() for a in v}
+    assert sum(any(a in t for a in alikes) for t in texts) >= 6, texts  # the tokens are there
+
+
+class _Enc(paddle.nn.Layer):
+    def forward(self, x):  # [N, C, 1, T] -> [N, T, C]
+        return x.squeeze(2).transpose([0, 2, 1])
+
+
+class _Head(paddle.nn.Layer):
+    def __init__(self, classes):
+        super().__init__()
+        from paddle_recipes.tasks.ocr_rec.ppocr_heads import CTCHead
+
+        self.ctc_encoder, self.ctc_head = _Enc(), CTCHead(8, classes)
+
+    def forward(self, x):
+        return self.ctc_head(self.ctc_encoder(x))
+
+
+class _Model(paddle.nn.Layer):
+    """What fit_new_rows needs of a rec model: .head (ctc_encoder, ctc_head), .ctc_head, set_eval_output."""
+
+    def __init__(self, classes):
+        super().__init__()
+        self.head = _Head(classes)
+
+    @property
+    def ctc_head(self):
+        return self.head.ctc_head
+
+    def set_eval_output(self, kind):
+        self.head.ctc_head.return_logits = kind == "logits"
+
+
+def test_fit_new_rows_loss_is_the_full_ctc_and_only_new_columns_change():
+    """The rows stage's CTC on a reduced vocabulary equals the full-vocabulary CTC (lr 0: the first loss), and a fit
+    with negatives changes the new columns only."""
+    from benchmarks.harness.new_chars import fit_new_rows
+
+    paddle.seed(3)
+    chars = list("abcdefghij") + ["㎜", "赟"]
+    model = _Model(len(chars) + 1)
+    lines = [(None, t) for t in ["ab㎜", "a赟b", "㎜㎜a", "bab", "赟ab"]]  # c..j: the "rest" column
+    feats = paddle.randn([8, 8, 1, 12]) * 2  # 5 lines, then 3 negatives
+    layer = model.ctc_head.fc
+    w0, b0 = layer.weight.numpy().copy(), layer.bias.numpy().copy()
+    with paddle.no_grad():
+        logits = layer(model.head.ctc_encoder(feats[:5]))
+    labels = paddle.to_tensor([[chars.index(c) + 1 for c in t] + [0] * (3 - len(t)) for _, t in lines], dtype="int32")
+    full = paddle.nn.functional.ctc_loss(logits.transpose([1, 0, 2]), labels, paddle.full([5], 12, "int64"),
+                                         paddle.to_tensor([3] * 5, dtype="int64"), blank=0, reduction="mean")
+    rec = fit_new_rows(model, chars, ["㎜", "赟"], lines, steps=1, lr=0.0, batch=5, feats=feats[:5])
+    assert abs(rec["rows"]["loss_first"] - float(full)) < 1e-3 * max(1.0, float(full)), (rec, float(full))
+    rec = fit_new_rows(model, chars, ["㎜", "赟"], lines, steps=20, lr=0.1, batch=5, feats=feats,
+                       negatives=[(None, "")] * 3)
+    w, b = layer.weight.numpy(), layer.bias.numpy()
+    np.testing.assert_array_equal(w[:, :11], w0[:, :11])
+    np.testing.assert_array_equal(b[:11], b0[:11])
+    assert np.abs(w[:, 11:] - w0[:, 11:]).max() > 1e-3 and rec["rows"]["loss_last"] < rec["rows"]["loss_first"]
