@@ -119,6 +119,11 @@ def test_two_distributions_of_one_module_are_advised():
     assert set(info["module_distributions"]) == {"cv2", "paddle"} and info["module_distributions"]["paddle"]
 
 
+# distributions the user picks (a CPU or GPU paddle, one OpenCV): the package must never install one itself
+USER_OWNED = {"paddlepaddle", "paddlepaddle-gpu", "albumentations", "opencv-python", "opencv-python-headless",
+              "opencv-contrib-python", "opencv-contrib-python-headless"}
+
+
 def test_pyproject_leaves_paddle_and_opencv_to_the_user():
     """No paddle, no cv2 distribution and nothing that requires one (albumentations requires opencv-python-headless)
     in the base dependencies; `all` (README command 1) brings the CPU wheel and OpenCV, `full` (GPU) no paddle."""
@@ -140,15 +145,9 @@ def test_pyproject_leaves_paddle_and_opencv_to_the_user():
                 out.add(re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower())
         return out
 
-    users = {"paddlepaddle", "paddlepaddle-gpu", "albumentations", "opencv-python", "opencv-python-headless",
-             "opencv-contrib-python", "opencv-contrib-python-headless"}
-    assert not names(project["dependencies"]) & users
+    assert not names(project["dependencies"]) & USER_OWNED
     assert {"paddlepaddle", "opencv-python-headless", "albumentations"} <= names(extras["all"])
     assert "paddlepaddle" not in names(extras["full"]) and "opencv-python-headless" in names(extras["full"])
-
-
-USER_OWNED = {"paddlepaddle", "paddlepaddle-gpu", "albumentations", "opencv-python", "opencv-python-headless",
-              "opencv-contrib-python", "opencv-contrib-python-headless"}
 
 
 def _pip_dry_run(python: str, *extra: str) -> set:
