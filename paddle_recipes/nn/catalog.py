@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
+import typing
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -87,6 +88,14 @@ class Network:
         if own is not None:
             return sorted(set(own(dict(section or {}))) | set(self.extra))
         return sorted(set(_takes(self.cls, self.fixed)) | set(self.extra))
+
+    def config_types(self) -> Dict[str, Any]:
+        """Every key any section of it may hold -> its constructor's annotation (``inspect.Parameter.empty`` when
+        it has none): the constructor's arguments but ``fixed``, plus ``extra``; for a class with its own
+        ``config_keys(section)``, the union over its sections that its classmethod ``config_types()`` gives."""
+        own = getattr(self.cls, "config_types", None)
+        found = dict(own()) if own is not None else init_annotations(self.cls, self.fixed)
+        return {**dict.fromkeys(self.extra, inspect.Parameter.empty), **found}
 
 
 NETWORKS: Tuple[Network, ...] = (
@@ -198,6 +207,16 @@ def _takes(cls: type, fixed: Sequence[str] = ()) -> List[str]:
     params = inspect.signature(cls.__init__).parameters
     return [p for p, v in params.items()
             if p != "self" and p not in fixed and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+
+
+def init_annotations(cls: type, fixed: Sequence[str] = ()) -> Dict[str, Any]:
+    """``_takes(cls, fixed)`` -> the annotation of each in ``cls.__init__`` (``inspect.Parameter.empty``: none)."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve: none
+        hints = {}
+    params = inspect.signature(cls.__init__).parameters
+    return {p: hints.get(p, params[p].annotation) for p in _takes(cls, fixed)}
 
 
 def _refuse(cls: type, where: str, kwargs: Mapping[str, Any], takes: Sequence[str]) -> None:
