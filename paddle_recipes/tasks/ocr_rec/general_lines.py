@@ -53,8 +53,15 @@ FORM_KEYS = ("姓名", "日期", "金额", "地址", "电话", "证件号码", "
              "开户银行", "收款人", "编号", "时间", "负责人", "签字")
 
 
-def english_line(rng: np.random.Generator) -> str:
-    words = [ENGLISH[int(rng.integers(len(ENGLISH)))] for _ in range(int(rng.integers(2, 7)))]
+def english_line(rng: np.random.Generator, max_len: int = GENERAL_SYNTH["max_len"]) -> str:
+    """2-6 common words with spaces (at most ``max_len`` characters, at least one word), some capitalized, a number
+    or a trailing mark sometimes."""
+    words: List[str] = []
+    for _ in range(int(rng.integers(2, 7))):
+        word = ENGLISH[int(rng.integers(len(ENGLISH)))]
+        if words and len(" ".join(words + [word])) > max_len - 6:  # room for a number and a mark
+            break
+        words.append(word)
     r = rng.random()
     if r < 0.25:
         words = [w.capitalize() for w in words]
