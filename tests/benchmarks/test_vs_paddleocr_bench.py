@@ -206,7 +206,8 @@ def test_summary_target_ratios_and_lower_bound():
     assert s4["ours_p1"]["first_learnt_ratio_at_least"] == 6.0 / 2.0 and s4["ours_p1"]["first_learnt_ratio"] is None
     assert s4["fast_p1"]["first_learnt"] is None and s4["fast_p1"]["first_learnt_ratio_at_least"] is None
     assert s["ours_p1"]["first_learnt"] == 1.0 and s["ours_p1"]["first_learnt_ratio"] == 2.0  # 0.1 at step 1 each
-    assert H.utilisation(10.0, 1e9, 15.0, 2) == {"achieved_gflops": 30.0, "utilisation": 1.0}
+    assert H.utilisation(10.0, 1e9, 15.0, 2) == {"achieved_gflops": 30.0, "utilisation": 1.0,
+                                                 "utilisation_refused": None}  # 100 % is allowed, not more
 
 
 FAKE = textwrap.dedent('''\
