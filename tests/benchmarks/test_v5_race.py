@@ -76,7 +76,7 @@ def test_released_form_flops_are_the_fused_network_and_below_the_training_forms(
 
     cfg = load_config(str(V5_YAML), [f"{k}={v}" for k, v in o.items()], OcrRec.Config,
                       translators=OcrRec.config_translators)
-    model = build_rec_model(cfg.Architecture, 32, 48)
+    model = build_rec_model(cfg.Architecture, 32)  # 30 characters, space, blank; 3 input channels
     to_released_form(model)
     assert count_flops(model, shape)["total"] / 1e9 == pytest.approx(released, rel=1e-9)
 
@@ -155,7 +155,7 @@ def test_v5_official_paths_and_dict(tmp_path):
     chars = d.read_text(encoding="utf-8").splitlines()
     assert len(chars) == 18383
     keys = tmp_path / "keys.txt"
-    keys.write_text("一\n☃\n二\n", encoding="utf-8")
+    keys.write_text("一\n\ue000\n二\n", encoding="utf-8")  # a private-use character: not in the dict
     assert OI.data_chars_file(keys, d, tmp_path / "data.txt").read_text(encoding="utf-8") == "一\n二\n"
     assert OI.data_chars_file(None, d, tmp_path / "x.txt") == d
     assert SimpleNamespace(**paths).keys is None
