@@ -149,7 +149,8 @@ def add_process_clock(figures: dict, started: float | None, cpu_samples: list) -
     for c in figures.get("curve") or []:
         t = c.get("t")
         c["proc_wall_s"] = round(t - started, 1) if t is not None and started is not None else None
-        c["cpu_s"] = round(cpu_at(t), 2) if t is not None and pts else None
+        cpu = cpu_at(t) if t is not None else None
+        c["cpu_s"] = round(cpu, 2) if cpu is not None else None
     figures["cpu_s"] = pts[-1][1] if len(pts) > 1 else None
     figures["proc_wall_s"] = round(pts[-1][0] - started, 1) if len(pts) > 1 and started is not None else None
     return figures
