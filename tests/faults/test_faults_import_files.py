@@ -291,24 +291,33 @@ _PEAK_WRAPPER = ("import atexit, os, re, runpy, sys\n"
                  "    with open('/proc/self/status') as f:\n"
                  "        kib = re.search(r'VmHWM:\\s+(\\d+)', f.read()).group(1)\n"
                  "    with open(os.environ['PEAK_RSS_FILE'], 'w') as f:\n"
-                 "        f.write(kib)\n"
+                 "        f.write(f\"{kib} {int('paddle' in sys.modules)}\")\n"
                  "atexit.register(_peak)\n"
                  "sys.argv = sys.argv[1:]\n"
-                 "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+                 "if sys.argv[0] == '-m':  # as python -m: sys.argv[0] is '-m' while the packages import\n"
+                 "    module, sys.argv = sys.argv[1], ['-m', *sys.argv[2:]]\n"
+                 "    runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
+                 "else:\n"
+                 "    runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
-def _peak_run(cmd: list[str], env: dict | None = None, tmp: Path | None = None) -> tuple[int, str, float]:
-    """(exit code, stderr, peak RSS in MiB) of the python script `cmd` = [python, script, args...], the peak read by
-    the child itself (_PEAK_WRAPPER)."""
+def child_run(cmd: list[str], env: dict | None = None, tmp: Path | None = None) -> tuple[int, str, float, bool]:
+    """(exit code, stderr, peak RSS in MiB, whether paddle was imported) of the python script `cmd` = [python,
+    script or -m module, args...], the peak and the imports read by the child itself at its exit (_PEAK_WRAPPER)."""
     peak_file = Path(tmp or REPO_ROOT) / f".peak_rss_{os.getpid()}"
     peak_file.unlink(missing_ok=True)
     proc = subprocess.run([cmd[0], "-c", _PEAK_WRAPPER, *cmd[1:]], cwd=REPO_ROOT,
                           env=_clean_env({**(env or {}), "PEAK_RSS_FILE": str(peak_file)}), stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, timeout=600)
     assert peak_file.is_file(), f"the child wrote no peak (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    peak = int(peak_file.read_text()) / 1024
+    kib, paddle = peak_file.read_text().split()
     peak_file.unlink()
-    return proc.returncode, proc.stderr, peak
+    return proc.returncode, proc.stderr, int(kib) / 1024, paddle == "1"
+
+
+def _peak_run(cmd: list[str], env: dict | None = None, tmp: Path | None = None) -> tuple[int, str, float]:
+    """(exit code, stderr, peak RSS in MiB) of child_run."""
+    return child_run(cmd, env, tmp)[:3]
 
 
 @needs_official

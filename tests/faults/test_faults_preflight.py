@@ -18,36 +18,13 @@ from conftest import REPO_ROOT, _clean_env
 from paddle_recipes.formats.inference_files import (CAP_ENV, PARAMS_CAP_ENV, PARAMS_MAX_BYTES, InferenceFormatError,
                                                    file_caps, find_inference_files, read_pdiparams, read_program)
 from paddle_recipes.recipes import preflight
-from test_faults_import_files import ALIAS_BOMB, _model_dir, _tensor_stream
+from test_faults_import_files import ALIAS_BOMB, _model_dir, _tensor_stream, child_run
 from test_ppocr_import import IMAGES, KEYS, REC_DIR, REC_YAML, V5, needs_official
 
-# At exit the child writes "<paddle imported 0/1> <VmHWM KiB>" (its own peak: os.wait4 would report the pytest
-# worker's, see test_faults_import_files._PEAK_WRAPPER).
-_WRAPPER = ("import atexit, os, re, runpy, sys\n"
-            "def _report():\n"
-            "    with open('/proc/self/status') as f:\n"
-            "        kib = re.search(r'VmHWM:\\s+(\\d+)', f.read()).group(1)\n"
-            "    with open(os.environ['REPORT_FILE'], 'w') as f:\n"
-            "        f.write(f\"{int('paddle' in sys.modules)} {kib}\")\n"
-            "atexit.register(_report)\n"
-            "sys.argv = sys.argv[1:]\n"
-            "if sys.argv[0] == '-m':\n"
-            "    sys.argv = sys.argv[1:]\n"
-            "    runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)\n"
-            "else:\n"
-            "    runpy.run_path(sys.argv[0], run_name='__main__')\n")
-
-
 def _run(args: list[str], tmp: Path, env: dict | None = None) -> tuple[int, list[str], bool, float]:
-    """(exit code, stderr lines, paddle imported at exit, peak RSS MiB) of `python <args>` through _WRAPPER."""
-    report = tmp / "report.txt"
-    report.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *args], cwd=REPO_ROOT,
-                          env=_clean_env({**(env or {}), "REPORT_FILE": str(report)}), stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, timeout=300)
-    assert report.is_file(), f"the child wrote no report (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    imported, kib = report.read_text().split()
-    return proc.returncode, proc.stderr.strip().splitlines(), imported == "1", int(kib) / 1024
+    """(exit code, stderr lines, paddle imported at exit, peak RSS MiB) of `python <args>` (child_run)."""
+    code, err, peak, imported = child_run([sys.executable, *args], env, tmp)
+    return code, err.strip().splitlines(), imported, peak
 
 
 def _argv(mode: str, folder: Path, dict_path: Path, tmp: Path, key: str = "Global.pretrained_model") -> list[str]:
