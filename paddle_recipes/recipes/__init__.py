@@ -16,8 +16,9 @@ RECIPES = {"ocr_rec": "ocr_rec", "ocr_det": "ocr_det", "ocr_cls": "ocr_cls", "oc
 PREFLIGHT = f"{__name__}.preflight"
 
 if stopping.started_as_module(__name__):  # `python -m paddle_recipes.recipes.<name>`: its imports come next
+    stopping.install()  # our handlers; the pre-flight imports no paddle, so the signals come through meanwhile
+    importlib.import_module(PREFLIGHT).check(stopping.module_target(), sys.argv[1:])
     stopping.hold()
-    importlib.import_module(PREFLIGHT).check(stopping.module_target(), sys.argv[1:])  # signals held: before paddle
 
 
 def main(argv: list[str] | None = None) -> None:

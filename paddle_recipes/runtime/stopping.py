@@ -102,12 +102,13 @@ def started_as_module(package: str) -> bool:
 
 
 def run_entry(module: str, argv: Optional[Sequence[str]] = None, preflight: Optional[str] = None) -> None:
-    """The entry of a recipe program: handlers first, then (with the signals held) ``preflight``'s
-    ``check(module, argv)`` (a module that imports no paddle: checks that can fail fast, e.g.
-    paddle_recipes.recipes.preflight; it exits 2 in one line on a bad input), then ``module`` imported, then its
-    ``cli(argv)`` (None: sys.argv[1:])."""
+    """The entry of a recipe program: handlers first, then ``preflight``'s ``check(module, argv)`` (a module that
+    imports no paddle, so the signals need no holding: checks that can fail fast, e.g.
+    paddle_recipes.recipes.preflight; it exits 2 in one line on a bad input), then ``module`` imported with the
+    signals held, then its ``cli(argv)`` (None: sys.argv[1:])."""
+    if preflight is not None:
+        install()  # our handlers, the signals let through: the pre-flight imports no paddle
+        importlib.import_module(preflight).check(module, None if argv is None else list(argv))
     with held_signals():
-        if preflight is not None:
-            importlib.import_module(preflight).check(module, None if argv is None else list(argv))
         cli = importlib.import_module(module).cli
     cli(None if argv is None else list(argv))
