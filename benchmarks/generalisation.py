@@ -205,7 +205,8 @@ def score_pages(pages: Path, recipe: OcrSystem, with_system: bool) -> dict:
     by_page: Dict[str, List[dict]] = defaultdict(list)
     for m in metas:
         by_page[m["page"]].append(m)
-    pipe = recipe.pipeline()
+    pipe = recipe.pipeline() if with_system else None
+    detect = pipe.detect if with_system else recipe.detector()
     det_metric, det_b, sys_b = DetMetric(), Buckets(), Buckets()
     e2e = {"gt": 0, "pred": 0, "hits": 0, "matched": 0}
     t0 = time.time()
@@ -214,7 +215,7 @@ def score_pages(pages: Path, recipe: OcrSystem, with_system: bool) -> dict:
         gts = json.loads(lab)
         lines = by_page[rel]
         img = cv2.imread(str(pages / rel), cv2.IMREAD_COLOR)
-        boxes, _ = pipe.detect(img)
+        boxes, _ = detect(img)
         boxes = [np.asarray(b, np.float32).reshape(-1, 2) for b in boxes]
         gpts = [g["points"] for g in gts]
         det_metric.update([[b.tolist() for b in boxes]], [gpts], [[False] * len(gts)])

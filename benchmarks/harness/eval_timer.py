@@ -10,7 +10,7 @@ the model's top layer (``forward_s``; ppocr_eval_timer.add_forward_hooks, the sa
 ``--save DIR KEY``: the real model's output of call i is saved to DIR/NNNNN.npy (KEY "maps": det's probability
 map; "-": rec's [B, T, C] scores, as probabilities: softmax applied when the model gives logits), for --replay.
 Det: the post-process (``post_s``) and the per-image metric (``metric_s``) are timed too, and the boxes kept, as on
-PaddleOCR's side. Writes OUT.json: the seconds, the images seen at the forward, the metrics evaluate_model returned
+PaddleOCR's side; rec: the CTC decode (``post_s``, texts kept) and RecMetric.update (``metric_s``). Writes OUT.json: the seconds, the images seen at the forward, the metrics evaluate_model returned
 and the boxes per image.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.harness.ppocr_eval_timer import T, Timed, add_forward_hooks, boxes_as_lists, make_replay  # noqa: E402
+from benchmarks.harness.ppocr_eval_timer import TEXTS, T, Timed, add_forward_hooks, boxes_as_lists, make_replay  # noqa: E402
 
 
 def recipe_class(task: str):
@@ -53,6 +53,20 @@ def add_save_hook(model, folder: Path, key: str | None) -> None:
         calls[0] += 1
 
     model.register_forward_post_hook(save)
+
+
+def timed_update(cls) -> None:
+    """cls.update's seconds added to T["metric_s"]."""
+    update = cls.update
+
+    def timed(self, *a, **k):
+        t0 = time.perf_counter()
+        try:
+            return update(self, *a, **k)
+        finally:
+            T["metric_s"] += time.perf_counter() - t0
+
+    cls.update = timed
 
 
 def main(argv) -> dict:
@@ -83,11 +97,16 @@ def main(argv) -> dict:
 
         recipe.cfg.PostProcess = Timed(recipe.cfg.PostProcess, "post_s", record=True)
         step.evaluate_image = Timed(step.evaluate_image, "metric_s")
+    else:  # rec: the CTC decode (texts kept) and the metric's updates, as PaddleOCR's post-process and metric calls
+        from paddle_recipes.tasks.ocr_rec import evaluate
+
+        evaluate.ctc_greedy_decode = Timed(evaluate.ctc_greedy_decode, "post_s", record=True)
+        timed_update(evaluate.RecMetric)
     t0, c0 = time.perf_counter(), time.process_time()
     metrics = recipe.evaluate_model(model, loader)
     T["total_s"], T["total_cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
     rec = {**T, "metric": {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
-           "boxes": boxes_as_lists()}
+           "boxes": boxes_as_lists(), "texts": TEXTS}
     out.write_text(json.dumps(rec), encoding="utf-8")
     return rec
 

@@ -14,7 +14,7 @@ imports are wrapped, so what it builds is timed without touching its code:
 DIR/NNNNN.npy (the real network's, written once by eval_vs_paddleocr.py), after checking the input's shape, so
 both sides post-process the very same maps with the forward's cost taken out (a file read, still timed as forward).
 Writes OUT.json: those seconds, the images seen (batch sizes at the forward), the metric tools/eval.py printed and
-the boxes its post-process gave per image (``boxes``, int point lists).
+the boxes its post-process gave per image (``boxes``, int point lists; det) or the texts per line (``texts``; rec).
 Imports only the standard library, paddle and PaddleOCR: our package is not on this python's path.
 """
 from __future__ import annotations
@@ -30,11 +30,14 @@ T = {"forward_s": 0.0, "post_s": 0.0, "metric_s": 0.0, "total_s": 0.0, "images":
 
 
 BOXES: list = []  # per image, the post-process's points (det), dumped to OUT.json after the run
+TEXTS: list = []  # per line, the post-process's text (rec: CTC decode), dumped to OUT.json after the run
 
 
 class Timed:
     """Proxy whose calls add their seconds to T[key]; attributes pass through to the wrapped object. With
-    ``record``, the "points" of every result (det post-process: a list of per-image dicts) are kept in BOXES."""
+    ``record``, the "points" of every result (det post-process: a list of per-image dicts) are kept in BOXES, the
+    texts of a rec decode (a list of (text, score), or PaddleOCR's (that list, labels) when called with labels) in
+    TEXTS."""
 
     def __init__(self, obj, key, record=False):
         self.__dict__["_obj"], self.__dict__["_key"], self.__dict__["_record"] = obj, key, record
@@ -45,8 +48,11 @@ class Timed:
             out = self._obj(*a, **k)
         finally:
             T[self._key] += time.perf_counter() - t0
-        if self._record and isinstance(out, list):
-            BOXES.extend(r["points"] for r in out if isinstance(r, dict) and "points" in r)
+        if self._record:
+            got = out[0] if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], list) else out
+            if isinstance(got, list):
+                BOXES.extend(r["points"] for r in got if isinstance(r, dict) and "points" in r)
+                TEXTS.extend(r[0] for r in got if isinstance(r, tuple) and r and isinstance(r[0], str))
         return out
 
     def __getattr__(self, name):
@@ -142,7 +148,7 @@ def main(argv) -> None:
     sys.argv = [os.path.join(src, "tools", "eval.py")] + list(argv[2:])
     runpy.run_path(sys.argv[0], run_name="__main__")
     with open(out, "w", encoding="utf-8") as fh:
-        json.dump({**T, "metric": metric, "boxes": boxes_as_lists()}, fh)
+        json.dump({**T, "metric": metric, "boxes": boxes_as_lists(), "texts": TEXTS}, fh)
 
 
 if __name__ == "__main__":

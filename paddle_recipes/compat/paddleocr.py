@@ -41,8 +41,9 @@ CURRICULUM_KEYS = ("warm_steps", "short_len")
 MULTISCALE_KEYS = ("scales", "first_bs", "fix_bs", "divided_factor", "is_training", "ratio_wh", "max_w")
 # Global keys only the rec translator reads (the text: its dict, length, spaces; the free-width infer mode).
 REC_GLOBAL = ("character_dict_path", "character_type", "max_text_length", "infer_mode", "use_space_char")
-# our rec-only Global keys (docs/cards/distill_pretrained.md, finetune_merge.md), passed through as written
-REC_OUR_GLOBAL = ("distill_pretrained", "distill_weight", "distill_temperature", "finetune_merge")
+# our rec-only Global keys (docs/cards/distill_pretrained.md, finetune_merge.md, general_lines.md), passed through as written
+REC_OUR_GLOBAL = ("distill_pretrained", "distill_weight", "distill_temperature", "finetune_merge", "general_lines",
+                  "general_lines_ratio")
 
 
 def _paddlex_rec_names() -> tuple:

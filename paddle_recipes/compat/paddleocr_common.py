@@ -77,6 +77,8 @@ EXTENSION_KEYS: Dict[str, str] = {
         "weights' frozen copy as a CTC teacher (docs/cards/distill_pretrained.md)",
     "Global.finetune_merge (rec)": "WiSE-FT: checkpoints also hold the run's weights merged with its init weights, "
         "which eval / predict / export read (docs/cards/finetune_merge.md)",
+    "Global: general_lines, general_lines_ratio (rec)": "synthetic general lines labelled by the init weights' own "
+        "readings, mixed into the train data (docs/cards/general_lines.md)",
 }
 LOADER_EXTENSIONS = ("use_buffer_reader", "timeout", "seed", "min_shm_mb", "allocator_keep_mb")
 CURRICULUM_KEYS = ("warm_steps", "short_len")

@@ -11,11 +11,15 @@ translators name it in a clear error.
     backbone = build_backbone("pplcnetv3", "rec", scale=0.95)    # names match case-insensitively, as PaddleOCR
     neck = build("DBFPN", "det", NECK, {"out_channels": 256}, in_channels=backbone.out_channels)
 
-The backbones of ``paddle_recipes/nn/`` are the table ``NETWORKS`` below (porting one = one file there + one line
-here). Necks, heads and task-owned backbones register next to their class, where they are defined::
+Every backbone, neck and head registers next to its class, where it is defined::
 
     @register(NECK, "RSEFPN", DET)
     class RSEFPN(nn.Layer): ...
+
+This module is the registry alone (it imports no network). The package ``paddle_recipes.nn`` imports its network
+files, so the backbones of ``nn/`` are listed before any module can read this one, and lists PaddleOCR's backbones
+known by name only; a task's necks and heads are listed when its model module is imported (the task builders and
+the translators import it).
 
 Task model builders, the YAML translators (``compat``) and the exports read the catalogue; no other table of
 network names or of their accepted keys exists. A class whose accepted keys depend on the section (PaddleOCR's
@@ -29,22 +33,13 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
+import typing
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import paddle.nn as nn
 
 from ..config import ConfigError, UnknownNameError
-from .dense_conv import DenseConvDet, DenseConvRec
-from .lcnetrec import LCNetRec
-from .lcnetv4 import PPLCNetV4
-from .mobilenet_v3 import MobileNetV3
-from .mobilenetv1_enhance import MobileNetV1Enhance
-from .pp_lcnet import PPLCNet
-from .pphgnetv2 import PPHGNetV2_B4
-from .pplcnetv3 import PPLCNetV3
-from .resnet34vd import ResNet34vd
-from .resnet_vd import ResNet, ResNet_vd
 
 REC, DET, CLS, PPYOLOE = "rec", "det", "cls", "ppyoloe"
 BACKBONE, NECK, HEAD = "backbone", "neck", "head"
@@ -58,7 +53,8 @@ class Network:
     PaddleX model names that are this network. export_name: model type -> the default ``Global.model_name`` of an
     export ("{key}" is filled from the Backbone section). kind: backbone | neck | head. aliases: other names it
     answers to. fixed: constructor arguments its model builder passes (not config keys). extra: config keys the
-    builder reads besides the constructor's (e.g. init_blank_prob)."""
+    builder reads besides the constructor's (e.g. init_blank_prob). classes: for a backbone that is a whole
+    classifier (it carries its own fc: no Head), the key of its section that gives the number of classes."""
     name: str
     cls: Optional[type]
     model_types: Tuple[str, ...]
@@ -69,6 +65,7 @@ class Network:
     aliases: Tuple[str, ...] = ()
     fixed: Tuple[str, ...] = ("in_channels",)
     extra: Tuple[str, ...] = ()
+    classes: str = ""
 
     @property
     def section(self) -> str:
@@ -88,49 +85,31 @@ class Network:
             return sorted(set(own(dict(section or {}))) | set(self.extra))
         return sorted(set(_takes(self.cls, self.fixed)) | set(self.extra))
 
-
-NETWORKS: Tuple[Network, ...] = (
-    # PaddleOCR's networks, parameter for parameter
-    Network("PPLCNetV3", PPLCNetV3, (REC, DET), paddlex={REC: r"PP-OCRv[45]_mobile_rec$"},
-            export_name={REC: "PP-OCRv5_mobile_rec", DET: "PP-OCRv5_mobile_det"}),
-    Network("PPLCNetV4", PPLCNetV4, (REC, DET), paddlex={REC: r"PP-OCRv6_\w+_rec$"},  # v6 base: no PaddleX name
-            export_name={REC: "PP-OCRv6_medium_rec", DET: "PP-OCRv6_{model_size}_det"}),
-    Network("PPHGNetV2_B4", PPHGNetV2_B4, (REC, DET), paddlex={REC: r"PP-OCRv5_server_rec$"},
-            export_name={REC: "PP-OCRv5_server_rec", DET: "PP-OCRv5_server_det"}),
-    Network("ResNet", ResNet, (REC,)),
-    Network("ResNet_vd", ResNet_vd, (DET,)),
-    Network("MobileNetV1Enhance", MobileNetV1Enhance, (REC,), paddlex={REC: r"PP-OCRv3_mobile_rec$"},
-            export_name={REC: "PP-OCRv3_mobile_rec"}),
-    Network("MobileNetV3", MobileNetV3, (CLS,), export_name={CLS: "ch_ppocr_mobile_v2.0_cls"}),  # rec_mobilenet_v3
-    Network("PPLCNet", PPLCNet, (CLS,), paddlex={CLS: r"PP-LCNet_x\d_\d+_textline_ori$"}),  # PaddleClas's, with fc
-    # our designs
-    Network("LCNetRec", LCNetRec, (REC,), ours=True),
-    Network("ResNet34vd", ResNet34vd, (REC,), ours=True),
-    Network("DenseConvRec", DenseConvRec, (REC,), ours=True),
-    Network("DenseConvDet", DenseConvDet, (DET,), ours=True),
-    # PaddleOCR's, known by name, not built here
-    Network("PPHGNet_small", None, (REC, DET), paddlex={REC: r"PP-OCRv4_server_rec(_doc)?$"}),
-    Network("MobileNetV3", None, (REC, DET)),  # rec's is the cls class above (its rec use is untested), det's another
-    Network("SVTRNet", None, (REC,)),
-    Network("ResNet31", None, (REC,)),
-    Network("ResNet45", None, (REC,)),
-    Network("SVTRv2", None, (REC,), paddlex={REC: r"SVTRv2_rec$"}),
-    Network("RepSVTR", None, (REC,), paddlex={REC: r"RepSVTR_rec$"}),
-)
+    def config_types(self) -> Dict[str, Any]:
+        """Every key any section of it may hold -> its constructor's annotation (``inspect.Parameter.empty`` when
+        it has none): the constructor's arguments but ``fixed``, plus ``extra``; for a class with its own
+        ``config_keys(section)``, the union over its sections that its classmethod ``config_types()`` gives."""
+        own = getattr(self.cls, "config_types", None)
+        found = dict(own()) if own is not None else init_annotations(self.cls, self.fixed)
+        return {**dict.fromkeys(self.extra, inspect.Parameter.empty), **found}
 
 
-ENTRIES: List[Network] = list(NETWORKS)  # the whole catalogue: NETWORKS, then what register() adds
+ENTRIES: List[Network] = []  # the whole catalogue, in the order register() lists the parts
 
 
 def register(kind: str, name: str, model_types: Any, *, ours: bool = False, aliases: Sequence[str] = (),
-             fixed: Sequence[str] = ("in_channels",), extra: Sequence[str] = ()):
+             fixed: Sequence[str] = ("in_channels",), extra: Sequence[str] = (),
+             paddlex: Optional[Mapping[str, str]] = None, export_name: Optional[Mapping[str, str]] = None,
+             classes: str = ""):
     """Decorator that lists the class below it in the catalogue (see Network for the fields); returns the class.
     ``register(...)(None)`` lists a part PaddleOCR has and this version does not build."""
     types = (model_types,) if isinstance(model_types, str) else tuple(model_types)
 
     def add(cls: Optional[type]) -> Optional[type]:
-        ENTRIES.append(Network(name, cls, types, ours=ours, kind=kind, aliases=tuple(aliases), fixed=tuple(fixed),
-                               extra=tuple(extra)))
+        ENTRIES.append(Network(name, cls, types, ours=ours, paddlex=dict(paddlex or {}),
+                               export_name=dict(export_name or {}),
+                               kind=kind, aliases=tuple(aliases), fixed=tuple(fixed), extra=tuple(extra),
+                               classes=classes))
         return cls
     return add
 
@@ -198,6 +177,16 @@ def _takes(cls: type, fixed: Sequence[str] = ()) -> List[str]:
     params = inspect.signature(cls.__init__).parameters
     return [p for p, v in params.items()
             if p != "self" and p not in fixed and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+
+
+def init_annotations(cls: type, fixed: Sequence[str] = ()) -> Dict[str, Any]:
+    """``_takes(cls, fixed)`` -> the annotation of each in ``cls.__init__`` (``inspect.Parameter.empty``: none)."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve: none
+        hints = {}
+    params = inspect.signature(cls.__init__).parameters
+    return {p: hints.get(p, params[p].annotation) for p in _takes(cls, fixed)}
 
 
 def _refuse(cls: type, where: str, kwargs: Mapping[str, Any], takes: Sequence[str]) -> None:

@@ -14,9 +14,11 @@ from typing import Sequence
 
 import paddle.nn as nn
 
+from .catalog import BACKBONE, DET, REC, register
 from .layers import ConvBN, div8, width_plan
 
 
+@register(BACKBONE, "DenseConvRec", REC, ours=True)
 class DenseConvRec(nn.Layer):
     """Stages of dense 3x3 ConvBN-ReLU; the first conv of each stage downsamples (H by 2, W per width_stride).
 
@@ -43,6 +45,7 @@ class DenseConvRec(nn.Layer):
         return self.body(x).mean(axis=2, keepdim=True)
 
 
+@register(BACKBONE, "DenseConvDet", DET, ours=True)
 class DenseConvDet(nn.Layer):
     """A CPU-friendly detection backbone of plain dense 3x3 ConvBN-ReLU (no depthwise; ours, not PaddleOCR's).
 

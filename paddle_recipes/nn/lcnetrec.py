@@ -6,6 +6,7 @@ from __future__ import annotations
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from .catalog import BACKBONE, REC, register
 from .layers import ConvBN, div8, width_plan
 
 
@@ -33,6 +34,7 @@ class DWSepBlock(nn.Layer):
         return self.pw(self.se(self.dw(x)))
 
 
+@register(BACKBONE, "LCNetRec", REC, ours=True)
 class LCNetRec(nn.Layer):
     """Light PP-LCNet-style recognizer backbone. Output [B, 384*scale, 1, W/width_stride].
 

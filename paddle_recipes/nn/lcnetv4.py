@@ -28,6 +28,7 @@ from paddle import ParamAttr
 from paddle.nn.initializer import Constant
 from paddle.regularizer import L2Decay
 
+from .catalog import BACKBONE, DET, REC, register
 from .layers import ConvBN, SELayer
 
 from .rec_pool import rec_sequence_pool
@@ -204,6 +205,8 @@ def _blocks(plan: Sequence[Block], lr_mult: float = 1.0, use_rep: bool = True) -
                            for k, cin, cout, s, se in plan])
 
 
+@register(BACKBONE, "PPLCNetV4", (REC, DET), paddlex={REC: r"PP-OCRv6_\w+_rec$"},  # v6 base: no PaddleX name
+          export_name={REC: "PP-OCRv6_medium_rec", DET: "PP-OCRv6_{model_size}_det"})
 class PPLCNetV4(nn.Layer):
     """PP-LCNetV4 (see module docstring). ``model_size``: tiny | small | medium. ``det``: detection
     layout (4 feature maps, ``out_channels`` a list) instead of recognition ([B, C, 1, W/8]).

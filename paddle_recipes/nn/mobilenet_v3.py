@@ -15,6 +15,7 @@ from __future__ import annotations
 import paddle.nn.functional as F
 from paddle import nn
 
+from .catalog import BACKBONE, CLS, register
 from .layers import SELayer, make_divisible
 
 __all__ = ["MobileNetV3", "SCALES"]
@@ -81,6 +82,8 @@ class ResidualUnit(nn.Layer):
         return inputs + x if self.if_shortcut else x
 
 
+# PaddleOCR's rec_mobilenet_v3 is this class too (its rec use is untested: listed as not built, nn/__init__.py)
+@register(BACKBONE, "MobileNetV3", CLS, export_name={CLS: "ch_ppocr_mobile_v2.0_cls"})
 class MobileNetV3(nn.Layer):
     """PaddleOCR's rec/cls MobileNetV3. model_name "small" | "large"; scale one of SCALES; small_stride /
     large_stride: 4 height strides of the stride blocks (defaults [2, 2, 2, 2] / [1, 2, 2, 2]; the first

@@ -20,6 +20,7 @@ from paddle import ParamAttr
 from paddle.nn.initializer import KaimingNormal
 from paddle.regularizer import L2Decay
 
+from .catalog import BACKBONE, REC, register
 from .layers import SELayer
 
 Stride = Union[int, Sequence[int]]
@@ -72,6 +73,8 @@ def _pair(v: Stride) -> Union[int, Tuple[int, ...]]:
     return v if isinstance(v, int) else tuple(int(x) for x in v)
 
 
+@register(BACKBONE, "MobileNetV1Enhance", REC, paddlex={REC: r"PP-OCRv3_mobile_rec$"},
+          export_name={REC: "PP-OCRv3_mobile_rec"})
 class MobileNetV1Enhance(nn.Layer):
     """PaddleOCR's MobileNetV1Enhance (see module docstring). ``scale``: channel multiplier (0.5 in PP-OCRv3).
     ``last_conv_stride``: stride of the last block (int or [h, w]; PP-OCRv3: [1, 2]). ``last_pool_type``: max

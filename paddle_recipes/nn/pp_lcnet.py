@@ -17,6 +17,7 @@ from __future__ import annotations
 import paddle.nn.functional as F
 from paddle import nn
 
+from .catalog import BACKBONE, CLS, register
 from .layers import SELayer, make_divisible
 
 __all__ = ["PPLCNet", "TEXTLINE_STRIDES"]
@@ -59,6 +60,9 @@ class DepthwiseSeparable(nn.Layer):
         return self.pw_conv(self.se(x) if self.use_se else x)
 
 
+# a whole classifier: its fc is the head (class_num its classes); the cls builder passes eval_softmax
+@register(BACKBONE, "PPLCNet", CLS, paddlex={CLS: r"PP-LCNet_x\d_\d+_textline_ori$"}, fixed=("eval_softmax",),
+          classes="class_num")
 class PPLCNet(nn.Layer):
     """PaddleClas PPLCNetBaseNet. scale: channel multiplier (0.25 for x0_25); class_num: outputs; stride_list: 5
     strides (int or [h, w]); dropout_prob: before fc; class_expand: last_conv channels; eval_softmax: return softmax
@@ -83,6 +87,10 @@ class PPLCNet(nn.Layer):
         self.last_conv = nn.Conv2D(make_divisible(512 * scale, 8), class_expand, 1, bias_attr=False)
         self.dropout = nn.Dropout(p=dropout_prob, mode="downscale_in_infer")
         self.fc = nn.Linear(class_expand, class_num)
+
+    def class_dependent_params(self) -> list:
+        """state_dict prefixes whose shapes follow the classes (re-initialised on a label-set change): the fc."""
+        return ["fc."]
 
     def forward(self, x):
         x = self.conv1(x)

@@ -14,6 +14,7 @@ from paddle import ParamAttr
 from paddle.nn.initializer import KaimingNormal
 from paddle.regularizer import L2Decay
 
+from .catalog import BACKBONE, DET, REC, register
 from .layers import LearnableAffineBlock
 from .rec_pool import rec_sequence_pool
 
@@ -146,6 +147,8 @@ PPHGNETV2_B4_DET_STAGES = [
 ]
 
 
+@register(BACKBONE, "PPHGNetV2_B4", (REC, DET), paddlex={REC: r"PP-OCRv5_server_rec$"},
+          export_name={REC: "PP-OCRv5_server_rec", DET: "PP-OCRv5_server_det"})
 class PPHGNetV2_B4(nn.Layer):
     """PP-HGNetV2-B4, PP-OCRv5 server.
 

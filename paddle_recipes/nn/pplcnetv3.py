@@ -19,6 +19,7 @@ from paddle import ParamAttr
 from paddle.nn.initializer import KaimingNormal
 from paddle.regularizer import L2Decay
 
+from .catalog import BACKBONE, DET, REC, register
 from .layers import LearnableAffineBlock, SELayer, make_divisible
 from .rec_pool import rec_sequence_pool
 from .reparam import fuse_branches, fused_param_attrs, unfuse_into
@@ -159,6 +160,8 @@ class LCNetV3Block(nn.Layer):
         return self.pw_conv(x)
 
 
+@register(BACKBONE, "PPLCNetV3", (REC, DET), paddlex={REC: r"PP-OCRv[45]_mobile_rec$"},
+          export_name={REC: "PP-OCRv5_mobile_rec", DET: "PP-OCRv5_mobile_det"})
 class PPLCNetV3(nn.Layer):
     """PP-LCNetV3 (PP-OCRv4/v5 mobile). ``scale``: channel multiplier (0.95 in PaddleOCR's rec
     configs, 0.75 in its det configs). ``conv_kxk_num``: kxk branches per rep-layer.

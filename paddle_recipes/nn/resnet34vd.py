@@ -8,6 +8,7 @@ from typing import Sequence, Tuple
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from .catalog import BACKBONE, REC, register
 from .layers import ConvBN, div8, width_plan
 
 
@@ -29,6 +30,7 @@ class BasicBlockVd(nn.Layer):
         return F.relu(self.conv2(self.conv1(x)) + self.short(x))
 
 
+@register(BACKBONE, "ResNet34vd", REC, ours=True)
 class ResNet34vd(nn.Layer):
     """ResNet34-vd for recognition. Output [B, 512*scale, 1, W/width_stride].
 

@@ -18,6 +18,8 @@ from typing import Sequence
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from .catalog import BACKBONE, DET, REC, register
+
 
 class ResConvBN(nn.Layer):
     """Conv + BN (+ relu). ``is_vd_mode``: a ceil-mode average pool of the stride precedes a
@@ -79,6 +81,7 @@ RESNET_DEPTHS = {18: [2, 2, 2, 2], 34: [3, 4, 6, 3], 50: [3, 4, 6, 3], 101: [3, 
                  152: [3, 8, 36, 3], 200: [3, 12, 48, 3]}
 
 
+@register(BACKBONE, "ResNet", REC)
 class ResNet(nn.Layer):
     """PaddleOCR's recognition ResNet-vd (``layers`` in 18/34/50/101/152/200). Blocks are named
     ``bb_{stage}_{block}``; the first block of every stage has a conv shortcut; stages 2-4
@@ -115,6 +118,7 @@ class ResNet(nn.Layer):
         return self.out_pool(x)
 
 
+@register(BACKBONE, "ResNet_vd", DET)
 class ResNet_vd(nn.Layer):
     """``layers`` in 18/34/50/101/152/200; ``out_indices``: which stages to return (default all 4).
     ``disable_se`` is accepted and has no effect (PaddleOCR's res18 config sets it; its ResNet_vd has

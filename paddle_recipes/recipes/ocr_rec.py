@@ -22,6 +22,7 @@ from paddle_recipes.tasks.ocr_rec.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr_rec.distill_pretrained import DistillFromInit
 from paddle_recipes.tasks.ocr_rec.finetune_merge import MergeWithInit
+from paddle_recipes.tasks.ocr_rec.general_lines import KeepGeneralLines
 from paddle_recipes.tasks.ocr_rec.evaluate import predict_images
 from paddle_recipes.tasks.ocr_rec.models import build_rec_model
 from paddle_recipes.tasks.ocr_rec.ppocr_io import PaddleOCRExport, cur_metric
@@ -30,7 +31,7 @@ from paddle_recipes.tasks.ocr_rec.step import CtcTrainStep, MultiLossTrainStep
 from paddle_recipes.weights.dict_remap import CLASS_NAMES, ClassNames
 
 
-class OcrRec(DistillFromInit, MergeWithInit, PaddleOCRExport, Recipe):  # Global.distill_pretrained, finetune_merge
+class OcrRec(KeepGeneralLines, DistillFromInit, MergeWithInit, PaddleOCRExport, Recipe):  # Global.general_lines, ...
     """Text-line recognition recipe (CTC; PaddleOCR's MultiHead models train with MultiLoss)"""
     name, Config, default_config = "ocr_rec", RecConfig, "recipes/configs/ocr_rec.yml"
     user_errors = (DataPathError, CharDictError, LabelFileError, LmdbFormatError)

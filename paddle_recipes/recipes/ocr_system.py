@@ -41,6 +41,7 @@ class OcrSystem(Recipe):
     name, Config, default_config = "ocr_system", SystemConfig, "recipes/configs/ocr_system.yml"
     modes = ("predict", "eval")
     user_errors = (*OcrDet.user_errors, *OcrRec.user_errors, *OcrCls.user_errors, FontError)
+    sources: dict = {}   # the weights each stage was loaded from (set per instance by pipeline / detector)
 
     def check(self) -> None:
         check_system_config(self.cfg)
@@ -81,9 +82,14 @@ class OcrSystem(Recipe):
         detect, self.sources = None, {"rec_weights": rec_src, "det_weights": "oracle (GT boxes)"}
         crop = "minarea" if not oracle and self.det.post.box_type == "poly" else self.cfg.Det.crop
         if not oracle:
-            det_model, self.sources["det_weights"] = self.det.load_for_inference()
-            detect = det_fn(det_model, DBEvalTransform(**asdict(self.det.cfg.Eval.transform)), self.det.post)
+            detect = self.detector()
         return OcrPipeline(detect, recognize, g.drop_score, crop, self.classify(), g.cls_thresh)
+
+    def detector(self):
+        """The det stage alone: image (HWC BGR uint8) -> (boxes, scores); records its weights in `sources`."""
+        det_model, det_src = self.det.load_for_inference()
+        self.sources = {**self.sources, "det_weights": det_src}
+        return det_fn(det_model, DBEvalTransform(**asdict(self.det.cfg.Eval.transform)), self.det.post)
 
     def font(self) -> tuple:
         try:

@@ -82,7 +82,8 @@ class StartingWeights:
         return self.g.checkpoints or resume_source(self.g.resume, self.g.output_dir, log=False) or ""
 
     def apply(self, model: paddle.nn.Layer) -> StartPlan:
-        g, net = self.g, unwrap(model)
+        g = self.g
+        net = unwrap(model)
         path = init_source(g)
         inference = bool(path) and is_inference_model(path)
         init_form = None if not path or inference else form_at(model, path, g.use_ema_weights)

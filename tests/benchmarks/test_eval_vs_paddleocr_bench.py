@@ -42,3 +42,22 @@ def test_figures_per_image_and_box_comparison():
     a = [[[[0, 0], [1, 0], [1, 1], [0, 1]]], []]
     assert compare_boxes(a, [a[0], [[[0, 0], [1, 0], [1, 1], [0, 1]]]]) == {
         "pages": 2, "pages_with_identical_boxes": 1, "boxes": [1, 2]}
+
+
+def test_rec_pieces_texts_lines_and_figures(tmp_path):
+    """Rec: the proxy keeps decoded texts (ours: [(text, score)]; PaddleOCR's: ([(text, score)], labels)), the
+    line filter keeps what both sides score alike, the figures carry acc / norm_edit_dis."""
+    from benchmarks.eval_vs_paddleocr import compare_texts, rec_lines
+
+    n = len(P.TEXTS)
+    P.Timed(lambda: [("ab", 0.9)], "post_s", record=True)()
+    P.Timed(lambda: ([("c", 0.5)], [("c", 1.0)]), "post_s", record=True)()
+    assert P.TEXTS[n:] == ["ab", "c"]
+    keys, label = tmp_path / "keys.txt", tmp_path / "label.txt"
+    keys.write_text("a\nb\n", encoding="utf-8")
+    label.write_text("x.jpg\tab\ny.jpg\tabc\nz.jpg\ta b\nw.jpg\t" + "a" * 24 + "\n", encoding="utf-8")
+    assert rec_lines(label, keys, 3) == ["x.jpg\tab", "z.jpg\ta b", "x.jpg\tab"]
+    assert compare_texts(["a", "b"], ["a", "c", "d"]) == {"lines": 2, "identical_texts": 1, "texts": [2, 3]}
+    raw = {"images": 2, "total_cpu_s": 1.0, "forward_cpu_s": 0.5, "total_s": 1.0, "forward_s": 0.5, "post_s": 0.1,
+           "metric_s": 0.1, "metric": {"acc": 0.5, "norm_edit_dis": 0.75}}
+    assert per_image(raw)["acc"] == 0.5 and per_image(raw)["norm_edit_dis"] == 0.75

@@ -1,6 +1,7 @@
 """OCR recognition task package: charset, transforms, models, CTC loss, decode, metrics, synth, dataset."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -20,9 +21,10 @@ from paddle_recipes.data.skips import SkipStats, unpack_skipped  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, DatasetConfig, RecDataset, collate  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.losses import CTCLoss  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.metrics import RecMetric, edit_distance  # noqa: E402
-from paddle_recipes.config import ConfigError, UnknownNameError  # noqa: E402
-from paddle_recipes.tasks.ocr_rec.models import (ArchitectureConfig, BackboneConfig, Im2Seq, NeckConfig,  # noqa: E402
-                                                  build_rec_model)
+from paddle_recipes.config import ConfigError, UnknownNameError, from_dict  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.config import RecConfig  # noqa: E402
+from paddle_recipes.tasks.ocr_rec.models import (ArchitectureConfig, BackboneConfig, HeadConfig, Im2Seq,  # noqa: E402
+                                                  NeckConfig, build_rec_model)
 from paddle_recipes.nn import catalog  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.postprocess import ctc_greedy_decode  # noqa: E402
 from paddle_recipes.tasks.ocr_rec.synth import SynthConfig, generate_samples, write_split  # noqa: E402
@@ -221,6 +223,26 @@ def test_registered_component_becomes_a_valid_name(monkeypatch):
     arch = {"Backbone": {"name": "LCNetRec", "scale": 0.25}, "Neck": {"name": "TestIdentity"}, "Head": {"name": "CTCHead"}}
     assert isinstance(build_rec_model(arch, 5).neck, TestIdentity)
     ArchitectureConfig(Backbone=BackboneConfig(name="LCNetRec"), Neck=NeckConfig(name="TestIdentity"))  # checked: ok
+
+
+def test_typed_neck_and_head_hold_the_keys_their_catalogue_entries_take():
+    """NeckConfig / HeadConfig are derived from the catalogue (not listed by hand): every key a rec neck / head takes
+    is a typed field (PP-OCRv6's lightsvtr local_kernel, PaddleOCR CTCHead's use_guide, our BiLSTM's num_layers) and
+    reaches the builder; an unknown key is one line with a suggestion."""
+    arch = {"Backbone": {"name": "PPLCNetV3", "scale": 0.25},
+            "Neck": {"name": "SequenceEncoder", "encoder_type": "lightsvtr", "dims": 16, "local_kernel": 5},
+            "Head": {"name": "CTCHead", "use_guide": True}}
+    cfg = from_dict(RecConfig, {"Architecture": arch})
+    assert (cfg.Architecture.Neck.local_kernel, cfg.Architecture.Head.use_guide) == (5, True)
+    net = build_rec_model(cfg.Architecture, 5)
+    assert net.neck.encoder.local_conv[0].weight.shape[-1] == 5 and net.head.use_guide
+    for kind, section in ((catalog.NECK, NeckConfig), (catalog.HEAD, HeadConfig)):
+        fields = {f.name for f in dataclasses.fields(section)}
+        for part in catalog.networks(catalog.REC, kind=kind):
+            assert set(part.config_types()) <= fields, part.name
+    for section, key, hint in (("Neck", "hiden_size", "hidden_size"), ("Head", "mid_chanels", "mid_channels")):
+        with pytest.raises(ConfigError, match=rf"^unknown key 'Architecture\.{section}\.{key}'; did you mean '{hint}'\?$"):
+            from_dict(RecConfig, {"Architecture": {section: {key: 1}}})
 
 
 def _brute_force_ctc(logits: np.ndarray, label: list[int]) -> float:

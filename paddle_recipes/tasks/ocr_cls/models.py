@@ -16,9 +16,8 @@ from typing import Any, Dict, List, Optional
 
 from paddle import nn
 
-from paddle_recipes.nn import cls_head  # noqa: F401 (it registers ClsHead in nn.catalog)
-from paddle_recipes.nn.catalog import CLS, HEAD, build, build_backbone, check_kwargs, find_backbone
-from paddle_recipes.nn.pp_lcnet import TEXTLINE_STRIDES, PPLCNet
+from paddle_recipes.nn.catalog import BACKBONE, CLS, HEAD, build, build_backbone, find_backbone
+from paddle_recipes.nn.pp_lcnet import TEXTLINE_STRIDES
 
 INPUTS = ("ppocr", "paddlex")
 
@@ -96,24 +95,21 @@ class ClsModel(nn.Layer):
         return self.head(self.backbone(x))
 
 
-class _SoftmaxLCNet(PPLCNet):
-    """PPLCNet with softmax in eval mode (the head convention of every cls model here); keys unchanged."""
-
-    def class_dependent_params(self) -> List[str]:
-        return ["fc."]
-
-
 def build_cls_model(arch: ClsArchitecture, num_classes: int) -> nn.Layer:
     """The network of `arch` with `num_classes` outputs (a class_dim / class_num that differs is a ValueError
-    naming the key). Eval mode returns softmax probabilities, train mode logits."""
+    naming the key). Eval mode returns softmax probabilities, train mode logits. A backbone that is a whole
+    classifier (nn.catalog's ``Network.classes``: its own fc, e.g. PPLCNet) takes no Head and is built with
+    eval_softmax."""
     backbone, head = arch.parts()
     name = backbone.pop("name", "")
-    if find_backbone(name, CLS).cls is PPLCNet:
+    part = find_backbone(name, CLS)
+    if part.classes:
         if head:
-            raise ValueError("Architecture.Head: PPLCNet carries its own fc (Backbone.class_num); set Head: null")
-        _check_classes("Architecture.Backbone.class_num", backbone.setdefault("class_num", num_classes), num_classes)
-        check_kwargs(PPLCNet, "Backbone", backbone)
-        return _SoftmaxLCNet(eval_softmax=True, **backbone)
+            raise ValueError(f"Architecture.Head: {part.name} carries its own fc (Backbone.{part.classes}); "
+                             "set Head: null")
+        _check_classes(f"Architecture.Backbone.{part.classes}", backbone.setdefault(part.classes, num_classes),
+                       num_classes)
+        return build(name, CLS, BACKBONE, backbone, eval_softmax=True)
     net = build_backbone(name, CLS, **backbone)
     if not head:
         raise ValueError(f"Architecture.Head: {type(net).__name__} needs a head ({{name: ClsHead, class_dim: N}})")

@@ -22,6 +22,7 @@ from .batch import MAP_KEYS
 from .losses import DBLoss
 from .metrics import combine_results, evaluate_image
 from .postprocess import DBPostProcess
+from ...runtime.host import host_float32
 
 
 class DBTrainStep:
@@ -41,7 +42,7 @@ def predict_maps(model, images, image_hw) -> list:
     """Eval-mode probability maps [h, w] of a padded batch, each cropped to its image's size."""
     with paddle.no_grad():
         maps = model(paddle.to_tensor(images) if not isinstance(images, paddle.Tensor) else images)["maps"]
-    maps = maps.astype("float32").numpy()[:, 0]
+    maps = host_float32(maps)[:, 0]  # a view of the output on CPU (no 4 B/px copy)
     return [m[:int(h), :int(w)] for m, (h, w) in zip(maps, np.asarray(image_hw))]
 
 

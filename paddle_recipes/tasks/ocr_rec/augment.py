@@ -1,6 +1,6 @@
 """Training-time augmentation of text-line images (``Train.dataset.aug``; our stand-in for PaddleOCR's RecAug).
 
-    aug = build_augment(); aug.set_random_seed(seed); img = aug(image=img)["image"]
+    aug = build_augment(); reseed(aug, seed); img = aug(image=img)["image"]
 
 Each transform fires with its own probability: perspective 0.5, Gaussian or motion blur 0.4, Gaussian noise
 0.4, brightness/contrast 0.6. ``build_augment(glyph=True)`` (``Train.dataset.glyph_aug``) first varies the
@@ -11,6 +11,7 @@ uint8 images (BGR or RGB alike).
 from __future__ import annotations
 
 import math
+import random
 from typing import Any, Dict, Tuple
 
 import cv2
@@ -99,3 +100,41 @@ def build_augment(glyph: bool = False):
         A.GaussNoise(std_range=(0.01, 0.06), p=0.4),
         A.RandomBrightnessContrast(brightness_limit=0.2, contrast_limit=(-0.4, 0.2), p=0.6),
     ])
+
+
+def _seed_nodes(compose) -> list | None:
+    """Every object compose.set_random_seed seeds (the compose, its transforms, nested composes), when each is
+    seeded by albumentations' own BaseCompose / BasicTransform.set_random_seed and owns its generators; else None."""
+    A = import_albumentations("Train.dataset.aug")
+    base, basic = A.core.composition.BaseCompose, A.core.transforms_interface.BasicTransform
+    nodes, stack = [], [compose]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, base):
+            if type(node).set_random_seed is not base.set_random_seed:
+                return None
+            stack += [t for t in node.transforms if isinstance(t, (basic, base))]
+        elif type(node).set_random_seed is not basic.set_random_seed:
+            return None
+        nodes.append(node)
+    owned = [id(g) for n in nodes for g in (n.random_generator, n.py_random)]
+    return nodes if len(set(owned)) == len(owned) else None
+
+
+def reseed(compose, seed: int) -> None:
+    """``compose.set_random_seed(seed)`` bit for bit, for less CPU per sample. albumentations gives every node
+    (the compose and each transform) a fresh ``np.random.default_rng(seed)`` and ``random.Random(seed)``: all
+    start from the same two states. Here the first call does that; later calls make the two states once and set
+    them into the generators each node already owns (the same draws follow). Nodes whose seeding is not
+    albumentations' own: set_random_seed every time."""
+    nodes = compose.__dict__.get("_reseed_nodes", False)
+    if nodes is False or nodes is None:
+        compose.set_random_seed(seed)
+        if nodes is False:
+            compose.__dict__["_reseed_nodes"] = _seed_nodes(compose)
+        return
+    state, py_state = np.random.default_rng(seed).bit_generator.state, random.Random(seed).getstate()
+    for node in nodes:
+        node.seed = seed
+        node.random_generator.bit_generator.state = state
+        node.py_random.setstate(py_state)

@@ -38,7 +38,10 @@ class RecGlobal(GlobalConfig):
     the CTC loss), distill_temperature (default 1.0) softens both distributions.
     finetune_merge: WiSE-FT (docs/cards/finetune_merge.md): a in [0, 1], every checkpoint also holds merged.pdparams
     = (1 - a) * the init weights + a * the run's weights (EMA's when on), which eval / predict / export read; training
-    and resume use the unmerged ones; null (default) = off."""
+    and resume use the unmerged ones; null (default) = off.
+    general_lines: N > 0 synthetic general lines (mixed hanzi / Latin / digits / punctuation with spaces) labelled by
+    the init weights' own predict-mode readings are added to the train data (docs/cards/general_lines.md); 0 (default)
+    = off. general_lines_ratio: their Train.dataset.ratio_list entry, in (0, 1] (default 1.0)."""
     output_dir: str = "output/ocr_rec"
     character_dict_path: str = "datasets/ocr_rec/ch_common_3000.txt"
     use_space_char: bool = False
@@ -50,12 +53,18 @@ class RecGlobal(GlobalConfig):
     distill_weight: float = 1.0
     distill_temperature: float = 1.0
     finetune_merge: Optional[float] = None
+    general_lines: int = 0
+    general_lines_ratio: float = 1.0
 
     def __post_init__(self):
         super().__post_init__()
         if self.finetune_merge is not None:
             check_alpha(self.finetune_merge, "Global.finetune_merge")
         check_number("Global.distill_weight", self.distill_weight, low=0.0)
+        check_number("Global.general_lines", self.general_lines, low=0)
+        if self.general_lines != int(self.general_lines):
+            raise ConfigError(f"Global.general_lines must be a whole number of lines, got {self.general_lines!r}")
+        check_number("Global.general_lines_ratio", self.general_lines_ratio, low=0.0, low_open=True, high=1.0)
         check_number("Global.distill_temperature", self.distill_temperature, low=0.0, low_open=True)
         check_number("Global.cal_metric_during_train", int(self.cal_metric_during_train), low=0)
         check_number("Global.max_text_length", self.max_text_length, low=1)

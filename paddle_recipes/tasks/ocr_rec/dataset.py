@@ -31,7 +31,7 @@ from paddle_recipes.data.skips import SkipStats, first_loadable
 from .charset import WIDTH_MODES, CharDict, normalize_width
 from .transforms import resize_norm_pad
 from .ppocr_losses import nrtr_labels
-from .augment import build_augment
+from .augment import build_augment, reseed
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ class RecDataset:
         except ImageError as exc:
             return ("skip", where, exc.reason)
         if self._aug is not None:  # seeded from numpy's state (per-sample seeds under MultiScaleDataset)
-            self._aug.set_random_seed(int(np.random.randint(2**31 - 1)))
+            reseed(self._aug, int(np.random.randint(2**31 - 1)))
             img = self._aug(image=img)["image"]
         x, _ = resize_norm_pad(img, image_shape or self.image_shape)
         label = np.zeros([self.max_text_length], dtype=np.int32)

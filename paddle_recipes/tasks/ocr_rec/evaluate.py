@@ -11,6 +11,7 @@ import paddle
 
 from ...data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, list_images, read_image
 from ...formats.ppocr_logs import format_infer_rec, format_rec_result_line
+from ...runtime.host import host_float32
 from .charset import CharDict
 from ...data.skips import SkipStats, unpack_skipped
 from .metrics import PerTagRecMetric, RecMetric
@@ -47,8 +48,9 @@ def evaluate_rec(model, loader, charset: CharDict, stats: SkipStats | None = Non
             raise ValueError("evaluate_rec: tags given but batches carry no 'tag' (call RecDataset.attach_tags)")
         t0 = time.perf_counter()
         logits = model(batch["image"])
-        preds = [t for t, _ in ctc_greedy_decode(logits.astype("float32").numpy(), charset,
-                                                 is_logits=outputs_logits(model))]
+        is_logits = outputs_logits(model)  # probabilities: the texts need no confidence (one pass: the argmax)
+        preds = [t for t, _ in ctc_greedy_decode(host_float32(logits), charset, is_logits=is_logits,
+                                                 with_confidence=is_logits)]
         infer_seconds += time.perf_counter() - t0
         metric.update(preds, list(batch["text"]), *([list(batch["tag"])] if tags is not None else []))
     if was_training:

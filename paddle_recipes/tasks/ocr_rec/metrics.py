@@ -8,7 +8,20 @@ from paddle_recipes.data import DataError
 
 
 def edit_distance(a: Sequence, b: Sequence) -> int:
-    """Levenshtein distance (insert / delete / substitute cost 1), O(len(a)*len(b)) time, O(len(b)) memory."""
+    """Levenshtein distance (insert / delete / substitute cost 1), O(len(a)*len(b)) time, O(len(b)) memory, on
+    what is left after the common prefix and suffix (they never change the distance; equal texts cost nothing)."""
+    if a == b:
+        return 0
+    n, i = min(len(a), len(b)), 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    a, b, n, j = a[i:], b[i:], n - i, 0
+    while j < n and a[-1 - j] == b[-1 - j]:
+        j += 1
+    if j:
+        a, b = a[:-j], b[:-j]
+    if not a or not b:
+        return len(a) + len(b)
     if len(a) < len(b):
         a, b = b, a
     prev = list(range(len(b) + 1))

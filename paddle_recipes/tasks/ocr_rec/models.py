@@ -23,8 +23,8 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from ...config import ConfigError, check_name
-from ...nn.catalog import (HEAD, NECK, REC, build, build_backbone, check_args, check_kwargs, find, find_backbone,
-                           networks, register)
+from ...nn.catalog import (BACKBONE, HEAD, NECK, REC, build, build_backbone, check_args, check_kwargs, find,
+                           find_backbone, networks, register)
 from ...nn.layers import ConvBN
 from . import ppocr_models
 from .ctc_init import set_blank_bias
@@ -115,76 +115,70 @@ MODEL_TYPES = {"rec"}
 
 
 def _field_type(tp: Any) -> Any:
-    """A constructor annotation as a config field type: Sequence[X] -> List[X] (in unions too), none -> Any."""
+    """A constructor annotation as a config field type: Sequence[X] -> List[X] (in unions too), Optional[X] -> X
+    (every field is optional), none -> None (the other parts' annotation decides)."""
     if tp is inspect.Parameter.empty:
-        return Any
+        return None
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (Union, types.UnionType):
-        return Union[tuple(_field_type(a) for a in args)]
+        kept = tuple(_field_type(a) for a in args if a is not type(None))
+        return kept[0] if len(kept) == 1 else Union[kept]
     if origin is collections.abc.Sequence:
         return List[args[0]] if args else list
     return tp
 
 
-def _backbone_fields() -> List[Tuple[str, Any, Any]]:
-    """(name, Optional[type], None) for every constructor argument of nn.catalog's rec networks but in_channels and
-    det (the builder sets them): a network ported into the catalogue brings its own keys."""
+def _section_fields(kind: str, skip: Tuple[str, ...] = ()) -> List[Tuple[str, Any, Any]]:
+    """(key, Optional[type], None) for every key a rec `kind` of nn.catalog accepts (``Network.config_types``: the
+    constructor's arguments but those the builder passes, and its extra keys), `skip` aside: a part registered in
+    the catalogue brings its own keys. Two parts that annotate a key differently make it Any."""
     found: Dict[str, Any] = {}
-    for network in networks(REC):
-        hints = typing.get_type_hints(network.cls.__init__)
-        for p in list(inspect.signature(network.cls.__init__).parameters.values())[1:]:
-            if p.name in ("in_channels", "det") or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+    for part in networks(REC, kind=kind):
+        for key, tp in part.config_types().items():
+            tp = _field_type(tp)
+            if key in skip or tp is None and key in found:
                 continue
-            tp = _field_type(hints.get(p.name, p.annotation))
-            found[p.name] = tp if found.get(p.name, tp) == tp else Any  # two networks disagree on the type: Any
-    return [(name, Optional[tp], field(default=None)) for name, tp in found.items()]
+            found[key] = tp if found.get(key) in (None, tp) else Any
+    return [(key, Optional[Any if tp is None else tp], field(default=None)) for key, tp in found.items()]
 
 
-BackboneConfig = make_dataclass("BackboneConfig", [("name", str, field(default="LCNetRec")), *_backbone_fields()])
-BackboneConfig.__module__ = __name__
-BackboneConfig.__doc__ = """name: a rec network of nn.catalog (case-insensitive): ours (LCNetRec: light PP-LCNet-like;
-    ResNet34vd; DenseConvRec) or PaddleOCR's (PPLCNetV3, PPHGNetV2_B4, ResNet, MobileNetV1Enhance, ...). The other
-    fields are the constructor arguments of those networks (see each class in paddle_recipes/nn/), None = the
-    network's default; a value the chosen network does not take is a one-line error listing what it takes.
-    Ours: scale (channel multiplier), width_stride (input width / time steps)."""
+def _section_config(kind: str, default: str, doc: str, skip: Tuple[str, ...] = (), **namespace) -> type:
+    """A typed Architecture section: ``name`` (default `default`) plus ``_section_fields(kind, skip)``."""
+    cls = make_dataclass(f"{kind.capitalize()}Config", [("name", str, field(default=default)),
+                                                       *_section_fields(kind, skip)], namespace=namespace)
+    cls.__module__, cls.__doc__ = __name__, doc
+    return cls
 
 
-@dataclass
-class NeckConfig:
-    """name: ours (Conv: light 1-D context | BiLSTM | Im2Seq) or PaddleOCR's SequenceEncoder
-    (encoder_type reshape | fc | rnn | svtr). hidden_size: Conv channels, BiLSTM / rnn size per direction,
-    fc size. context_groups (Conv): groups of its context conv, 0 = depthwise (default), 1 = dense.
-    svtr only: dims, depth, hidden_dims, kernel_size, use_guide. None = the default.
-    Absent or null Neck section: no neck (PaddleOCR MultiHead models; our backbones then use Im2Seq)."""
-    name: str = "Conv"
-    hidden_size: Optional[int] = None
-    context_groups: Optional[int] = None
-    encoder_type: Optional[str] = None
-    dims: Optional[int] = None
-    depth: Optional[int] = None
-    hidden_dims: Optional[int] = None
-    kernel_size: Optional[List[int]] = None
-    use_guide: Optional[bool] = None
+BackboneConfig = _section_config(BACKBONE, "LCNetRec", skip=("det",), doc="""name: a rec network of nn.catalog
+    (case-insensitive): ours (LCNetRec: light PP-LCNet-like; ResNet34vd; DenseConvRec) or PaddleOCR's (PPLCNetV3,
+    PPHGNetV2_B4, ResNet, MobileNetV1Enhance, ...). The other fields are the constructor arguments of those networks
+    (see each class in paddle_recipes/nn/), None = the network's default; a value the chosen network does not take
+    is a one-line error listing what it takes. Ours: scale (channel multiplier), width_stride (input width / time
+    steps).""")
+
+NeckConfig = _section_config(NECK, "Conv", doc="""name: a rec neck of nn.catalog: ours (Conv: light 1-D context |
+    BiLSTM | Im2Seq) or PaddleOCR's SequenceEncoder (encoder_type reshape | fc | rnn | svtr | lightsvtr). The other
+    fields are the keys those necks take (Network.config_types), None = the neck's default; one the chosen neck does
+    not take is a one-line error. E.g. hidden_size: Conv channels, BiLSTM / rnn size per direction, fc size;
+    context_groups (Conv): groups of its context conv, 0 = depthwise (default), 1 = dense.
+    Absent or null Neck section: no neck (PaddleOCR MultiHead models; our backbones then use Im2Seq).""")
 
 
-@dataclass
-class HeadConfig:
-    """name: CTCHead (ours, or PaddleOCR's with a PaddleOCR backbone) | MultiHead (PaddleOCR: CTC branch +
-    NRTR branch). mid_channels: hidden FC before the classifier. fc_decay: L2 on PaddleOCR's CTC classifier.
-    head_list: MultiHead's parts, PaddleOCR's form [{CTCHead: {Neck: {...}, Head: {...}}}, {NRTRHead: {...}}].
-    init_blank_prob: softmax probability of the CTC blank at init, via the CTC output bias (our CTCHead, PaddleOCR's
-    CTCHead, MultiHead's CTC branch; 0 = plain init; 0.8 leaves the blank plateau in far fewer steps:
-    docs/cards/ctc_blank_bias.md). On a PaddleOCR YAML it is a paddle-recipes extension key (compat.paddleocr)."""
-    name: str = "CTCHead"
-    mid_channels: Optional[int] = None
-    fc_decay: Optional[float] = None
-    head_list: Optional[List[Dict[str, Any]]] = None
-    init_blank_prob: Optional[float] = None
+def _check_blank_prob(self) -> None:
+    if self.init_blank_prob and not 0.0 < self.init_blank_prob < 1.0:
+        raise ConfigError(f"Architecture.Head.init_blank_prob must be in (0, 1) (0 = plain init), "
+                          f"got {self.init_blank_prob}")
 
-    def __post_init__(self):
-        if self.init_blank_prob and not 0.0 < self.init_blank_prob < 1.0:
-            raise ConfigError(f"Architecture.Head.init_blank_prob must be in (0, 1) (0 = plain init), "
-                              f"got {self.init_blank_prob}")
+
+HeadConfig = _section_config(HEAD, "CTCHead", __post_init__=_check_blank_prob, doc="""name: a rec head of
+    nn.catalog: CTCHead (ours, or PaddleOCR's with a PaddleOCR backbone) | MultiHead (PaddleOCR: CTC branch + NRTR
+    branch). The other fields are the keys those heads take (Network.config_types), None = the default; one the
+    chosen head does not take is a one-line error. E.g. mid_channels: hidden FC before the classifier; fc_decay: L2
+    on PaddleOCR's CTC classifier; head_list: MultiHead's parts, PaddleOCR's form [{CTCHead: {Neck: {...}, Head:
+    {...}}}, {NRTRHead: {...}}]; init_blank_prob: softmax probability of the CTC blank at init, via the CTC output
+    bias (0 = plain init; 0.8 leaves the blank plateau in far fewer steps: docs/cards/ctc_blank_bias.md), a
+    paddle-recipes extension key on a PaddleOCR YAML (compat.paddleocr).""")
 
 
 @dataclass

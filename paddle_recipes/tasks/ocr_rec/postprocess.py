@@ -28,14 +28,15 @@ def ctc_greedy_decode(probs: np.ndarray, charset: CharDict, is_logits: bool = Tr
     if is_logits and with_confidence:
         probs = softmax_np(probs)
     ids = probs.argmax(axis=-1)
-    best = probs.max(axis=-1)
+    # the max is the value at the argmax: gathered, not a second pass over [B, T, C]
+    best = np.take_along_axis(probs, ids[..., None], axis=-1)[..., 0] if with_confidence else None
+    keep = np.ones(ids.shape, dtype=bool)  # the whole batch at once: not a repeat of the step before, not blank
+    keep[:, 1:] = ids[:, 1:] != ids[:, :-1]
+    keep &= ids != BLANK
     out = []
-    for seq, p in zip(ids, best):
-        keep = np.ones(len(seq), dtype=bool)
-        keep[1:] = seq[1:] != seq[:-1]
-        keep &= seq != BLANK
-        kept = seq[keep]
-        text = charset.decode_ids(kept.tolist())
-        conf = float(p[keep].mean()) if keep.any() and with_confidence else 0.0
+    for b in range(ids.shape[0]):
+        k = keep[b]
+        text = charset.decode_ids(ids[b][k].tolist())
+        conf = float(best[b][k].mean()) if with_confidence and k.any() else 0.0
         out.append((text, conf))
     return out

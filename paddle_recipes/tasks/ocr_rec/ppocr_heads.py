@@ -16,9 +16,8 @@ passes itself (``fixed``) and the keys it reads besides (``extra``: init_blank_p
 """
 from __future__ import annotations
 
-import inspect
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import paddle
@@ -30,7 +29,7 @@ from paddle.nn.initializer import (Constant, KaimingNormal, KaimingUniform, Norm
 from paddle.regularizer import L2Decay
 
 from ...config import check_name
-from ...nn.catalog import HEAD, NECK, REC, register
+from ...nn.catalog import HEAD, NECK, REC, init_annotations, register
 
 _trunc_normal = TruncatedNormal(std=0.02)
 _zeros, _ones = Constant(0.0), Constant(1.0)
@@ -144,9 +143,10 @@ class EncoderWithSVTR(nn.Layer):
     1x1 (C) -> concat with the input -> conv (kxk, C/8) -> 1x1 (dims). ``use_guide``: the
     neck does not back-propagate into the backbone (input detached). Output [B, dims, H, W]."""
 
-    def __init__(self, in_channels, dims=64, depth=2, hidden_dims=120, use_guide=False, num_heads=8,
-                 qkv_bias=True, mlp_ratio=2.0, drop_rate=0.1, attn_drop_rate=0.1, drop_path=0.0,
-                 kernel_size=(3, 3), qk_scale=None):
+    def __init__(self, in_channels: int, dims: int = 64, depth: int = 2, hidden_dims: int = 120,
+                 use_guide: bool = False, num_heads: int = 8, qkv_bias: bool = True, mlp_ratio: float = 2.0,
+                 drop_rate: float = 0.1, attn_drop_rate: float = 0.1, drop_path: float = 0.0,
+                 kernel_size: Sequence[int] = (3, 3), qk_scale: Optional[float] = None):
         super().__init__()
         if drop_path:
             raise ValueError("EncoderWithSVTR: drop_path > 0 is not supported")
@@ -182,9 +182,9 @@ class EncoderWithLightSVTR(nn.Layer):
     1 x ``local_kernel`` conv-BN-swish); ``depth`` global blocks; LayerNorm; + skip_conv(x) (1x1 to
     ``dims``). ``use_guide``: the neck does not back-propagate into the backbone. Output [B, dims, H, W]."""
 
-    def __init__(self, in_channels, dims=64, depth=1, num_heads=8, qkv_bias=True, mlp_ratio=4.0,
-                 drop_rate=0.1, attn_drop_rate=0.1, drop_path=0.0, qk_scale=None, local_kernel=7,
-                 use_guide=False):
+    def __init__(self, in_channels: int, dims: int = 64, depth: int = 1, num_heads: int = 8, qkv_bias: bool = True,
+                 mlp_ratio: float = 4.0, drop_rate: float = 0.1, attn_drop_rate: float = 0.1, drop_path: float = 0.0,
+                 qk_scale: Optional[float] = None, local_kernel: int = 7, use_guide: bool = False):
         super().__init__()
         if drop_path:
             raise ValueError("EncoderWithLightSVTR: drop_path > 0 is not supported")
@@ -246,9 +246,16 @@ class SequenceEncoder(nn.Layer):
         if etype is not None:  # a missing one: nn.catalog.check_args says it is needed
             check_name("Architecture.Neck.encoder_type", etype, cls.ENCODER_TYPES)
         image = IMAGE_ENCODERS.get(etype)
-        own = [p for p in inspect.signature(image.__init__).parameters if p not in ("self", "in_channels")] \
-            if image else ["hidden_size"]
+        own = list(init_annotations(image, ("in_channels",))) if image else ["hidden_size"]
         return ["encoder_type", *own]
+
+    @classmethod
+    def config_types(cls) -> Dict[str, Any]:
+        """The keys of a Neck section of any encoder_type -> their annotations (nn.catalog.Network.config_types)."""
+        found: Dict[str, Any] = {"encoder_type": str, "hidden_size": int}
+        for encoder in IMAGE_ENCODERS.values():
+            found.update(init_annotations(encoder, ("in_channels",)))
+        return found
 
     def __init__(self, in_channels: int, encoder_type: str, hidden_size: int = 48, **kwargs):
         super().__init__()
