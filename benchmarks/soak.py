@@ -88,12 +88,12 @@ def make_data(root: Path, lines: int, bad_frac: float, seed: int) -> dict:
     return counts
 
 
-def recipe_args(data: Path, out: Path, epochs: int, workers: int) -> list[str]:
+def recipe_args(data: Path, out: Path, epochs: int, workers: int, extra: list[str] = ()) -> list[str]:
     ds = [f"data_dir={data}", "format=label_file", f"label_file_list=[{data / 'train.txt'}]"]
     return [str(RECIPE), "-c", str(SMOKE), "-o", f"Global.output_dir={out}", f"Global.epochs={epochs}",
             "Global.save_every_steps=10", "Global.eval_every_epochs=0", "Global.save_every_epochs=1",
             "Global.log_every=1", "Global.resume=auto", f"Train.loader.num_workers={workers}",
-            *[f"Train.dataset.{x}" for x in ds]]
+            *[f"Train.dataset.{x}" for x in ds], *extra]
 
 
 def _proc_table() -> dict[int, tuple[int, dict, bytes]]:
@@ -216,16 +216,19 @@ def start_etcd(work: Path) -> tuple[subprocess.Popen, str]:
     return proc, f"etcd://127.0.0.1:{client}"
 
 
+FAULTS = {"sigstop_rank1": 0.25, "sigstop_loader": 0.35, "kill9_rank1": 0.53}
+
+
 def run_job(cmd: list[str], env: dict, log_dir: Path, mark: str, total_steps: int | None, stop_s: float,
-            events: list) -> tuple[int, float, dict, str]:
-    """Run one launcher; with total_steps, inject the faults at 25 / 35 / 53 % of the steps."""
+            events: list, faults: tuple = tuple(FAULTS)) -> tuple[int, float, dict, str]:
+    """Run one launcher; with total_steps, inject `faults` at their fraction of the steps (FAULTS: 25 / 35 / 53 %)."""
     mon = Monitor(mark, log_dir / "workerlog.0")
     t0 = time.time()
     launcher = subprocess.Popen(cmd, cwd=REPO, env={**env, MARK: mark}, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
     mon.start()
     # the kill falls between two checkpoints (every 10 steps), so the restarted run redoes some steps
-    plan = [] if total_steps is None else [(0.25, "sigstop_rank1"), (0.35, "sigstop_loader"), (0.53, "kill9_rank1")]
+    plan = [] if total_steps is None else [(FAULTS[f], f) for f in FAULTS if f in faults]
     out_lines: list[str] = []
     looking = 0.0  # until when to look for a live loader worker to stop
     reader = threading.Thread(target=lambda: out_lines.extend(launcher.stdout), daemon=True)
@@ -287,7 +290,17 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True, help="report folder (report.json, README.md)")
     ap.add_argument("--work-dir", type=Path, default=None, help="runs and data (default: a temp folder)")
+    ap.add_argument("--faults", default=",".join(FAULTS), help=f"comma list of {', '.join(FAULTS)} (the RSS study: "
+                    "sigstop_rank1 alone; without kill9_rank1 the disturbed run is a plain launch, no etcd)")
+    ap.add_argument("--steps", type=int, default=None, help="without an undisturbed run (--faults only, no weights "
+                    "compared): the steps the fault fractions refer to (epochs x 2 with the default set)")
+    ap.add_argument("-o", dest="overrides", nargs="*", default=[], help="extra recipe -o overrides for both runs, "
+                    "e.g. Train.loader.allocator_keep_mb=0")
     args = ap.parse_args(argv)
+    faults = tuple(f for f in args.faults.split(",") if f)
+    unknown = set(faults) - set(FAULTS)
+    if unknown:
+        ap.error(f"--faults: unknown {sorted(unknown)}; known: {', '.join(FAULTS)}")
     work = args.work_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"soak-{uuid.uuid4().hex[:8]}"
     work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -298,26 +311,33 @@ def main(argv=None) -> int:
     launch = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", "2"]
 
     events: list = []
-    rc, secs, samples, _ = run_job([*launch, "--log_dir", str(work / "ref_log"),
-                                    *recipe_args(data, work / "ref", args.epochs, args.workers)],
-                                   _env(), work / "ref_log", uuid.uuid4().hex, None, args.stop_s, events)
-    ref_summary = json.loads((work / "ref" / "summary.json").read_text()) if rc == 0 else {}
+    if args.steps is None:
+        rc, secs, samples, _ = run_job([*launch, "--log_dir", str(work / "ref_log"),
+                                        *recipe_args(data, work / "ref", args.epochs, args.workers, args.overrides)],
+                                       _env(), work / "ref_log", uuid.uuid4().hex, None, args.stop_s, events)
+        ref_summary = json.loads((work / "ref" / "summary.json").read_text()) if rc == 0 else {}
+    else:  # the RSS study: the disturbed run only
+        rc, secs, samples, ref_summary = None, 0.0, {}, {"global_step": args.steps}
     report["undisturbed"] = {"rc": rc, "seconds": round(secs, 1), "global_step": ref_summary.get("global_step"),
                              "skipped": ref_summary.get("skipped", {}), "rss": rss_report(samples)}
     total = ref_summary.get("global_step") or 0
     print(f"soak: undisturbed run rc {rc}, {secs:.0f} s, {total} steps", flush=True)
 
-    etcd, master = start_etcd(work)
+    restart = "kill9_rank1" in faults
+    etcd, master = start_etcd(work) if restart else (None, "")
     try:
         mark = uuid.uuid4().hex
+        elastic = ["--master", master, "--nnodes", "1", "--job_id", f"soak-{mark[:8]}", "--max_restart", "1",
+                   "--elastic_level", "1"] if restart else []
         rc2, secs2, samples2, launcher_out = run_job(
-            [*launch, "--master", master, "--nnodes", "1", "--job_id", f"soak-{mark[:8]}", "--max_restart", "1",
-             "--elastic_level", "1", "--log_dir", str(work / "log"),
-             *recipe_args(data, work / "healed", args.epochs, args.workers)],
-            _env(ETCD_ENV), work / "log", mark, total, args.stop_s, events)
+            [*launch, *elastic, "--log_dir", str(work / "log"),
+             *recipe_args(data, work / "healed", args.epochs, args.workers, args.overrides)],
+            _env(ETCD_ENV if restart else None), work / "log", mark, total, args.stop_s, events, faults)
     finally:
-        etcd.kill()
-        etcd.wait()
+        if etcd is not None:
+            etcd.kill()
+            etcd.wait()
+    (args.out / "samples.json").write_text(json.dumps({"undisturbed": samples, "disturbed": samples2}))
     healed_summary = json.loads((work / "healed" / "summary.json").read_text()) if rc2 == 0 else {}
     (work / "launcher.txt").write_text(launcher_out)
     report["disturbed"] = {"rc": rc2, "seconds": round(secs2, 1), "events": events,

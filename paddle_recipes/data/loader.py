@@ -65,6 +65,10 @@ class LoaderConfig:
         fresh pages for every batch-sized array and returning them on free: the page faults of each new sample's
         maps and batch cost more CPU than the det transforms themselves on a loaded box (x1.8 samples per CPU second
         measured, benchmarks/results/data_path). 0 = glibc's defaults. Output unchanged; no effect off glibc.
+        The setting is process-wide and lasts: a kept heap holds its high-water mark. So an eval loader with 0
+        workers inside a training run (build_loader's keep_heap_here=False, Recipe.eval_loader) leaves the trainer's
+        heap alone: kept, it raised the trainer's RSS by 8-11 % over its first ~20 epochs and held it there (the
+        soak's "RSS growth", benchmarks/results/soak/rss_study).
     """
 
     num_workers: int = 0
@@ -524,10 +528,12 @@ class seed_worker:  # noqa: N801  (a picklable callable, used like a function)
 
 def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
                  collate_fn: Callable | None = None,
-                 worker_init_fn: Callable[[int], None] | None = None, name: str = "LoaderConfig"):
+                 worker_init_fn: Callable[[int], None] | None = None, name: str = "LoaderConfig",
+                 keep_heap_here: bool = True):
     """Build a ``paddle.io.DataLoader`` from a dataset and a batch sampler.
 
-    Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after).
+    Workers are seeded by :class:`seed_worker` (the user's ``worker_init_fn`` runs after). ``keep_heap_here``
+    False: with num_workers=0 this process's heap is not kept (LoaderConfig.allocator_keep_mb; workers keep theirs).
     With a ResumableBatchSampler (build_batch_sampler) every sample's (epoch, index)
     is published to current_sample_key(), from which AlbumentationsAdapter and DetCollate draw
     their randomness: exact resume without checkpointing those RNG streams.
@@ -556,7 +562,7 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
                            "(docker run --shm-size=8g)", name, free, cfg.min_shm_mb)
             use_shm = False
     workers = cfg.num_workers > 0
-    if not workers:
+    if not workers and keep_heap_here:
         keep_heap(cfg.allocator_keep_mb)  # this process loads the samples
     if workers and cfg.opencv_num_threads >= 0:
         set_opencv_threads(cfg.opencv_num_threads)

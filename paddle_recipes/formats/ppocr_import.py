@@ -38,7 +38,7 @@ import paddle
 
 from ..nn.reparam import fused_copy
 from ..config import bounded_repr, bounded_text
-from .inference_files import (InferenceFormatError, Program, find_inference_files, read_inference_yml,
+from .inference_files import (InferenceFormatError, Program, find_inference_files, folder_model_name,
                               read_params_info, read_pdiparams, read_program)
 from ..export import export_model
 from ..runtime.distributed import unwrap
@@ -224,18 +224,6 @@ def _match(theirs: Program, ours: Program, our_names: Dict[str, str], said_names
                 f"{files.info}: names {bounded_text(name)} {bounded_repr(said)}, but the program uses it as our {key} "
                 f"({_describe(theirs, name)}): the .info does not belong to these files")
     return by_structure, "by .info names, checked against the program structure"
-
-
-def folder_model_name(folder: Path) -> str:
-    """Global.model_name of ``folder/inference.yml`` (PaddleX / paddleocr 3.x downloads, our exports), else "" (also
-    when the file is refused: inference_files.read_inference_yml)."""
-    try:
-        cfg = read_inference_yml(Path(folder) / "inference.yml")
-    except InferenceFormatError:
-        return ""
-    name = cfg.get("Global", {}) if isinstance(cfg, dict) else {}
-    name = name.get("model_name", "") if isinstance(name, dict) else ""
-    return bounded_text(name) if isinstance(name, str) else ""
 
 
 def import_inference_model(model: paddle.nn.Layer, path, deploy: Deploy, *,

@@ -41,7 +41,6 @@ from ..assets import resolve_path
 from ..checkpoint.format import LATEST, CheckpointError
 from ..cli import exit_on_user_error, run_recipe
 from ..data import DataError, build_loader
-from ..formats.inference_files import InferenceFormatError, check_inference_files, is_inference_model
 from ..formats.ppocr_logs import PPOCREvalLog
 from ..nn.reparam import fuse_in_place, passthrough_bns
 from ..checkpoint.serialization import save_safetensors
@@ -53,10 +52,10 @@ from ..weights.load import check_finite_weights, load_weights
 from ..weights.pretrained import import_inference, load_pretrained, resolve_weights_file
 from ..weights.policy import StartingWeights, StartPlan, form_at, init_source
 from ..weights.released import to_form
+from .preflight import inference_weights_problem, named_weights
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-WEIGHTS_KEYS = ("weights", "checkpoints", "pretrained_model")  # Global keys naming eval/predict/export weights, in order
 READY_FILE = ".ready.json"
 
 
@@ -140,6 +139,7 @@ class Recipe:
     def __init__(self, cfg, info):
         self.cfg, self.info = cfg, info
         self.log = logging.getLogger(self.name)
+        self.training = False  # train() sets it: eval loaders then leave the trainer's heap alone (eval_loader)
 
     # ------------------------------------------------------------------ hooks a task declares
     def check(self) -> None:
@@ -217,12 +217,10 @@ class Recipe:
         return Path(self.cfg.Global.output_dir) / "checkpoints"
 
     def named_weights(self) -> list[tuple[str, str]]:
-        """(key, path) of the Global weights keys that are set, in WEIGHTS_KEYS order (empty, null and "auto" are
+        """(key, path) of the Global weights keys that are set, in preflight.WEIGHTS_KEYS order (empty, null and "auto" are
         unset)."""
         g = self.cfg.Global
-        named = {"weights": g.weights, "checkpoints": g.checkpoints, "pretrained_model": g.pretrained_model}
-        values = ((key, named[key] or "") for key in WEIGHTS_KEYS)
-        return [(key, value) for key, value in values if value and value != "auto"]
+        return named_weights(g.weights, g.checkpoints, g.pretrained_model)  # preflight picks by the same rule
 
     def weights_source(self) -> tuple[str, str]:
         """(path, where it came from) of the eval / predict / export weights, one rule for every recipe and mode:
@@ -275,12 +273,9 @@ class Recipe:
         """When `path` is an inference model: its files checked as the import will read them, the tensors' data
         skipped (inference_files.check_inference_files): a bad file is one line within milliseconds, not after the
         network's build (seconds). Other weights are checked as they load. CheckpointError ("<origin>: <why>")."""
-        if not path or not is_inference_model(path):
-            return
-        try:
-            check_inference_files(path)
-        except InferenceFormatError as exc:
-            raise CheckpointError(f"{origin}: {exc}" if origin else str(exc)) from None
+        problem = inference_weights_problem(path, origin)  # what recipes.preflight ran before paddle's import
+        if problem is not None:
+            raise CheckpointError(problem)
 
     def load_inference_weights(self, model, source: str) -> str:
         """Strictly load the weights of eval/predict/export: a .pdparams / .safetensors file, a prefix without extension
@@ -367,11 +362,14 @@ class Recipe:
         return {"safetensors": str(path)}
 
     def eval_loader(self, dataset):
-        """This rank's shard (rank::world_size) of `dataset`, in order; metrics are reduced by the task."""
+        """This rank's shard (rank::world_size) of `dataset`, in order; metrics are reduced by the task. In a training
+        run an eval loader without workers does not keep this process's heap (Eval.loader.allocator_keep_mb applies
+        to its workers): the trainer's RSS would keep the heap's high-water mark (LoaderConfig.allocator_keep_mb)."""
         lc = self.cfg.Eval.loader
         shard = paddle.io.Subset(dataset, list(range(self.info.rank, len(dataset), self.info.world_size)))
         sampler = paddle.io.BatchSampler(shard, batch_size=lc.batch_size_per_card, shuffle=False, drop_last=False)
-        return build_loader(shard, sampler, lc, collate_fn=self.collate("eval"), name="Eval.loader")
+        return build_loader(shard, sampler, lc, collate_fn=self.collate("eval"), name="Eval.loader",
+                            keep_heap_here=not self.training)
 
     def train_loader(self, train_set):
         """The train loader, or None (default): build_training batches `train_set` by Train.loader."""
@@ -382,6 +380,7 @@ class Recipe:
 
     # ------------------------------------------------------------------ modes
     def train(self) -> dict:
+        self.training = True
         self.check_weights_files(self.init_weights_source())  # a conflict or a bad file: before any data is read
         train_set = self.build_dataset("train")
         eval_loader = self.eval_loader(self.build_dataset("eval"))

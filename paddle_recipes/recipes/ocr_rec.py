@@ -10,16 +10,14 @@ PaddleOCR rec YAML works as ``-c`` with ``-o`` in its own keys (compat.paddleocr
 from __future__ import annotations
 
 import logging
-import os
 from functools import cached_property, partial
 
 from paddle_recipes.runtime import distributed as dist_utils
-from paddle_recipes.assets import resolve_path
 from paddle_recipes.compat.paddleocr import paddleocr_rec_translator
 from paddle_recipes.data import LabelFileError, LmdbFormatError
-from paddle_recipes.formats.inference_files import is_inference_model
 from paddle_recipes.recipes.base import Recipe
-from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, model_dict_file, weights_class_map
+from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, run_dict
+from paddle_recipes.tasks.ocr_rec.class_rows import weights_class_map
 from paddle_recipes.tasks.ocr_rec.config import RecConfig, check_rec_config
 from paddle_recipes.tasks.ocr_rec.dataset import DataPathError, RecDataset, collate, collate_gtc
 from paddle_recipes.tasks.ocr_rec.distill_pretrained import DistillFromInit
@@ -52,22 +50,15 @@ class OcrRec(KeepGeneralLines, DistillFromInit, MergeWithInit, PaddleOCRExport, 
     @cached_property
     def charset(self) -> CharDict:
         """Global.character_dict_path; when that file does not exist, the dict the weights' inference model folder
-        carries (its inference.yml or character_dict.txt: a paddleocr 3.x / PaddleX download), said in one line."""
+        carries (its inference.yml or character_dict.txt: a paddleocr 3.x / PaddleX download), said in one line
+        (charset.run_dict; recipes.preflight runs the same before paddle is imported)."""
         g = self.cfg.Global
-        path = resolve_path(g.character_dict_path)
-        if g.character_dict_path and not os.path.exists(path):
-            carried = self.carried_dict()
-            if carried is not None:
-                self.log.info("Global.character_dict_path=%s not found: using the dict of the weights' inference "
-                              "model, %s", g.character_dict_path, carried)
-                path = str(carried)
-        return CharDict.from_file(path, use_space_char=g.use_space_char)
-
-    def carried_dict(self):
-        """The dict file of the first weights key (Global.weights, checkpoints, pretrained_model) that names an
-        inference model folder carrying one (charset.model_dict_file), else None."""
-        folders = (value for _, value in self.named_weights() if is_inference_model(value))
-        return next((found for found in map(model_dict_file, folders) if found is not None), None)
+        chars, carried = run_dict(g.character_dict_path, (value for _, value in self.named_weights()),
+                                  use_space_char=g.use_space_char)
+        if carried is not None:
+            self.log.info("Global.character_dict_path=%s not found: using the dict of the weights' inference "
+                          "model, %s", g.character_dict_path, carried)
+        return chars
 
     def label_set(self) -> str:
         return f"dict {self.charset.source}"

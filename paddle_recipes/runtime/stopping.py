@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Iterator, Optional, Sequence
 
-__all__ = ["install", "hold", "held_signals", "run_entry", "started_as_module"]
+__all__ = ["install", "hold", "held_signals", "run_entry", "started_as_module", "module_target"]
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -89,17 +89,26 @@ def held_signals() -> Iterator[None]:
         install()
 
 
+def module_target() -> str:
+    """The module ``python -m <module>`` runs ("" when not started so)."""
+    orig = getattr(sys, "orig_argv", [])
+    return next((orig[i + 1] for i, a in enumerate(orig[:-1]) if a == "-m"), "")
+
+
 def started_as_module(package: str) -> bool:
     """True while ``python -m <package>.<x>`` is locating its module (sys.argv[0] is "-m" then, and the parent
     packages are being imported): the moment to hold() before the module's own imports run."""
-    orig = getattr(sys, "orig_argv", [])
-    target = next((orig[i + 1] for i, a in enumerate(orig[:-1]) if a == "-m"), "")
-    return sys.argv[:1] == ["-m"] and target.startswith(package + ".")
+    return sys.argv[:1] == ["-m"] and module_target().startswith(package + ".")
 
 
-def run_entry(module: str, argv: Optional[Sequence[str]] = None) -> None:
-    """The entry of a recipe program: handlers first, then ``module`` imported with the signals held, then its
-    ``cli(argv)`` (None: sys.argv[1:])."""
+def run_entry(module: str, argv: Optional[Sequence[str]] = None, preflight: Optional[str] = None) -> None:
+    """The entry of a recipe program: handlers first, then ``preflight``'s ``check(module, argv)`` (a module that
+    imports no paddle, so the signals need no holding: checks that can fail fast, e.g.
+    paddle_recipes.recipes.preflight; it exits 2 in one line on a bad input), then ``module`` imported with the
+    signals held, then its ``cli(argv)`` (None: sys.argv[1:])."""
+    if preflight is not None:
+        install()  # our handlers, the signals let through: the pre-flight imports no paddle
+        importlib.import_module(preflight).check(module, None if argv is None else list(argv))
     with held_signals():
         cli = importlib.import_module(module).cli
     cli(None if argv is None else list(argv))

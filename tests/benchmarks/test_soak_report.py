@@ -45,3 +45,14 @@ def test_make_data_injects_the_counted_bad_lines(tmp_path, monkeypatch):
     assert all((data / ln.split("\t")[0]).is_file() for ln in corrupt)
     assert not any((data / ln.split("\t")[0]).exists() for ln in missing)
     assert soak.make_data(data, lines=200, bad_frac=0.1, seed=3) == counts  # seeded
+
+
+def test_faults_are_chosen_by_name_and_an_unknown_one_is_refused(tmp_path, capsys):
+    """--faults picks the injected faults (the RSS study ran sigstop_rank1 alone); a typo stops before any run."""
+    import pytest
+
+    assert list(soak.FAULTS) == ["sigstop_rank1", "sigstop_loader", "kill9_rank1"]
+    with pytest.raises(SystemExit) as stop:
+        soak.main(["--faults", "sigstop_rank1,kill9", "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2 and "unknown ['kill9']" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -323,3 +323,24 @@ def test_loader_keeps_the_heap_in_the_loading_process(monkeypatch):
         assert D.keep_heap(64) is True
     with pytest.raises(Exception, match="allocator_keep_mb must be >= 0"):
         LoaderConfig(allocator_keep_mb=-1)
+
+
+def test_an_eval_loader_in_a_training_run_leaves_the_trainers_heap_alone(monkeypatch):
+    """keep_heap is process-wide and lasting: an Eval loader with 0 workers built by train() must not set it in the
+    trainer (it held the heap's high-water mark: +8-11 % RSS in the soak, benchmarks/results/soak/rss_study); in an
+    eval run it still does."""
+    from types import SimpleNamespace
+
+    from paddle_recipes.recipes.ocr_rec import OcrRec
+    from paddle_recipes.tasks.ocr_rec.config import RecConfig
+
+    calls = []
+    monkeypatch.setattr(D, "keep_heap", lambda mb: calls.append(mb) or True)
+    ds = paddle.io.TensorDataset([paddle.to_tensor(np.arange(16, dtype="float32").reshape(8, 2))])
+    recipe = OcrRec(RecConfig(), SimpleNamespace(rank=0, world_size=1, is_main=True))
+    recipe.collate = lambda split: None
+    assert len(list(recipe.eval_loader(ds))) == 1 and calls == [1024]  # an eval run: this process loads, kept
+    recipe.training = True  # what train() sets first
+    assert len(list(recipe.eval_loader(ds))) == 1 and calls == [1024]
+    build_loader(ds, paddle.io.BatchSampler(ds, batch_size=4), LoaderConfig(), keep_heap_here=False)
+    assert calls == [1024]

@@ -15,7 +15,8 @@ import yaml
 from conftest import run_cli
 from paddle_recipes.checkpoint.format import CheckpointError
 from paddle_recipes.recipes.ocr_rec import OcrRec
-from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError, weights_dict
+from paddle_recipes.tasks.ocr_rec.charset import CharDict, CharDictError
+from paddle_recipes.tasks.ocr_rec.class_rows import weights_dict
 from paddle_recipes.tasks.ocr_rec.ppocr_models import PPOCR_MOBILE_REC_ARCH, build_ppocr_rec_model
 from paddle_recipes.weights.dict_remap import (NEW_ROW_MARGIN, ClassMap, ClassMapError, ClassNames,
                                                checkpoint_class_names, remap_class_rows)

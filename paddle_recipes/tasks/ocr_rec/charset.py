@@ -23,8 +23,6 @@ from ...assets import resolve_path
 from ...config import bounded_repr
 from ...data.files import check_size, regular_file_size
 from ...formats.inference_files import InferenceFormatError, capped, is_inference_model, read_inference_yml
-from ...formats.ppocr_import import folder_model_name
-from ...weights.dict_remap import ClassMap, checkpoint_class_names
 
 WIDTH_MODES = ("none", "halfwidth", "fullwidth")
 
@@ -99,7 +97,7 @@ class CharDict:
             raise CharDictError(f"character dict file not found: {path!r}")
         regular_file_size(path, CharDictError, "character dict file")  # a FIFO, a device: refused, never opened
         if path.endswith((".yml", ".yaml")):
-            return cls(_inference_yml_chars(path), use_space_char=use_space_char, source=path)
+            return cls(inference_yml_chars(path), use_space_char=use_space_char, source=path)
         try:  # at most file_caps()["dict"] bytes (1 MiB), from os.stat: nothing read from a larger file
             capped(Path(path), "dict", "character dict file", read=check_size)
         except InferenceFormatError as exc:
@@ -185,7 +183,7 @@ class CharDict:
                 f.write(c + "\n")
 
 
-def _inference_yml_chars(path: str) -> List[str]:
+def inference_yml_chars(path: str) -> List[str]:
     """PostProcess.character_dict of a PaddleX inference.yml (safe YAML; a leading "blank" entry is dropped). Read
     once per file version (model_dict_file checks the file, CharDict.from_file then reads it)."""
     stat = os.stat(path)
@@ -226,12 +224,25 @@ def model_dict_file(folder: str | os.PathLike) -> Path | None:
     yml = folder / "inference.yml"
     if yml.exists():
         try:
-            _inference_yml_chars(str(yml))
+            inference_yml_chars(str(yml))
             return yml
         except NoDictInYml:
             pass
     txt = folder / "character_dict.txt"
     return txt if txt.is_file() else None
+
+
+def run_dict(dict_path: str, weights: Iterable[str], use_space_char: bool = False) -> Tuple["CharDict", Path | None]:
+    """A run's dict (Global.character_dict_path, resolved like every asset path) and, when that file does not
+    exist, the dict carried by the first of ``weights`` (the set Global weights keys, in order) that is an inference
+    model folder carrying one (model_dict_file). Returns (the dict, the carried file or None). Imports no paddle:
+    recipes.preflight calls it before paddle's import, the recipe again after it."""
+    path, carried = resolve_path(dict_path), None
+    if dict_path and not os.path.exists(path):
+        folders = (w for w in weights if is_inference_model(w))
+        carried = next((found for found in map(model_dict_file, folders) if found is not None), None)
+        path = str(carried) if carried is not None else path
+    return CharDict.from_file(path, use_space_char=use_space_char), carried
 
 
 def gb2312_level1_hanzi() -> List[str]:
@@ -285,39 +296,3 @@ def normalize_width(text: str, mode: str = "none") -> str:
 _TO_HALF = {0xFF01 + i: 0x21 + i for i in range(0x5E)}
 _TO_HALF[0x3000] = 0x20
 _TO_FULL = {v: k for k, v in _TO_HALF.items()}
-
-
-def weights_dict(path: str, pretrained_dict: str = "") -> Tuple[List[str], str] | None:
-    """(the characters the weights at `path` were trained with, where they were read), or None when nothing says
-    (rows by position): ``pretrained_dict`` (Global.pretrained_dict) when set; else an inference model folder's
-    dict (its inference.yml or character_dict.txt; an inference.yml without a dict and no character_dict.txt is a
-    CharDictError, unless it names another task's model: None, and the importer says which); else the class names
-    saved with one of our checkpoints."""
-    if pretrained_dict:
-        named = CharDict.from_file(pretrained_dict)
-        return named.chars, f"Global.pretrained_dict={pretrained_dict}"
-    if is_inference_model(path):
-        found = model_dict_file(path)
-        if found is not None:
-            return CharDict.from_file(found).chars, str(found)
-        folder = Path(path) if Path(path).is_dir() else Path(path).parent
-        if not (folder / "inference.yml").is_file():
-            return None
-        other = folder_model_name(folder)  # read only here: a folder with a dict needs no model name
-        if other and not other.endswith("_rec"):
-            return None  # another task's model (e.g. a det folder): the importer says which, in one line
-        try:
-            _inference_yml_chars(str(folder / "inference.yml"))  # raises: model_dict_file found no dict in it
-        except CharDictError as exc:
-            raise CharDictError(f"{exc}; name the dict these weights were trained with by Global.pretrained_dict"
-                                ) from None
-        return None
-    chars = checkpoint_class_names(path)
-    return (chars, f"{path} (the checkpoint's class names)") if chars else None
-
-
-def weights_class_map(path: str, chars: Sequence[str], pretrained_dict: str = "") -> ClassMap | None:
-    """How the class rows of the weights at `path` map to a run's `chars` (weights_dict; None: by position).
-    ``pretrained_dict`` is resolved like every dict path (assets.resolve_path)."""
-    found = weights_dict(path, resolve_path(pretrained_dict) if pretrained_dict else "")
-    return None if found is None else ClassMap(tuple(found[0]), tuple(chars), found[1])

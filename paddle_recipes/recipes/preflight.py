@@ -1,0 +1,137 @@
+"""The checks a recipe run can make before paddle is imported (``import paddle`` takes seconds: 6-12 s on 2 shared
+cores): the weights' inference model files and the run's dict, refused in one line and exit 2 within about a second.
+
+    stopping.run_entry("paddle_recipes.recipes.ocr_rec", preflight="paddle_recipes.recipes.preflight")
+    # -> check("paddle_recipes.recipes.ocr_rec", argv), then the recipe module (and paddle) is imported
+
+Nothing here imports paddle (a test checks), and nothing is a copy: the files are checked by the importer's own
+``inference_files.check_inference_files`` and the dict by ``charset.run_dict``, the functions the recipe calls again
+after paddle's import (``Recipe.check_weights_files``, ``OcrRec.charset``); the weights key is picked by
+``named_weights``, which ``Recipe.named_weights`` calls too. The config is read raw (``config.read_config_text`` and
+``config.load_yaml``, then the ``-o`` of the few Global keys used here): the typed schema needs the recipe's modules,
+which import paddle, so whatever the raw read cannot settle (an unreadable file, a key of the wrong type, both init
+keys set) is left to the recipe, which reports it in its own words; the pre-flight only ever adds an earlier exit
+for a fault the recipe would report as well.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+import yaml
+
+from ..assets import resolve_path
+from ..config import ConfigError, add_config_args, flatten_opts, load_yaml, parse_override, read_config_text
+from ..formats.inference_files import InferenceFormatError, check_inference_files, is_inference_model
+from ..tasks.ocr_rec.charset import CharDictError, run_dict
+
+__all__ = ["check", "named_weights", "inference_weights_problem", "Preflight"]
+
+WEIGHTS_KEYS = ("weights", "checkpoints", "pretrained_model")  # Global keys naming eval/predict/export weights, in order
+GLOBAL_KEYS = (*WEIGHTS_KEYS, "character_dict_path", "use_space_char")
+
+
+def named_weights(weights, checkpoints, pretrained_model) -> list[tuple[str, str]]:
+    """(key, path) of the Global weights keys that are set, in WEIGHTS_KEYS order (empty, null and "auto" are
+    unset)."""
+    named = {"weights": weights, "checkpoints": checkpoints, "pretrained_model": pretrained_model}
+    values = ((key, named[key] or "") for key in WEIGHTS_KEYS)
+    return [(key, value) for key, value in values if isinstance(value, str) and value and value != "auto"]
+
+
+def inference_weights_problem(path: str, origin: str = "") -> Optional[str]:
+    """When ``path`` is an inference model: the one-line problem its files have as the importer reads them
+    (check_inference_files: caps, FIFOs, program, .info, every .pdiparams header; data skipped), "<origin>: <why>";
+    None when fine or not an inference model (other weights are checked as they load)."""
+    if not path or not is_inference_model(path):
+        return None
+    try:
+        check_inference_files(path)
+    except InferenceFormatError as exc:
+        return f"{origin}: {exc}" if origin else str(exc)
+    return None
+
+
+class Preflight:
+    """The raw Global keys of one run (``g``: key -> value as the YAML and the -o give them) and its mode."""
+
+    def __init__(self, g: Dict[str, object], mode: str):
+        self.g, self.mode = g, mode
+
+    def weights(self) -> Tuple[str, str]:
+        """(path, origin) of the weights the mode reads first: train's init weights (Global.pretrained_model or
+        Global.weights; both set is the recipe's error), else the first named weights key (eval / predict /
+        export); ("", "") when none."""
+        g = self.g
+        if self.mode == "train":
+            init = [v for v in (g.get("pretrained_model"), g.get("weights")) if isinstance(v, str) and v]
+            return (init[0], "") if len(init) == 1 else ("", "")
+        named = named_weights(g.get("weights"), g.get("checkpoints"), g.get("pretrained_model"))
+        if not named or named[0][1].startswith(("http://", "https://")):
+            return "", ""
+        key, value = named[0]
+        return value, f"Global.{key}={value}"
+
+    def problems(self, with_dict: bool) -> list[str]:
+        path, origin = self.weights()
+        found = [inference_weights_problem(path, origin)]
+        dict_path, space = self.g.get("character_dict_path"), self.g.get("use_space_char", False)
+        if with_dict and isinstance(dict_path, str) and isinstance(space, bool):
+            named = named_weights(self.g.get("weights"), self.g.get("checkpoints"), self.g.get("pretrained_model"))
+            try:
+                run_dict(dict_path, (value for _, value in named), use_space_char=space)
+            except CharDictError as exc:
+                found.append(str(exc))
+        return [p for p in found if p]
+
+
+# recipe -> (its default config, whether its run reads a character dict)
+RECIPES: Dict[str, Tuple[str, bool]] = {"ocr_rec": ("recipes/configs/ocr_rec.yml", True),
+                                        "ocr_det": ("recipes/configs/ocr_det.yml", False),
+                                        "ocr_cls": ("recipes/configs/ocr_cls.yml", False)}
+
+
+def raw_globals(argv: Sequence[str], default_config: str) -> Optional[Tuple[Dict[str, object], str]]:
+    """(the raw Global keys of GLOBAL_KEYS after the config file and the -o, the mode), or None when the command
+    line or the config cannot be read here (the recipe then says why, in its own words)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_config_args(parser, default_config=resolve_path(default_config))
+    parser.add_argument("--mode", default="train")
+    try:
+        args, _ = parser.parse_known_args(list(argv))
+    except SystemExit:  # argparse's own usage error: the recipe's parser prints it
+        return None
+    g: Dict[str, object] = {}
+    try:
+        if args.config:
+            data = load_yaml(read_config_text(Path(resolve_path(args.config))), args.config, duplicates=[])
+            section = data.get("Global") if isinstance(data, dict) else None
+            g.update({k: v for k, v in (section or {}).items() if k in GLOBAL_KEYS} if isinstance(section, dict) else {})
+        for text in flatten_opts(args.opt):
+            keys, value = parse_override(text)
+            if len(keys) == 2 and keys[0] == "Global" and keys[1] in GLOBAL_KEYS:
+                g[keys[1]] = value
+    except (ConfigError, yaml.YAMLError, OSError, ValueError):
+        return None
+    return g, args.mode
+
+
+def check(module: str, argv: Optional[Sequence[str]] = None,
+          report: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> None:
+    """The pre-flight of recipe ``module`` ("paddle_recipes.recipes.ocr_rec") on ``argv`` (None: sys.argv[1:]): a
+    problem is reported as the recipe reports it ("<recipe>: error: <why>") and the process exits 2 before paddle
+    is imported. A recipe without an entry in RECIPES, or a command line this cannot read, passes through."""
+    name = module.rsplit(".", 1)[-1]
+    if name not in RECIPES or os.environ.get("PADDLE_RECIPES_PREFLIGHT", "1") == "0":
+        return
+    default_config, with_dict = RECIPES[name]
+    raw = raw_globals(sys.argv[1:] if argv is None else argv, default_config)
+    if raw is None:
+        return
+    problems = Preflight(*raw).problems(with_dict)
+    if problems:
+        report(f"{name}: error: {problems[0]}")
+        sys.exit(2)
