@@ -10,7 +10,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import REPO_ROOT, run_launch
+from conftest import REPO_ROOT, run_launch, worst_by_kind
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.tasks.ocr_det.config import DetConfig
 from paddle_recipes.tasks.ocr_det.cross_rank_loss import CrossRankDBLoss, build_db_loss, top_k_weights
@@ -153,15 +153,6 @@ def test_loss_alone_two_ranks_is_the_global_loss(runs, case):
         assert np.abs(got - g).max() <= 1e-5 * np.abs(g).max(), (case, k)
 
 
-def _worst(a, b):
-    kinds = {}
-    for k in a.files:
-        kind = k.split("/")[0]
-        d, m = kinds.get(kind, (0.0, 0.0))
-        kinds[kind] = (max(d, float(np.abs(a[k].astype("float64") - b[k]).max())), max(m, float(np.abs(a[k]).max())))
-    return {kind: d / max(m, 1e-30) for kind, (d, m) in kinds.items()}
-
-
 @pytest.mark.parametrize("loss", ["DiceLoss", "BCELoss"])
 def test_two_ranks_equal_one_rank_with_double_batch(runs, loss):
     """One SGD step of the DB det network, cross-rank BN in both 2-process variants: with the cross-rank loss,
@@ -169,11 +160,11 @@ def test_two_ranks_equal_one_rank_with_double_batch(runs, loss):
     near-zero variance amplifies any float32 rounding of one conv's gradient); with the per-rank loss it is far."""
     one, two = runs / "p1", runs / "p2"
     exact = np.load(one / f"{loss}_float64_rank0.npz")
-    rounding = _worst(exact, np.load(one / f"{loss}_plain_rank0.npz"))
-    xr = _worst(exact, np.load(two / f"{loss}_xr_rank0.npz"))
+    rounding = worst_by_kind(exact, np.load(one / f"{loss}_plain_rank0.npz"))
+    xr = worst_by_kind(exact, np.load(two / f"{loss}_xr_rank0.npz"))
     assert all(xr[k] <= 10 * rounding[k] + 1e-6 for k in xr), (xr, rounding)
     assert max(xr.values()) <= 1e-2, xr
-    plain = _worst(exact, np.load(two / f"{loss}_plain_rank0.npz"))
+    plain = worst_by_kind(exact, np.load(two / f"{loss}_plain_rank0.npz"))
     assert plain["grad"] > 0.1 and plain["state"] > 1e-2, plain  # the check can fail
     r0, r1 = np.load(two / f"{loss}_xr_rank0.npz"), np.load(two / f"{loss}_xr_rank1.npz")
     assert float(r0["loss"]) == float(r1["loss"])
