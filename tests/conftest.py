@@ -388,6 +388,19 @@ def det_export_output_elsewhere(model, tmp_path: Path, size: int = 64):
     return expected, np.load(tmp_path / "y.npy")
 
 
+def worst_by_kind(a, b) -> dict:
+    """max |a - b| / max |a| per kind of entry of two .npz files (the part of a key before "/": loss, grad, state,
+    ...) over all its tensors; ``a`` is the reference (the cross-rank BN and DB loss equivalence tests)."""
+    import numpy as np
+
+    kinds: dict = {}
+    for k in a.files:
+        kind = k.split("/")[0]
+        d, m = kinds.get(kind, (0.0, 0.0))
+        kinds[kind] = (max(d, float(np.abs(a[k].astype("float64") - b[k]).max())), max(m, float(np.abs(a[k]).max())))
+    return {kind: d / max(m, 1e-30) for kind, (d, m) in kinds.items()}
+
+
 @pytest.fixture
 def launch():
     return run_launch

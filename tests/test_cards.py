@@ -57,6 +57,7 @@ def test_card_names_the_yaml_keys_that_reach_it(card):
     from paddle_recipes.config import ConfigError, load_config, to_dict
     from paddle_recipes.recipes.det_ppyoloe import DetPPYOLOE
     from paddle_recipes.recipes.ernie_multitask import ErnieMultitask
+    from paddle_recipes.recipes.ocr_det import OcrDet
     from paddle_recipes.recipes.ocr_rec import OcrRec
 
     text = card.read_text(encoding="utf-8")
@@ -67,7 +68,7 @@ def test_card_names_the_yaml_keys_that_reach_it(card):
         assert para.strip().lower().startswith("none"), f"{card.name}: no `Section.key: value` and not 'none ...'"
         return
     errors = {}
-    for recipe in (OcrRec, DetPPYOLOE, ErnieMultitask):
+    for recipe in (OcrRec, DetPPYOLOE, ErnieMultitask, OcrDet):
         try:
             cfg = to_dict(load_config(None, [f"{k}={v}" for k, v in keys], recipe.Config))
         except ConfigError as exc:

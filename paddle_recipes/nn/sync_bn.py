@@ -56,7 +56,7 @@ def _stats_dtype(x) -> str:
     return "float64" if x.dtype == paddle.float64 else "float32"
 
 
-def _all_reduce_np(values: np.ndarray, group) -> np.ndarray:
+def all_reduce_np(values: np.ndarray, group) -> np.ndarray:
     """Sum of a float64 numpy vector over the ranks of ``group`` (the same object when there is no communication)."""
     if group is False or not dist.is_initialized() or dist.get_world_size(group) <= 1:
         return values
@@ -94,7 +94,7 @@ class _CrossRankNormalize(PyLayer):
             x, weight, bias, mean, var, mean, paddle.to_tensor(invstd.astype(st["dtype"])), None, dy, 0.0,
             ctx.epsilon, ctx.fmt, False, False, False)
         local = np.concatenate([d_bias.numpy(), d_weight.numpy()]).astype("float64")
-        total = _all_reduce_np(local, ctx.group)
+        total = all_reduce_np(local, ctx.group)
         if total is not local:  # another rank's samples: move this rank's means of dy, dy * x_hat to the global ones
             c, n, count = d_bias.shape[0], st["local_count"], st["count"]
             diff = local / n - total / count
@@ -115,7 +115,7 @@ def _global_stats_np(x: paddle.Tensor, axis: int, group):
         x, paddle.zeros([c], dtype=dtype), paddle.ones([c], dtype=dtype), None, None, False, 0.0, 1e-5,
         _format(x.ndim, axis), False, False)
     m, v = local_mean.numpy().astype("float64"), local_var.numpy().astype("float64")
-    total = _all_reduce_np(np.concatenate([n * m, n * v, n * m * m, [n]]), group)
+    total = all_reduce_np(np.concatenate([n * m, n * v, n * m * m, [n]]), group)
     s_all, m2_all, sq_all, n_all = total[:c], total[c:2 * c], total[2 * c:3 * c], float(total[-1])
     mean = s_all / n_all
     var = np.maximum((m2_all + sq_all - n_all * mean * mean) / n_all, 0.0)  # sum M2 + the between-rank part

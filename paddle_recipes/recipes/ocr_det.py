@@ -28,7 +28,7 @@ from paddle_recipes.tasks.ocr_det.batch import collate
 from paddle_recipes.tasks.ocr_det.config import DetConfig, DetSynthetic
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset
 from paddle_recipes.tasks.ocr_det.labels import DetLabelError
-from paddle_recipes.tasks.ocr_det.losses import DBLoss
+from paddle_recipes.tasks.ocr_det.cross_rank_loss import build_db_loss
 from paddle_recipes.tasks.ocr_det.export_paddleocr import DetPaddleOCRExport
 from paddle_recipes.tasks.ocr_det.models import build_ppocr_det_model
 from paddle_recipes.tasks.ocr_det.postprocess import DBPostProcess
@@ -98,7 +98,8 @@ class OcrDet(DetPaddleOCRExport, Recipe):
 
     @cached_property
     def train_step(self):
-        return DBTrainStep(DBLoss(**self.cfg.Loss.kwargs()), self.train_set.stats)
+        loss = build_db_loss(self.cfg.Loss, self.cfg.Global.use_sync_bn, self.info.world_size, self.info.is_main)
+        return DBTrainStep(loss, self.train_set.stats)
 
     def batch_size(self, batch) -> int:
         return int(batch["num_samples"][0])

@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import REPO_ROOT, run_launch
+from conftest import REPO_ROOT, run_launch, worst_by_kind
 from paddle_recipes.nn.sync_bn import cross_rank_batch_norm, is_sync_bn, use_sync_bn
 from paddle_recipes.weights.freeze_bn import freeze_bn_stats
 
@@ -133,16 +133,6 @@ def _load(out, name):
     return np.load(out / f"{name}.npz")
 
 
-def _worst(a, b):
-    """max |a - b| / max |a| per kind of entry (loss, eval_out, grad, state) over all its tensors."""
-    kinds: dict = {}
-    for k in a.files:
-        kind = k.split("/")[0]
-        d, m = kinds.get(kind, (0.0, 0.0))
-        kinds[kind] = (max(d, float(np.abs(a[k].astype("float64") - b[k]).max())), max(m, float(np.abs(a[k]).max())))
-    return {kind: d / max(m, 1e-30) for kind, (d, m) in kinds.items()}
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("sync_bn")
@@ -162,12 +152,12 @@ def test_two_ranks_equal_one_rank_with_double_batch(runs, model):
     # as 1 process in float32 is (10 x its rounding error at most: the det network has BNs of near-zero variance
     # whose gradients amplify any float32 rounding, 2e-4 of the largest gradient for 1 process)
     exact = _load(one, f"{model}_float64_rank0")
-    rounding = _worst(exact, single)
-    sync = _worst(exact, _load(two, f"{model}_sync_rank0"))
+    rounding = worst_by_kind(exact, single)
+    sync = worst_by_kind(exact, _load(two, f"{model}_sync_rank0"))
     assert all(sync[k] <= 10 * rounding[k] + 1e-6 for k in sync), (sync, rounding)
     assert max(sync.values()) <= 1e-3, sync
     # without the cross-rank BN each rank normalises by its own 2 samples: far apart (the check can fail)
-    alone = _worst(exact, _load(two, f"{model}_plain_rank0"))
+    alone = worst_by_kind(exact, _load(two, f"{model}_plain_rank0"))
     assert alone["grad"] > 1e-2 and alone["state"] > 1e-3, alone
     r0, r1 = _load(two, f"{model}_sync_rank0"), _load(two, f"{model}_sync_rank1")
     assert all(np.array_equal(r0[k], r1[k]) for k in r0.files if k.startswith("state/"))  # one model on both ranks

@@ -48,7 +48,9 @@ class DetArchitecture:
 class DBLossConfig:
     """DBLoss (losses.py): alpha x shrink loss + beta x threshold L1 + binary dice; OHEM ratio; main_loss_type
     DiceLoss | BCELoss | DiceFocalLoss (PP-OCRv6: focal_alpha, focal_gamma, dice_weight, focal_weight); the
-    auxiliary heads' weights aux_weight_p4 / p3 / p2 (0 = off)."""
+    auxiliary heads' weights aux_weight_p4 / p3 / p2 (0 = off). cross_rank (ours; PaddleOCR has no such key): with
+    more than one process, the loss of the global batch (global counts, dice, L1, OHEM top-k: cross_rank_loss.py);
+    null (default) = as Global.use_sync_bn."""
     name: str = "DBLoss"
     balance_loss: bool = True
     main_loss_type: str = "DiceLoss"
@@ -63,12 +65,13 @@ class DBLossConfig:
     aux_weight_p4: float = 0.0
     aux_weight_p3: float = 0.0
     aux_weight_p2: float = 0.0
+    cross_rank: Optional[bool] = None
 
     def __post_init__(self):
         _check_choice("Loss.name", self.name, ("DBLoss",))
 
     def kwargs(self) -> dict:
-        return {k: v for k, v in vars(self).items() if k != "name"}
+        return {k: v for k, v in vars(self).items() if k not in ("name", "cross_rank")}
 
 
 @dataclass

@@ -75,6 +75,7 @@ class BalanceLoss(nn.Layer):
             raise ValueError("DBLoss: balance_loss: false with main_loss_type: BCELoss is not supported (PaddleOCR "
                              "returns an unreduced per-pixel map there); use balance_loss: true or DiceLoss")
         self.balance_loss, self.negative_ratio, self.eps = balance_loss, negative_ratio, eps
+        self.main_loss_type = main_loss_type
         self.loss = PIXEL_LOSSES[main_loss_type]
 
     def forward(self, pred, gt, mask):
@@ -111,11 +112,12 @@ class DBLoss(nn.Layer):
         else:
             self.bce_loss = BalanceLoss(balance_loss, main_loss_type, ohem_ratio, eps)
             self.dice_loss = lambda pred, gt, mask: dice_loss(pred, gt, mask, eps)
+        self.l1_loss = lambda pred, gt, mask: mask_l1_loss(pred, gt, mask, eps)
         self.aux_weights = {"aux_maps_p4": aux_weight_p4, "aux_maps_p3": aux_weight_p3, "aux_maps_p2": aux_weight_p2}
 
     def _terms(self, maps, threshold_map, threshold_mask, shrink_map, shrink_mask):
         return (self.alpha * self.bce_loss(maps[:, 0], shrink_map, shrink_mask),
-                self.beta * mask_l1_loss(maps[:, 1], threshold_map, threshold_mask, self.eps),
+                self.beta * self.l1_loss(maps[:, 1], threshold_map, threshold_mask),
                 self.dice_loss(maps[:, 2], shrink_map, shrink_mask))
 
     def forward(self, predicts, labels):
