@@ -176,8 +176,10 @@ def test_race_figures_follow_the_hmean_of_det_eval_lines():
     log = ("[2026/12/06 10:00:00] ppocr INFO: epoch: [1/1], global_step: 1, lr: 0.001, loss: 1.0, avg_reader_cost: "
            "0.01 s, avg_batch_cost: 2.0 s, avg_samples: 4.0, ips: 2.0 samples/s\n"
            "[2026/12/06 10:00:05] ppocr INFO: cur metric, precision: 0.9, recall: 0.5, hmean: 0.6428, fps: 3.1\n")
-    f = L.run_figures(L.parse_train_log(log), 0, 1, 1, metric="hmean")
-    assert f["curve"] == [{"train_s": 2.0, "step": 1, "acc": 0.6428, "wall_s": 5.0}] and f["best_acc"] == 0.6428
+    parsed = L.parse_train_log(log)
+    f = L.run_figures(parsed, 0, 1, 1, metric="hmean")
+    assert f["curve"] == [{"train_s": 2.0, "step": 1, "acc": 0.6428, "wall_s": 5.0,
+                           "t": parsed["steps"][0]["t"] + 5.0}] and f["best_acc"] == 0.6428
     assert L.run_figures(L.parse_train_log(log), 0, 1, 1)["best_acc"] is None  # rec's acc: not in a det line
 
 

@@ -52,7 +52,8 @@ def test_parse_paddleocr_log_lines():
     assert f["s_per_step"] == 1.25 and f["ips"] == 8.0 * 2 / 1.25  # median of the lines after step 1
     assert f["epoch_s_measured"] == 5.0 and f["epoch_s_projected"] == 3.75
     assert f["best_acc"] == 0.25 and f["final_acc"] == 0.125 and f["curve"][0] == {"train_s": 5.0, "step": 3,
-                                                                                     "acc": 0.25, "wall_s": 3.0}
+                                                                                     "acc": 0.25, "wall_s": 3.0,
+                                                                                     "t": p["evals"][0]["t"]}
 
 
 def _timed_log(n: int, every_s: int, eval_after: int, eval_s: int) -> str:
@@ -73,7 +74,9 @@ def test_wall_seconds_per_step_come_from_timestamps_and_skip_evals():
     p = L.parse_train_log(_timed_log(60, 2, 30, 50))  # 2 s a step by the clock, the meter says 1 s; a 50 s eval
     f = L.run_figures(p, warmup=0, nproc=1, steps_per_epoch=60)
     assert f["s_per_step"] == 1.0 and f["wall_s_per_step"] == 2.0  # the eval's 50 s are not a step's
-    assert f["curve"] == [{"train_s": 30.0, "step": 30, "acc": 0.5, "wall_s": 2.0 * 29 + 50}]
+    # t: the eval line's clock time (the equal-wall-time columns read it); wall_s counts from the first step line
+    assert f["curve"] == [{"train_s": 30.0, "step": 30, "acc": 0.5, "wall_s": 2.0 * 29 + 50,
+                           "t": p["steps"][0]["t"] + 2.0 * 29 + 50}]
     assert L.wall_s_per_step(p, warmup=0, min_steps=40) is None  # no eval-free stretch that long
     assert H.time_to(f["curve"], 0.5, "wall_s") == 108.0 and H.time_to(f["curve"], 0.5) == 30.0
 
