@@ -188,6 +188,15 @@ def run_launch(script: str | os.PathLike, args: list[str], nproc: int, log_dir: 
     return proc
 
 
+def run_1_and_2_ranks(script: str | os.PathLike, out: Path, global_batch: int = 4) -> Path:
+    """`script --global-batch B --out out/p<n>` once on 1 rank and once on 2 (logs in out/log<n>): the
+    equivalence tests' pair of runs (same global batch, the script splits it over the ranks). Returns `out`."""
+    for nproc in (1, 2):
+        run_launch(script, ["--global-batch", global_batch, "--out", out / f"p{nproc}"], nproc=nproc,
+                   log_dir=out / f"log{nproc}")
+    return out
+
+
 def run_python(args: list[str], timeout: float = 600, env: dict | None = None,
                check: bool = True) -> subprocess.CompletedProcess:
     """Run `python args...` from the repo root in a clean environment."""

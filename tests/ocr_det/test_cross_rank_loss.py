@@ -10,7 +10,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import REPO_ROOT, run_launch, worst_by_kind
+from conftest import REPO_ROOT, run_1_and_2_ranks, worst_by_kind
 from paddle_recipes.config import ConfigError, from_dict
 from paddle_recipes.tasks.ocr_det.config import DetConfig
 from paddle_recipes.tasks.ocr_det.cross_rank_loss import CrossRankDBLoss, build_db_loss, top_k_weights
@@ -114,10 +114,7 @@ def test_config_key_and_builder(caplog):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("db_loss")
-    for nproc in (1, 2):
-        run_launch(SCRIPT, ["--global-batch", 4, "--out", out / f"p{nproc}"], nproc=nproc, log_dir=out / f"log{nproc}")
-    return out
+    return run_1_and_2_ranks(SCRIPT, tmp_path_factory.mktemp("db_loss"))
 
 
 def test_top_k_across_ranks(runs):

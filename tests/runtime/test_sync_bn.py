@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import REPO_ROOT, run_launch, worst_by_kind
+from conftest import REPO_ROOT, run_1_and_2_ranks, worst_by_kind
 from paddle_recipes.nn.sync_bn import cross_rank_batch_norm, is_sync_bn, use_sync_bn
 from paddle_recipes.weights.freeze_bn import freeze_bn_stats
 
@@ -135,10 +135,7 @@ def _load(out, name):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sync_bn")
-    for nproc in (1, 2):
-        run_launch(SCRIPT, ["--global-batch", 4, "--out", out / f"p{nproc}"], nproc=nproc, log_dir=out / f"log{nproc}")
-    return out
+    return run_1_and_2_ranks(SCRIPT, tmp_path_factory.mktemp("sync_bn"))
 
 
 @pytest.mark.parametrize("model", ["conv", "det"])
