@@ -78,7 +78,7 @@ def recognize_files(model, files: Sequence[str], charset: CharDict, image_shape:
         if not pending:
             return
         x = paddle.to_tensor(pad_batch([a for _, a in pending]))
-        out = model(x).astype("float32").numpy()
+        out = host_float32(model(x))  # a view on CPU, no copy
         for (f, _), (text, conf) in zip(pending, ctc_greedy_decode(out, charset, is_logits=not probs)):
             results.append((f, text, conf))
         pending.clear()

@@ -27,6 +27,7 @@ from PIL import Image, ImageDraw, ImageFont
 from ..ocr_rec.charset import CharDict
 from ..ocr_rec.postprocess import ctc_greedy_decode
 from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, images
+from paddle_recipes.runtime.host import host_float32
 
 from ..ocr_rec.transforms import pad_batch, resize_norm_batch_ppocr2, resize_norm_infer
 from ..ocr_det.predict import detect_image
@@ -64,7 +65,7 @@ def rec_fn(model, charset: CharDict, image_shape: Sequence[int], batch_num: int 
             idx = order[k:k + batch_num]
             x = (resize_norm_batch_ppocr2([crops[i] for i in idx], image_shape) if resize == "paddleocr2" else
                  pad_batch([resize_norm_infer(crops[i], image_shape) for i in idx]))
-            logits = model(paddle.to_tensor(x)).astype("float32").numpy()
+            logits = host_float32(model(paddle.to_tensor(x)))  # a view on CPU, no copy
             for i, res in zip(idx, ctc_greedy_decode(logits, charset, is_logits=is_logits)):
                 out[i] = res
         return out
