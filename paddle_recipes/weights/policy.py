@@ -61,6 +61,13 @@ def form_at(model: paddle.nn.Layer, path: str, prefer_ema: bool = True) -> Optio
     return form_from(blocks, branches, weights) if isinstance(weights, dict) else None
 
 
+def require_init_weights(key: str, source: str, purpose: str) -> None:
+    """One ConfigError line when Global.<key> is on without init weights (``source`` = init_source(g), "" = none):
+    ``Global.<key> needs init weights <purpose>: set Global.pretrained_model``."""
+    if not source:
+        raise ConfigError(f"Global.{key} needs init weights {purpose}: set Global.pretrained_model")
+
+
 @dataclass
 class StartPlan:
     """What StartingWeights decided and did. source: the init weights ("" = none); released: the released form is
