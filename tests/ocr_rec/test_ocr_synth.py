@@ -126,28 +126,6 @@ def test_generator_restricted_fonts_and_clean_mode():
         generate_samples(SynthConfig(fonts=("noto_sans_sc",)), MIX_CHARS, "heldout", 2)
 
 
-def test_space_width_scales_only_the_spaces_and_the_default_draws_nothing():
-    """SynthConfig.space_width: each space's advance times a factor drawn per line; letters keep theirs. The default
-    (1, 1) makes no draw, so every other setting renders the same lines as before."""
-    chars = list("abcdefgh") + [" "]
-    base = SynthConfig(aug=False, fonts=("noto_sans_sc",))
-    narrow = SynthConfig(aug=False, fonts=("noto_sans_sc",), space_width=(0.5, 0.5))
-    r0, r1 = LineRenderer(base, chars, "train"), LineRenderer(narrow, chars, "train")
-    (m0, *_), (m1, *_) = (r.text_mask("ab cd ef", 0, 40, np.random.default_rng(3)) for r in (r0, r1))
-    space = r0.font(0, 40).getlength(" ")
-    assert space > 5 and abs((m0.size[0] - m1.size[0]) - 2 * 0.5 * space) <= 1.0
-    (n0, *_), (n1, *_) = (r.text_mask("abcdef", 0, 40, np.random.default_rng(3)) for r in (r0, r1))
-    assert n0.size == n1.size and n0.tobytes() == n1.tobytes()
-    def next_draw(renderer, text):
-        rng = np.random.default_rng(5)
-        renderer.text_mask(text, 0, 40, rng)
-        return rng.random()
-    assert next_draw(r0, "ab cd") == next_draw(r0, "abcd")  # the default: no draw for a space
-    assert next_draw(r1, "ab cd") != next_draw(r1, "abcd")  # a range: one draw per line with a space
-    with pytest.raises(ValueError, match="space_width"):
-        SynthConfig(space_width=(0.0, 1.0))
-
-
 def test_build_dataset_writes_font_tags_and_heldout_split(tmp_path, caplog):
     cfg = SynthConfig(min_len=1, max_len=5, height=32, seed=1)
     splits = {"train": 12, "val": 4, "heldout": 8}

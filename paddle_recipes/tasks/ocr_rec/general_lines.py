@@ -35,8 +35,7 @@ from .synth import LineRenderer, SynthConfig, is_up_to_date, write_split
 # the generator's settings for general lines: mostly mixed lines (Latin words, numbers, units, full-width pairs) with
 # a space at most word / number boundaries, horizontal, a few small renders, backgrounds and degradations on
 GENERAL_SYNTH = dict(min_len=4, max_len=20, mixed_prob=0.85, space_prob=0.6, vertical_prob=0.0, small_prob=0.05,
-                     freq_mix=0.8, aug=True, space_width=(0.35, 1.1))  # narrow gaps too: the init model's labels say
-# where its own threshold lies (on real photos the released v4 joins words whose gap is narrow: "USPresident")
+                     freq_mix=0.8, aug=True)
 LABEL_FILE = "general_pseudo.txt"
 ENGLISH_SHARE, FORM_SHARE = 0.3, 0.2  # of the general lines; the rest: the generator's mixed lines
 
@@ -77,11 +76,10 @@ def english_line(rng: np.random.Generator, max_len: int = GENERAL_SYNTH["max_len
 
 
 def form_line(rng: np.random.Generator, hanzi: str) -> str:
-    """A form / label line: key：value, a bracketed note, a size with ×, Chinese with Latin and digits, an amount in
-    digit groups (1,234,567.89)."""
+    """A form / label line: key：value, a bracketed note, a size with ×, Chinese with Latin and digits."""
     key = FORM_KEYS[int(rng.integers(len(FORM_KEYS)))]
     num = str(int(rng.integers(0, 10 ** int(rng.integers(1, 7)))))
-    kind = int(rng.integers(6))
+    kind = int(rng.integers(5))
     if kind == 0:
         return f"{key}：{num}"
     if kind == 1:
@@ -91,8 +89,6 @@ def form_line(rng: np.random.Generator, hanzi: str) -> str:
     if kind == 3:
         word = ENGLISH[int(rng.integers(len(ENGLISH)))].capitalize()
         return f"{hanzi} {word} {num}"
-    if kind == 4:  # an amount in digit groups, as in spreadsheets and invoices
-        return f"{int(rng.integers(0, 10 ** int(rng.integers(4, 10)))):,}.{int(rng.integers(100)):02d}"
     return f"{key}：{hanzi} {ENGLISH[int(rng.integers(len(ENGLISH)))]}"
 
 

@@ -75,9 +75,6 @@ class SynthConfig:
         of a mixed line next to a Latin word or a number (textgen.TextSampler; default 0.3; no effect otherwise).
     vertical_prob: with aug, share of vertical lines (stacked in a column, turned as the OCR system turns a tall
         crop; default 0.1). small_prob: with aug, share of lines rendered 10-14 px high (default 0.12).
-    space_width: (min, max) factor on the width of a space character, drawn per line (default (1.0, 1.0): the
-        font's own space, and no draw, so other settings render as before); e.g. (0.35, 1.1) gives the narrow gaps
-        of tightly set real text.
     """
 
     min_len: int = 2
@@ -94,7 +91,6 @@ class SynthConfig:
     space_prob: float = 0.3
     vertical_prob: float = 0.1
     small_prob: float = 0.12
-    space_width: Tuple[float, float] = (1.0, 1.0)
 
     def __post_init__(self):
         for name in ("vertical_prob", "small_prob"):
@@ -110,9 +106,6 @@ class SynthConfig:
         unknown = [f for f in self.fonts if f not in known]
         if unknown:
             raise ValueError(f"unknown font(s) {unknown}; registered: {sorted(known)}")
-        self.space_width = tuple(float(v) for v in self.space_width)
-        if len(self.space_width) != 2 or not 0.0 < self.space_width[0] <= self.space_width[1]:
-            raise ValueError(f"space_width must be (min, max) with 0 < min <= max, got {self.space_width}")
         if not 0.0 <= self.freq_mix <= 1.0:
             raise ValueError(f"freq_mix must be in [0, 1], got {self.freq_mix}")
         if not 0.0 <= self.space_prob <= 1.0:
@@ -251,9 +244,6 @@ class LineRenderer:
         main = self.font(k, size)
         ascent, descent = main.getmetrics()
         advances = [f.getlength(c) for f, c in zip(glyph_fonts, text)]
-        if self.cfg.space_width != (1.0, 1.0) and " " in text:
-            scale = rng.uniform(*self.cfg.space_width)
-            advances = [a * scale if c == " " else a for a, c in zip(advances, text)]
         gaps = [spacing * size * (0.4 if c.isascii() else 1.0) for c in text]
         width = sum(advances) + sum(gaps[:-1]) + 2 * stroke
         mx = int(size * (rng.uniform(0.05, 0.5) if aug else 0.15)) + 2
