@@ -96,6 +96,11 @@ def predict(weights_key: str, images: Path, out: Path, keys: Path) -> dict:
     recipe(["--mode", "predict"] + common(keys) + [weights_key, f"Global.infer_img={images}",
                                                    f"Global.save_res_path={res}", f"Global.save_model_dir={out.parent}"],
            out.with_suffix(".log"))
+    return read_predictions(res)
+
+
+def read_predictions(res: Path) -> dict:
+    """{file name: text} of a `--mode predict` result file (``path<TAB>text<TAB>score`` lines)."""
     reads = {}
     for line in res.read_text(encoding="utf-8").splitlines():
         parts = line.split("\t")
@@ -337,11 +342,41 @@ def run(a, root: Path):
     print(json.dumps(row, ensure_ascii=False))
 
 
+def space_changes(base: dict, reads: dict) -> dict:
+    """How `reads` differ from the released model's readings `base` (same keys): agreement exact and with spaces
+    ignored (PaddleOCR's RecMetric default, ignore_space), and the lines that differ only in spaces, split into those
+    with more spaces than the released reading (added) and the others (dropped)."""
+    differ = [k for k in base if reads.get(k) != base[k]]
+    spaces = [k for k in differ if (reads.get(k) or "").replace(" ", "") == base[k].replace(" ", "")]
+    added = sum((reads.get(k) or "").count(" ") > base[k].count(" ") for k in spaces)
+    n = len(base)
+    return {"lines": n, "agree": round(1 - len(differ) / n, 4), "agree_no_space": round(1 - (len(differ) - len(spaces)) / n, 4),
+            "spaces_added": added, "spaces_dropped": len(spaces) - added}
+
+
+def space_report(root: Path, names: list) -> None:
+    """Per run with saved general-crop readings: exact agreement, agreement with spaces ignored, space-only changes."""
+    base = {split: read_predictions(root / "released" / f"general_{split}.txt") for split in GENERAL_SPLITS
+            if (root / "released" / f"general_{split}.txt").exists()}
+    if not base:
+        return
+    print("| run | " + " | ".join(f"{s}: agreement / spaces ignored / spaces added, dropped" for s in base) + " |")
+    print("|---|" + "---|" * len(base))
+    for name in dict.fromkeys(names):
+        files = {s: root / "runs" / name / f"general_{s}.txt" for s in base}
+        if all(f.exists() for f in files.values()):
+            c = {s: space_changes(base[s], read_predictions(f)) for s, f in files.items()}
+            print(f"| {name} | " + " | ".join(f"{v['agree']:.3f} / {v['agree_no_space']:.3f} / {v['spaces_added']}, "
+                                               f"{v['spaces_dropped']}" for v in c.values()) + " |")
+    print()
+
+
 def report(root: Path):
     rows = [json.loads(ln) for ln in (root / "results.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()]
     if any("new_exact" in r["after"] for r in rows):
         return report_new_chars(rows)
     general_report(rows)
+    space_report(root, [r["name"] for r in rows if "merge" not in r])
     merge_report([r for r in rows if "merge" in r], {r["name"]: r for r in rows if "merge" not in r})
     rows = [r for r in rows if "merge" not in r]
     print("| run | keys | train wall | weak domain | real crops: accuracy | agreement with the released model |")

@@ -125,6 +125,12 @@ def is_fused(block: nn.Layer) -> bool:
     return conv is not None and getattr(conv, "bias", None) is not None
 
 
+def rep_block_states(model: nn.Layer) -> List[Tuple[str, str, bool]]:
+    """(name, fused conv name, is_fused) of each rep block of `model`, in model order: what a weights file's keys
+    are checked against (weights.released.form_from)."""
+    return [(n, m.fused_conv_name, is_fused(m)) for n, m in rep_blocks(model)]
+
+
 def fuse_blocks(model: nn.Layer, names: Optional[Iterable[str]] = None) -> List[str]:
     """Fuse the rep blocks of `model` named in `names` (None = every one) into their deploy convs, in place and
     in whatever mode `model` is. Returns the names of the blocks it fused: already-fused blocks are left as they

@@ -30,11 +30,11 @@ from ..checkpoint.resume import resume_source
 from ..checkpoint.serialization import load_weights_file
 from ..config import ConfigError
 from ..formats.inference_files import is_inference_model
-from ..nn.reparam import rep_blocks
+from ..nn.reparam import rep_block_states
 from ..runtime.distributed import unwrap
 from .freeze_bn import mark_fresh_bns
 from .pretrained import resolve_weights_file
-from .released import Form, decide, form_of_keys, log_line, to_released_form, training_branches
+from .released import Form, decide, form_from, log_line, to_released_form, training_branches
 
 
 def init_source(g) -> str:
@@ -46,18 +46,26 @@ def init_source(g) -> str:
 
 
 def form_at(model: paddle.nn.Layer, path: str, prefer_ema: bool = True) -> Optional[Form]:
-    """The form the weights at `path` hold for `model` (released.form_of_keys: fused rep blocks, absent training
+    """The form the weights at `path` hold for `model` (released.form_from: fused rep blocks, absent training
     branches), or None when the file cannot be read (its loader then says why). A model with neither rep blocks
     nor training branches has only the training form: Form(), without reading the file."""
     net = unwrap(model)
-    if not rep_blocks(net) and not training_branches(net):
+    blocks, branches = rep_block_states(net), training_branches(net)
+    if not blocks and not branches:
         return Form()
     try:
         file = resolve_weights_file(path, prefer_ema)
         weights = load_weights_file(file)
     except Exception:  # noqa: BLE001 - the loader that follows reports the file's fault in one line
         return None
-    return form_of_keys(net, weights) if isinstance(weights, dict) else None
+    return form_from(blocks, branches, weights) if isinstance(weights, dict) else None
+
+
+def require_init_weights(key: str, source: str, purpose: str) -> None:
+    """One ConfigError line when Global.<key> is on without init weights (``source`` = init_source(g), "" = none):
+    ``Global.<key> needs init weights <purpose>: set Global.pretrained_model``."""
+    if not source:
+        raise ConfigError(f"Global.{key} needs init weights {purpose}: set Global.pretrained_model")
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Iterable, List, Optional, Tuple
 import paddle
 
 from ..config import ConfigError
-from ..nn.reparam import fuse_blocks, is_fused, rep_blocks
+from ..nn.reparam import fuse_blocks, rep_block_states
 
 AUTO = "auto"
 
@@ -52,13 +52,20 @@ def training_branches(model: paddle.nn.Layer) -> List[str]:
     return list(model.training_branches()) if hasattr(model, "training_branches") else []
 
 
-def form_of_keys(model: paddle.nn.Layer, keys: Iterable[str]) -> Form:
-    """The form of a weights file with state_dict ``keys``, for `model`: the rep blocks it holds fused (a
-    ``<block>.<fused conv>.bias`` key) and the training branches of `model` it has no key under."""
+def form_from(blocks: Iterable[Tuple[str, str, bool]], branches: Iterable[str], keys: Iterable[str]) -> Form:
+    """The form of a weights file with state_dict ``keys`` for a network with rep ``blocks`` (nn.reparam.
+    rep_block_states: name, fused conv name, is_fused) and training ``branches``: the blocks the keys hold fused (a
+    ``<block>.<fused conv>.bias`` key; blocks already fused in the network are not counted) and the branches the keys
+    have nothing under."""
     keys = set(keys)
-    fused = [n for n, m in rep_blocks(model) if not is_fused(m) and f"{n}.{m.fused_conv_name}.bias" in keys]
-    dropped = [b for b in training_branches(model) if not any(k.startswith(b + ".") for k in keys)]
+    fused = [n for n, conv, done in blocks if not done and f"{n}.{conv}.bias" in keys]
+    dropped = [b for b in branches if not any(k.startswith(b + ".") for k in keys)]
     return Form(fused, dropped)
+
+
+def form_of_keys(model: paddle.nn.Layer, keys: Iterable[str]) -> Form:
+    """form_from for `model`: the form a weights file with state_dict ``keys`` holds for it."""
+    return form_from(rep_block_states(model), training_branches(model), keys)
 
 
 def drop_training_branches(model: paddle.nn.Layer) -> List[str]:

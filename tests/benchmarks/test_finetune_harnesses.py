@@ -53,3 +53,16 @@ def test_drop_transform_trains_paddleocrs_yaml_without_that_op(tmp_path):
     assert translate(yaml.safe_load(h.YAML.read_text(encoding="utf-8")))[0]["Train"]["dataset"]["aug"] is True
     with pytest.raises(SystemExit, match=r"--drop-transform \['RecAugment'\]: not in PP-OCRv4_mobile_rec.yml"):
         h.train_yaml(tmp_path, ["RecAugment"])
+
+
+def test_space_changes_counts_space_only_differences_by_direction(tmp_path):
+    """Agreement with the released readings, exact and with spaces ignored (RecMetric's ignore_space); lines that
+    differ only in spaces are counted as added (more spaces than the released reading) or dropped."""
+    h = _harness("finetune_forgetting.py")
+    base = {"a": "USPresident", "b": "chances of the", "c": "（频繁）", "d": "same", "e": "x y z"}
+    reads = {"a": "US President", "b": "chancesofthe", "c": "(频繁)", "d": "same", "e": "x yz"}
+    assert h.space_changes(base, reads) == {"lines": 5, "agree": 0.2, "agree_no_space": 0.8, "spaces_added": 1,
+                                            "spaces_dropped": 2}
+    res = tmp_path / "r.txt"
+    res.write_text("/x/images/a.jpg\tUS President\t0.9\n/x/images/b.jpg\n", encoding="utf-8")
+    assert h.read_predictions(res) == {"a.jpg": "US President", "b.jpg": ""}

@@ -20,3 +20,20 @@ def test_form_at_reads_the_weights_file_only_for_a_model_with_a_released_form(tm
     paddle.save(rep.state_dict(), str(tmp_path / "rep.pdparams"))
     assert policy.form_at(rep, str(tmp_path / "rep.pdparams"), prefer_ema=False) == Form() and len(reads) == 1
     assert policy.form_at(rep, missing) is None
+
+
+def test_form_at_names_the_blocks_a_file_holds_fused_and_skips_those_already_fused(tmp_path):
+    """A checkpoint of a released-form run (fused conv biases) holds every rep block fused; in a network where some
+    blocks are fused already, only the others are named."""
+    from paddle_recipes.nn.reparam import fuse_blocks, rep_blocks
+    from paddle_recipes.weights.released import to_released_form
+
+    paddle.seed(0)
+    fused = build_backbone("PPLCNetV3", "rec", scale=0.25)
+    names = to_released_form(fused).fused
+    paddle.save(fused.state_dict(), str(tmp_path / "fused.pdparams"))
+    net = build_backbone("PPLCNetV3", "rec", scale=0.25)
+    assert len(names) == len(rep_blocks(net)) == 28
+    assert policy.form_at(net, str(tmp_path / "fused.pdparams"), prefer_ema=False) == Form(names, [])
+    assert fuse_blocks(net, names[:5]) == names[:5]
+    assert policy.form_at(net, str(tmp_path / "fused.pdparams"), prefer_ema=False) == Form(names[5:], [])

@@ -14,6 +14,7 @@ import paddle
 
 from paddle_recipes.config import ConfigError
 from paddle_recipes.data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, ImageError, read_image
+from paddle_recipes.runtime.host import host_float32
 from paddle_recipes.train.config import PredictConfig
 
 from .transforms import preprocess
@@ -36,7 +37,7 @@ def classify_images(model, images: Sequence[np.ndarray], spec, batch_size: int =
     out: List[Tuple[str, float]] = []
     for i in range(0, len(images), batch_size):
         x = np.stack([preprocess(im, spec.image_shape, spec.mode) for im in images[i:i + batch_size]])
-        probs = model(paddle.to_tensor(x)).astype("float32").numpy()
+        probs = host_float32(model(paddle.to_tensor(x)))
         out += [(spec.labels[int(p.argmax())], float(p.max())) for p in probs]
     return out
 

@@ -20,8 +20,9 @@ import logging
 import numpy as np
 import paddle
 
-from ...config import ConfigError
 from ...runtime.distributed import unwrap
+from ...runtime.host import host_float32
+from ...weights.policy import require_init_weights
 from .charset import CharDict
 from .postprocess import ctc_greedy_decode
 from .ppocr_models import PPOCRRecModel
@@ -84,7 +85,7 @@ class CtcDistill:
 
     def agreed(self, teacher_logits: paddle.Tensor, texts: list) -> np.ndarray:
         """[B] float32: 1 where the teacher's greedy reading equals the label."""
-        reads = ctc_greedy_decode(teacher_logits.astype("float32").numpy(), self.charset, with_confidence=False)
+        reads = ctc_greedy_decode(host_float32(teacher_logits), self.charset, with_confidence=False)
         return np.array([r == t for (r, _), t in zip(reads, texts)], dtype="float32")
 
     def __call__(self, student_logits: paddle.Tensor, batch: dict):
@@ -104,8 +105,7 @@ def distill_from_init(model: paddle.nn.Layer, g, charset: CharDict, init_source:
     later, into the student only); None when off. On without init weights: ConfigError (one line)."""
     if not g.distill_pretrained:
         return None
-    if not init_source:
-        raise ConfigError("Global.distill_pretrained needs init weights to distill from: set Global.pretrained_model")
+    require_init_weights("distill_pretrained", init_source, "to distill from")
     log.info("Global.distill_pretrained: a frozen copy of %s is the teacher (CTC soft targets on the lines it reads "
              "as labelled; weight %g, temperature %g; never trained nor saved)", init_source, g.distill_weight,
              g.distill_temperature)

@@ -2,9 +2,9 @@
 weights.merge block (WiSE-FT: the run's weights interpolated with the weights it started from)."""
 from __future__ import annotations
 
-from ...config import ConfigError
 from ...train.trainer import Callback
 from ...weights.merge import MERGED, InitMerge
+from ...weights.policy import require_init_weights
 
 
 class _TrainerEma(Callback):
@@ -27,8 +27,8 @@ class MergeWithInit:
     def init_weights(self, model):
         plan = super().init_weights(model)
         alpha = self.cfg.Global.finetune_merge
-        if alpha is not None and not plan.source:
-            raise ConfigError("Global.finetune_merge needs init weights to merge with: set Global.pretrained_model")
+        if alpha is not None:
+            require_init_weights("finetune_merge", plan.source, "to merge with")
         return plan
 
     def calibrate_imported_bn(self, model, train_set):

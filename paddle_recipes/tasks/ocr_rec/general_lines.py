@@ -27,6 +27,7 @@ from typing import List, Sequence, Tuple
 from ...config import ConfigError
 from ...runtime.distributed import unwrap
 from ...nn.reparam import fuse_in_place
+from ...weights.policy import require_init_weights
 from .charset import CharDict
 from .evaluate import recognize_files
 from .synth import LineRenderer, SynthConfig, is_up_to_date, write_split
@@ -143,9 +144,7 @@ def with_general_lines(dataset, label_file: str, ratio: float):
 def check_general_lines(dataset, init_source: str) -> None:
     """ConfigError (one line) unless the switch can run: init weights to label with, label files to add to (the
     count and the ratio are checked by RecGlobal)."""
-    if not init_source:
-        raise ConfigError("Global.general_lines needs init weights to label the lines (Global.pretrained_model or "
-                          "Global.weights, e.g. the released model)")
+    require_init_weights("general_lines", init_source, "to label the lines (e.g. the released model)")
     if dataset.format != "label_file" or not dataset.data_dir:
         raise ConfigError("Global.general_lines adds a label file: it needs Train.dataset.format=label_file with "
                           "Train.dataset.data_dir set (your data)")

@@ -6,6 +6,7 @@ import paddle
 
 from .charset import CharDict
 from ...data.skips import SkipStats, unpack_skipped
+from ...runtime.host import host_float32
 from .losses import CTCLoss
 from .postprocess import ctc_greedy_decode
 from .ppocr_losses import MultiLoss
@@ -30,7 +31,7 @@ def zero_loss(model, image_shape) -> paddle.Tensor:
 
 def batch_accuracy(logits: paddle.Tensor, texts, charset: CharDict) -> float:
     """Exact-match line accuracy of greedy CTC decoding of ``logits`` [B, T, C] against ``texts`` (host side)."""
-    preds = ctc_greedy_decode(logits.detach().astype("float32").numpy(), charset, with_confidence=False)
+    preds = ctc_greedy_decode(host_float32(logits.detach()), charset, with_confidence=False)
     return float(np.mean([p == t for (p, _), t in zip(preds, texts)]))
 
 
