@@ -8,18 +8,22 @@ Nothing here imports paddle (a test checks), and nothing is a copy: the files ar
 ``inference_files.check_inference_files`` and the dict by ``charset.run_dict``, the functions the recipe calls again
 after paddle's import (``Recipe.check_weights_files``, ``OcrRec.charset``); the weights key is picked by
 ``named_weights``, which ``Recipe.named_weights`` calls too. The config is read raw (``config.read_config_text`` and
-``config.load_yaml``, then the ``-o`` of the few Global keys used here): the typed schema needs the recipe's modules,
-which import paddle, so whatever the raw read cannot settle (an unreadable file, a key of the wrong type, both init
-keys set) is left to the recipe, which reports it in its own words; the pre-flight only ever adds an earlier exit
-for a fault the recipe would report as well.
+``config.load_yaml``, then the ``-o`` of the few Global keys used here). The typed schemas of ocr_rec / ocr_det /
+ocr_cls / det_ppyoloe / ernie_multitask import paddle (their Architecture sections are checked against the network
+classes' signatures in nn.catalog, and their modules build paddle layers), so whatever the raw read cannot settle
+(an unknown key, a key of the wrong type, both init keys set) is left to those recipes, which report it in their own
+words. The OCR system's schema imports no paddle: its config is checked whole, by the recipe's own ``load_config``
+(Entry.hook, system_problems). The pre-flight only ever adds an earlier exit for a fault the recipe would report.
+
+One ``Entry`` per recipe (RECIPES): which modes read the Global weights, whether a dict is read, or its own hook.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
