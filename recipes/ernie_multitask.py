@@ -1,4 +1,4 @@
 """`python recipes/ernie_multitask.py` / `python -m paddle.distributed.launch recipes/ernie_multitask.py`: see paddle_recipes.recipes.ernie_multitask."""
-from paddle_recipes.runtime.stopping import run_entry  # standard library only: SIGTERM is one line before paddle is imported
+from paddle_recipes.runtime.stopping import run_entry  # standard library only: SIGTERM is one line, and a bad config, weights file or dict too, before paddle is imported
 if __name__ == "__main__":
-    run_entry("paddle_recipes.recipes.ernie_multitask")
+    run_entry("paddle_recipes.recipes.ernie_multitask", preflight="paddle_recipes.recipes.preflight")

@@ -109,6 +109,17 @@ def _legacy_state_globals() -> dict:
     return {(cls.__module__, cls.__name__): cls}  # paddle.base.libpaddle.GeneratorState
 
 
+class _WithLegacyState(dict):
+    """An allowlist that also admits paddle's GeneratorState (_legacy_state_globals), looked up, and paddle
+    imported, only when a pickle names a paddle global: a plain pickle (a state.pkl of today, an inference
+    model's .pdiparams.info read by recipes.preflight before paddle's import) never imports paddle."""
+
+    def __missing__(self, key):
+        if str(key[0]).split(".")[0] == "paddle":
+            return _legacy_state_globals()[key]  # KeyError (refused) for any other paddle global
+        raise KeyError(key)
+
+
 _CONTAINERS = (tuple, list, set, frozenset, dict, collections.OrderedDict)
 
 
@@ -171,7 +182,8 @@ def _sized_globals(allowed: Mapping, charge) -> dict:
     sized = {bytearray: sized_bytearray, np.ndarray: ndarray, _np_multiarray._reconstruct: reconstruct,
              _np_multiarray.scalar: scalar, _latin1_encode: encode,
              **{kind: container(kind) for kind in (tuple, list, set, frozenset, dict)}}
-    return {key: sized.get(fn, fn) for key, fn in allowed.items()}
+    out = {key: sized.get(fn, fn) for key, fn in allowed.items()}
+    return type(allowed)(out) if isinstance(allowed, dict) else out  # a dict subclass keeps its __missing__
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -367,7 +379,7 @@ def load_weights_file(path: str | os.PathLike, return_numpy: bool = False) -> An
 def load_plain(path: str | os.PathLike) -> Any:
     """A pickle of plain python / numpy values (our state.pkl) under the same allowlist; no tensor
     conversion. Also admits paddle's RNG GeneratorState of checkpoints written by earlier versions."""
-    return _unpickle(Path(path), {**WEIGHTS_GLOBALS, **_legacy_state_globals()})
+    return _unpickle(Path(path), _WithLegacyState(WEIGHTS_GLOBALS))
 
 
 _PLAIN_ATOMS = (type(None), bool, int, float, complex, str, bytes, bytearray)

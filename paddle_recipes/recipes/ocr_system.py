@@ -50,8 +50,7 @@ class OcrSystem(Recipe):
         """The det / rec recipe of ``m`` (its config, ``-o`` overrides and weights)."""
         if not m.config:
             raise ConfigError(f"{section}.config is empty: give the {cls.name} config the weights were trained with")
-        opts = [*m.opt, *([f"Global.weights={m.weights}"] if m.weights else [])]
-        cfg = load_config(resolve_path(m.config), opts, cls.Config, translators=cls.config_translators)
+        cfg = load_config(resolve_path(m.config), m.run_opts(), cls.Config, translators=cls.config_translators)
         recipe = cls(cfg, self.info)
         recipe.check()
         return recipe

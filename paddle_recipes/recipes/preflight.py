@@ -8,30 +8,38 @@ Nothing here imports paddle (a test checks), and nothing is a copy: the files ar
 ``inference_files.check_inference_files`` and the dict by ``charset.run_dict``, the functions the recipe calls again
 after paddle's import (``Recipe.check_weights_files``, ``OcrRec.charset``); the weights key is picked by
 ``named_weights``, which ``Recipe.named_weights`` calls too. The config is read raw (``config.read_config_text`` and
-``config.load_yaml``, then the ``-o`` of the few Global keys used here): the typed schema needs the recipe's modules,
-which import paddle, so whatever the raw read cannot settle (an unreadable file, a key of the wrong type, both init
-keys set) is left to the recipe, which reports it in its own words; the pre-flight only ever adds an earlier exit
-for a fault the recipe would report as well.
+``config.load_yaml``, then the ``-o`` of the few Global keys used here). The typed schemas of ocr_rec / ocr_det /
+ocr_cls / det_ppyoloe / ernie_multitask import paddle (their Architecture sections are checked against the network
+classes' signatures in nn.catalog, and their modules build paddle layers), so whatever the raw read cannot settle
+(an unknown key, a key of the wrong type, both init keys set) is left to those recipes, which report it in their own
+words. The OCR system's schema imports no paddle: its config is checked whole, by the recipe's own ``load_config``
+(Entry.hook, system_problems). The pre-flight only ever adds an earlier exit for a fault the recipe would report.
+
+One ``Entry`` per recipe (RECIPES): which modes read the Global weights, whether a dict is read, or its own hook.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
 from ..assets import resolve_path
-from ..config import ConfigError, add_config_args, flatten_opts, load_yaml, parse_override, read_config_text
+from ..config import (ConfigError, add_config_args, flatten_opts, load_config, load_yaml, parse_override,
+                      read_config_text)
 from ..formats.inference_files import InferenceFormatError, check_inference_files, is_inference_model
 from ..tasks.ocr_rec.charset import CharDictError, run_dict
+from ..tasks.ocr_system.config import SystemConfig, system_runs
 
-__all__ = ["check", "named_weights", "inference_weights_problem", "Preflight"]
+__all__ = ["check", "named_weights", "inference_weights_problem", "Preflight", "Entry", "RECIPES"]
 
 WEIGHTS_KEYS = ("weights", "checkpoints", "pretrained_model")  # Global keys naming eval/predict/export weights, in order
 GLOBAL_KEYS = (*WEIGHTS_KEYS, "character_dict_path", "use_space_char")
+MODES = ("train", "eval", "predict", "export")
 
 
 def named_weights(weights, checkpoints, pretrained_model) -> list[tuple[str, str]]:
@@ -88,35 +96,91 @@ class Preflight:
         return [p for p in found if p]
 
 
-# recipe -> (its default config, whether its run reads a character dict)
-RECIPES: Dict[str, Tuple[str, bool]] = {"ocr_rec": ("recipes/configs/ocr_rec.yml", True),
-                                        "ocr_det": ("recipes/configs/ocr_det.yml", False),
-                                        "ocr_cls": ("recipes/configs/ocr_cls.yml", False)}
-
-
-def raw_globals(argv: Sequence[str], default_config: str) -> Optional[Tuple[Dict[str, object], str]]:
-    """(the raw Global keys of GLOBAL_KEYS after the config file and the -o, the mode), or None when the command
-    line or the config cannot be read here (the recipe then says why, in its own words)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_config_args(parser, default_config=resolve_path(default_config))
-    parser.add_argument("--mode", default="train")
-    try:
-        args, _ = parser.parse_known_args(list(argv))
-    except SystemExit:  # argparse's own usage error: the recipe's parser prints it
-        return None
+def raw_config_globals(config: Optional[str], opts: Sequence) -> Optional[Dict[str, object]]:
+    """The raw Global keys of GLOBAL_KEYS after the config file ``config`` (None: none) and the -o ``opts``, or None
+    when they cannot be read here (the recipe then says why, in its own words) or the file has no Global mapping
+    (a foreign file, e.g. PaddleDetection's, whose keys a translator maps: not read here)."""
     g: Dict[str, object] = {}
     try:
-        if args.config:
-            data = load_yaml(read_config_text(Path(resolve_path(args.config))), args.config, duplicates=[])
+        if config:
+            data = load_yaml(read_config_text(Path(config)), str(config), duplicates=[])
             section = data.get("Global") if isinstance(data, dict) else None
-            g.update({k: v for k, v in (section or {}).items() if k in GLOBAL_KEYS} if isinstance(section, dict) else {})
-        for text in flatten_opts(args.opt):
+            if not isinstance(section, dict):
+                return None
+            g.update({k: v for k, v in section.items() if k in GLOBAL_KEYS})
+        for text in flatten_opts(list(opts)):
             keys, value = parse_override(text)
             if len(keys) == 2 and keys[0] == "Global" and keys[1] in GLOBAL_KEYS:
                 g[keys[1]] = value
     except (ConfigError, yaml.YAMLError, OSError, ValueError):
         return None
-    return g, args.mode
+    return g
+
+
+def command_line(argv: Sequence[str], default_config: Optional[str]) -> Optional[Tuple[Optional[str], list, str]]:
+    """(config path resolved as the recipe resolves it, the -o list, the mode) of ``argv``, or None when argparse
+    would refuse it (the recipe's parser prints that)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_config_args(parser, default_config=resolve_path(default_config) if default_config else None)
+    parser.add_argument("--mode", default="train")
+    try:
+        args, _ = parser.parse_known_args(list(argv))
+    except SystemExit:
+        return None
+    return (resolve_path(args.config) if args.config else None), flatten_opts(args.opt), args.mode
+
+
+def raw_globals(argv: Sequence[str], default_config: Optional[str]) -> Optional[Tuple[Dict[str, object], str]]:
+    """(the raw Global keys of GLOBAL_KEYS after the config file and the -o, the mode) of ``argv``, or None when
+    the command line or the config cannot be read here."""
+    cmd = command_line(argv, default_config)
+    g = None if cmd is None else raw_config_globals(cmd[0], cmd[1])
+    return None if g is None else (g, cmd[2])
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The pre-flight of one recipe: its default config, its --mode choices (another one is argparse's error, left
+    to the recipe), the modes whose run reads the Global weights first (Recipe.train / load_for_inference check
+    them), whether it reads a character dict, and ``hook``: its own check, (entry, config, -o, mode) -> problems,
+    in place of the Global weights one (a recipe whose typed schema imports no paddle checks it whole)."""
+    default_config: Optional[str]
+    modes: Tuple[str, ...] = MODES
+    weights_modes: Tuple[str, ...] = MODES
+    with_dict: bool = False
+    hook: Optional[Callable[["Entry", Optional[str], list, str], List[str]]] = None
+
+    def problems(self, config: Optional[str], opts: list, mode: str) -> List[str]:
+        if self.hook is not None:
+            return self.hook(self, config, opts, mode)
+        g = raw_config_globals(config, opts) if mode in self.weights_modes else None
+        return [] if g is None else Preflight(g, mode).problems(self.with_dict)
+
+
+def system_problems(entry: Entry, config: Optional[str], opts: list, mode: str) -> List[str]:
+    """ocr_system: its typed config (SystemConfig imports no paddle: config.load_config, the recipe's own first
+    step, so the same line), then each run it loads (Rec, Det, Cls: system_runs) as that recipe's predict reads it."""
+    try:
+        cfg = load_config(config, opts, SystemConfig)
+    except ConfigError as exc:
+        return [str(exc)]
+    found: List[str] = []
+    for m, sub in system_runs(cfg, mode):
+        g = raw_config_globals(resolve_path(m.config), m.run_opts()) if m.config else None
+        found += [] if g is None else Preflight(g, "predict").problems(RECIPES[sub].with_dict)
+    return found
+
+
+# recipe -> its pre-flight
+RECIPES: Dict[str, Entry] = {
+    "ocr_rec": Entry("recipes/configs/ocr_rec.yml", with_dict=True),
+    "ocr_det": Entry("recipes/configs/ocr_det.yml"),
+    "ocr_cls": Entry("recipes/configs/ocr_cls.yml"),
+    "ocr_system": Entry("recipes/configs/ocr_system.yml", ("predict", "eval"), hook=system_problems),
+    "det_ppyoloe": Entry("recipes/configs/det_ppyoloe_tiny.yml"),
+    # its train refuses every weights key (ConfigError): the weights are read by eval only
+    "ernie_multitask": Entry(None, ("train", "eval"), weights_modes=("eval",)),
+}
 
 
 def check(module: str, argv: Optional[Sequence[str]] = None,
@@ -127,11 +191,11 @@ def check(module: str, argv: Optional[Sequence[str]] = None,
     name = module.rsplit(".", 1)[-1]
     if name not in RECIPES or os.environ.get("PADDLE_RECIPES_PREFLIGHT", "1") == "0":
         return
-    default_config, with_dict = RECIPES[name]
-    raw = raw_globals(sys.argv[1:] if argv is None else argv, default_config)
-    if raw is None:
+    entry = RECIPES[name]
+    cmd = command_line(sys.argv[1:] if argv is None else argv, entry.default_config)
+    if cmd is None or cmd[2] not in entry.modes:
         return
-    problems = Preflight(*raw).problems(with_dict)
+    problems = entry.problems(*cmd)
     if problems:
         report(f"{name}: error: {problems[0]}")
         sys.exit(2)

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass, field
 
 import paddle
 
-from ..config import check_name
 from ..checkpoint.finite import all_finite
+from .config import AmpConfig  # the schema: train.config, which imports no paddle
 from .optim import param_list
-from ..config import check_number
 
 logger = logging.getLogger(__name__)
 
@@ -34,47 +32,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_FP16_BLACK_LIST = ("exp", "log", "pow", "square", "reduce_sum", "mean", "softmax_with_cross_entropy",
                            "sigmoid_cross_entropy_with_logits", "cross_entropy", "cross_entropy2", "warpctc",
                            "ctc_loss")
-
-@dataclass
-class AmpConfig:
-    """Mixed-precision settings (paddle.amp semantics).
-
-    enable: request AMP. level: "O1" (per-op casting) or "O2" (fp16/bf16 params, fp32 master weights).
-    dtype: "float16" or "bfloat16" (bf16 needs no loss scaling).
-    init_loss_scaling: initial loss scale (seed 000 suggests 512-4096). incr_ratio/decr_ratio: scale multipliers.
-    incr_every_n_steps: grow the scale after this many consecutive finite steps (default 2000).
-    decr_every_n_nan_or_inf: shrink it after this many consecutive overflowing steps (default 1).
-    custom_white_list / custom_black_list: op names forced to low precision / fp32.
-    skip_nonfinite_steps: skip the optimizer step when any gradient is inf/nan (also with AMP off).
-    force_loss_scaling: scale the loss even where autocast is not in effect (debugging, tests).
-    """
-
-    enable: bool = False
-    level: str = "O1"
-    dtype: str = "float16"
-    init_loss_scaling: float = 1024.0
-    incr_ratio: float = 2.0
-    decr_ratio: float = 0.5
-    incr_every_n_steps: int = 2000
-    decr_every_n_nan_or_inf: int = 1
-    use_dynamic_loss_scaling: bool = True
-    min_loss_scaling: float = 1.0
-    custom_white_list: list[str] = field(default_factory=list)
-    custom_black_list: list[str] = field(default_factory=list)
-    master_weight: bool = True
-    skip_nonfinite_steps: bool = True
-    force_loss_scaling: bool = False
-
-    def __post_init__(self):
-        check_name("AMP.level", self.level, ("O1", "O2"))
-        check_name("AMP.dtype", self.dtype, ("float16", "bfloat16"))
-
-        check_number("AMP.init_loss_scaling", self.init_loss_scaling, low=0, low_open=True)
-        check_number("AMP.min_loss_scaling", self.min_loss_scaling, low=0, low_open=True)
-        check_number("AMP.incr_ratio", self.incr_ratio, low=1)
-        check_number("AMP.decr_ratio", self.decr_ratio, low=0, high=1, low_open=True)
-        check_number("AMP.incr_every_n_steps", self.incr_every_n_steps, low=1)
-        check_number("AMP.decr_every_n_nan_or_inf", self.decr_every_n_nan_or_inf, low=1)
 
 def amp_support(dtype: str = "float16") -> tuple[bool, str]:
     """(supported, reason) for autocast of `dtype` on the current paddle device."""

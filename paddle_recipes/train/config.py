@@ -3,15 +3,16 @@ the Train / Eval loaders, Predict and TrainingConfig, the sections build_trainin
 them (tasks/<name>/config.py); the builder is train/build.py."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Literal, Optional, Union
 
-from ..config import ConfigError, check_image_shape, check_number
+from ..config import ConfigError, check_image_shape, check_name, check_number
 from ..data import MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, LoaderConfig
-from .amp import AmpConfig
-from .ema import EmaConfig
-from .optim import OptimizerConfig
 
+OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
+SCHEDULES = ("constant", "cosine", "linear", "step", "piecewise")
+EMA_WARMUPS = ("threshold", "exponential", "none")
 DEVICE_KINDS = ("cpu", "gpu", "xpu", "npu", "mlu", "dcu")
 
 
@@ -180,6 +181,122 @@ class PredictConfig:
     batch_size: int = 16
     max_image_pixels: int = MAX_IMAGE_PIXELS
     max_image_bytes: int = MAX_IMAGE_BYTES
+
+
+@dataclass
+class OptimizerConfig:
+    """name: adamw | adam | sgd | momentum. lr: peak learning rate. weight_decay: decoupled for adamw,
+    L2 for the others. beta1/beta2: Adam betas. momentum: for momentum/sgd-nesterov.
+    grad_clip_norm: global-norm clip (0 = off). schedule: constant | cosine | linear | step.
+    warmup_steps: linear warmup from 0 over this many optimizer steps. warmup_epochs: the same length in
+    epochs (float, 0 = off; set one of the two): warmup_steps = round(warmup_epochs * steps_per_epoch),
+    resolved by training.build_training (see resolve_warmup). min_lr: floor of cosine/linear.
+    step_size/gamma: for "step" (decay every step_size optimizer steps).
+    piecewise: lr * lr_factors[i] from milestone i on (ppdet's PiecewiseDecay); milestones in optimizer steps
+    counted from the start of training (warmup included), or milestone_epochs in epochs (set one of the two;
+    resolved like warmup_epochs); len(lr_factors) == number of milestones.
+    """
+
+    name: str = "adamw"
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.999
+    momentum: float = 0.9
+    grad_clip_norm: float = 0.0
+    schedule: str = "cosine"
+    warmup_steps: int = 0
+    warmup_epochs: float = 0.0
+    min_lr: float = 0.0
+    step_size: int = 1000
+    gamma: float = 0.1
+    milestones: list[int] = dataclasses.field(default_factory=list)
+    milestone_epochs: list[float] = dataclasses.field(default_factory=list)
+    lr_factors: list[float] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self):
+        check_name("Optimizer.name", self.name, OPTIMIZERS)
+        check_name("Optimizer.schedule", self.schedule, SCHEDULES)
+        check_number("Optimizer.lr", self.lr, low=0, low_open=True)
+        if self.lr > 10:
+            raise ConfigError(f"Optimizer.lr={self.lr!r} is absurdly large (> 10); training would diverge")
+        for key in ("weight_decay", "momentum", "grad_clip_norm", "min_lr"):
+            check_number(f"Optimizer.{key}", getattr(self, key), low=0)
+        for key in ("beta1", "beta2"):
+            check_number(f"Optimizer.{key}", getattr(self, key), low=0, high=1, high_open=True)
+        check_number("Optimizer.warmup_steps", self.warmup_steps, low=0)
+        check_number("Optimizer.warmup_epochs", self.warmup_epochs, low=0)
+        check_number("Optimizer.step_size", self.step_size, low=1)
+        check_number("Optimizer.gamma", self.gamma, low=0, low_open=True)
+        if self.milestones and self.milestone_epochs:
+            raise ConfigError("Optimizer.milestones (steps) and Optimizer.milestone_epochs are the same setting: set one")
+        n = len(self.milestones or self.milestone_epochs)
+        if self.schedule == "piecewise" and (not n or n != len(self.lr_factors)):
+            raise ConfigError(f"Optimizer.schedule piecewise needs milestones (or milestone_epochs) and as many "
+                              f"lr_factors: got {n} milestones, {len(self.lr_factors)} lr_factors")
+        if self.warmup_steps and self.warmup_epochs:
+            raise ConfigError(f"Optimizer.warmup_steps ({self.warmup_steps}) and Optimizer.warmup_epochs "
+                              f"({self.warmup_epochs}) are the same setting: set one")
+
+
+@dataclass
+class AmpConfig:
+    """Mixed-precision settings (paddle.amp semantics).
+
+    enable: request AMP. level: "O1" (per-op casting) or "O2" (fp16/bf16 params, fp32 master weights).
+    dtype: "float16" or "bfloat16" (bf16 needs no loss scaling).
+    init_loss_scaling: initial loss scale (seed 000 suggests 512-4096). incr_ratio/decr_ratio: scale multipliers.
+    incr_every_n_steps: grow the scale after this many consecutive finite steps (default 2000).
+    decr_every_n_nan_or_inf: shrink it after this many consecutive overflowing steps (default 1).
+    custom_white_list / custom_black_list: op names forced to low precision / fp32.
+    skip_nonfinite_steps: skip the optimizer step when any gradient is inf/nan (also with AMP off).
+    force_loss_scaling: scale the loss even where autocast is not in effect (debugging, tests).
+    """
+
+    enable: bool = False
+    level: str = "O1"
+    dtype: str = "float16"
+    init_loss_scaling: float = 1024.0
+    incr_ratio: float = 2.0
+    decr_ratio: float = 0.5
+    incr_every_n_steps: int = 2000
+    decr_every_n_nan_or_inf: int = 1
+    use_dynamic_loss_scaling: bool = True
+    min_loss_scaling: float = 1.0
+    custom_white_list: list[str] = field(default_factory=list)
+    custom_black_list: list[str] = field(default_factory=list)
+    master_weight: bool = True
+    skip_nonfinite_steps: bool = True
+    force_loss_scaling: bool = False
+
+    def __post_init__(self):
+        check_name("AMP.level", self.level, ("O1", "O2"))
+        check_name("AMP.dtype", self.dtype, ("float16", "bfloat16"))
+
+        check_number("AMP.init_loss_scaling", self.init_loss_scaling, low=0, low_open=True)
+        check_number("AMP.min_loss_scaling", self.min_loss_scaling, low=0, low_open=True)
+        check_number("AMP.incr_ratio", self.incr_ratio, low=1)
+        check_number("AMP.decr_ratio", self.decr_ratio, low=0, high=1, low_open=True)
+        check_number("AMP.incr_every_n_steps", self.incr_every_n_steps, low=1)
+        check_number("AMP.decr_every_n_nan_or_inf", self.decr_every_n_nan_or_inf, low=1)
+
+
+@dataclass
+class EmaConfig:
+    """enable: keep an EMA. decay: target decay (0.9998 as in ppdet). warmup: threshold | exponential | none.
+    warmup_steps: exponential warmup time constant, in optimizer steps. device: e.g. "cpu" to keep the
+    shadow off the accelerator (default: next to the weights)."""
+
+    enable: bool = False
+    decay: float = 0.9998
+    warmup: str = "threshold"
+    warmup_steps: int = 2000
+    device: Optional[str] = None
+
+    def __post_init__(self):
+        check_name("EMA.warmup", self.warmup, EMA_WARMUPS)
+        check_number("EMA.decay", self.decay, low=0, high=1, low_open=True, high_open=True)
+        check_number("EMA.warmup_steps", self.warmup_steps, low=0)
 
 
 @dataclass

@@ -19,35 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
-from typing import Optional
 
 import paddle
 
-from ..config import check_name
 from ..runtime.distributed import unwrap
 from ..checkpoint.finite import FLOAT_DTYPES
-from ..config import check_number
+from .config import EMA_WARMUPS as WARMUPS, EmaConfig  # the schema: train.config, which imports no paddle
 
-WARMUPS = ("threshold", "exponential", "none")
-
-
-@dataclass
-class EmaConfig:
-    """enable: keep an EMA. decay: target decay (0.9998 as in ppdet). warmup: threshold | exponential | none.
-    warmup_steps: exponential warmup time constant, in optimizer steps. device: e.g. "cpu" to keep the
-    shadow off the accelerator (default: next to the weights)."""
-
-    enable: bool = False
-    decay: float = 0.9998
-    warmup: str = "threshold"
-    warmup_steps: int = 2000
-    device: Optional[str] = None
-
-    def __post_init__(self):
-        check_name("EMA.warmup", self.warmup, WARMUPS)
-        check_number("EMA.decay", self.decay, low=0, high=1, low_open=True, high_open=True)
-        check_number("EMA.warmup_steps", self.warmup_steps, low=0)
 
 def build_ema(cfg: EmaConfig, model: paddle.nn.Layer) -> "ModelEMA | None":
     """ModelEMA from config, or None when disabled."""

@@ -9,72 +9,13 @@ stretch them: pass total_steps = optimizer steps, not micro-batches.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 import paddle
 
-from ..config import ConfigError, check_name
-from ..config import check_number
-
-OPTIMIZERS = ("adamw", "adam", "sgd", "momentum")
-SCHEDULES = ("constant", "cosine", "linear", "step", "piecewise")
+from .config import OptimizerConfig  # the schema: train.config, which imports no paddle
 
 
-@dataclass
-class OptimizerConfig:
-    """name: adamw | adam | sgd | momentum. lr: peak learning rate. weight_decay: decoupled for adamw,
-    L2 for the others. beta1/beta2: Adam betas. momentum: for momentum/sgd-nesterov.
-    grad_clip_norm: global-norm clip (0 = off). schedule: constant | cosine | linear | step.
-    warmup_steps: linear warmup from 0 over this many optimizer steps. warmup_epochs: the same length in
-    epochs (float, 0 = off; set one of the two): warmup_steps = round(warmup_epochs * steps_per_epoch),
-    resolved by training.build_training (see resolve_warmup). min_lr: floor of cosine/linear.
-    step_size/gamma: for "step" (decay every step_size optimizer steps).
-    piecewise: lr * lr_factors[i] from milestone i on (ppdet's PiecewiseDecay); milestones in optimizer steps
-    counted from the start of training (warmup included), or milestone_epochs in epochs (set one of the two;
-    resolved like warmup_epochs); len(lr_factors) == number of milestones.
-    """
-
-    name: str = "adamw"
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    beta1: float = 0.9
-    beta2: float = 0.999
-    momentum: float = 0.9
-    grad_clip_norm: float = 0.0
-    schedule: str = "cosine"
-    warmup_steps: int = 0
-    warmup_epochs: float = 0.0
-    min_lr: float = 0.0
-    step_size: int = 1000
-    gamma: float = 0.1
-    milestones: list[int] = dataclasses.field(default_factory=list)
-    milestone_epochs: list[float] = dataclasses.field(default_factory=list)
-    lr_factors: list[float] = dataclasses.field(default_factory=list)
-
-    def __post_init__(self):
-        check_name("Optimizer.name", self.name, OPTIMIZERS)
-        check_name("Optimizer.schedule", self.schedule, SCHEDULES)
-        check_number("Optimizer.lr", self.lr, low=0, low_open=True)
-        if self.lr > 10:
-            raise ConfigError(f"Optimizer.lr={self.lr!r} is absurdly large (> 10); training would diverge")
-        for key in ("weight_decay", "momentum", "grad_clip_norm", "min_lr"):
-            check_number(f"Optimizer.{key}", getattr(self, key), low=0)
-        for key in ("beta1", "beta2"):
-            check_number(f"Optimizer.{key}", getattr(self, key), low=0, high=1, high_open=True)
-        check_number("Optimizer.warmup_steps", self.warmup_steps, low=0)
-        check_number("Optimizer.warmup_epochs", self.warmup_epochs, low=0)
-        check_number("Optimizer.step_size", self.step_size, low=1)
-        check_number("Optimizer.gamma", self.gamma, low=0, low_open=True)
-        if self.milestones and self.milestone_epochs:
-            raise ConfigError("Optimizer.milestones (steps) and Optimizer.milestone_epochs are the same setting: set one")
-        n = len(self.milestones or self.milestone_epochs)
-        if self.schedule == "piecewise" and (not n or n != len(self.lr_factors)):
-            raise ConfigError(f"Optimizer.schedule piecewise needs milestones (or milestone_epochs) and as many "
-                              f"lr_factors: got {n} milestones, {len(self.lr_factors)} lr_factors")
-        if self.warmup_steps and self.warmup_epochs:
-            raise ConfigError(f"Optimizer.warmup_steps ({self.warmup_steps}) and Optimizer.warmup_epochs "
-                              f"({self.warmup_epochs}) are the same setting: set one")
 
 def resolve_warmup(cfg: OptimizerConfig, steps_per_epoch: int) -> OptimizerConfig:
     """A copy of `cfg` with warmup_epochs / milestone_epochs turned into optimizer steps (round(epochs *

@@ -21,7 +21,7 @@ pass (6).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Literal
+from typing import List, Literal, Tuple
 
 from paddle_recipes.config import ConfigError
 from paddle_recipes.train.config import PredictConfig
@@ -52,6 +52,10 @@ class SystemModel:
     opt: List[str] = field(default_factory=list)
     weights: str = ""
 
+    def run_opts(self) -> List[str]:
+        """The -o of this run's config: ``opt``, then Global.weights=``weights`` when set."""
+        return [*self.opt, *([f"Global.weights={self.weights}"] if self.weights else [])]
+
 
 @dataclass
 class SystemDet(SystemModel):
@@ -80,6 +84,15 @@ class SystemConfig:
     Cls: SystemModel = field(default_factory=lambda: SystemModel("recipes/configs/ocr_cls.yml"))
     Eval: SystemEval = field(default_factory=SystemEval)
     Predict: PredictConfig = field(default_factory=PredictConfig)
+
+
+def system_runs(cfg: SystemConfig, mode: str) -> List[Tuple[SystemModel, str]]:
+    """(run, its recipe) of each run a ``mode`` run of ``cfg`` loads weights for, in the recipe's order: Rec, Det
+    (not with Det.oracle: GT boxes; predict refuses that), Cls (when the orientation stage is on)."""
+    if cfg.Det.oracle and mode != "eval":
+        return []
+    runs = [(cfg.Rec, "ocr_rec"), *([] if cfg.Det.oracle else [(cfg.Det, "ocr_det")])]
+    return runs + ([(cfg.Cls, "ocr_cls")] if cfg.Global.orientation else [])
 
 
 def check_system_config(cfg: SystemConfig) -> None:
