@@ -322,6 +322,9 @@ class _BatchWatchdog:
             print(f"error: {self.message}", file=sys.stderr, flush=True)
             os._exit(2)
 
+READER_POLL_S = 0.05  # seconds between the checks of paddle's reader thread for its end (paddle's default: 5)
+
+
 def _wait_thread_gone(thread: threading.Thread | None, join_s: float = 5.0, exit_s: float = 2.0) -> bool:
     """Wait until a finished iterator's reader thread has left the OS (True), at most ``join_s`` + ``exit_s`` s.
 
@@ -354,6 +357,9 @@ def _stop_workers(it) -> None:
         if w.is_alive():
             w.terminate()
             w.join(5)
+    # its reader thread notices the shutdown within READER_POLL_S; a loader forked before it has left the OS can
+    # inherit paddle's memory lock held (_wait_thread_gone) and never deliver a batch
+    _wait_thread_gone(getattr(it, "_thread", None))
 
 def _worker_gone(w) -> str | None:
     """How a worker process ended ("SIGKILL", "exit code 3"), or None while it runs (or ended with 0)."""
@@ -416,11 +422,13 @@ def _checked_loader_class():
 
         def __iter__(self):
             it = super().__iter__()
-            # the main-process iterator's reader thread ends with the epoch; its exit must not overlap a fork
-            reader_thread = getattr(it, "_thread", None) if self.num_workers == 0 else None
+            # the iterator's reader thread ends with the epoch (unless workers persist); its exit must not overlap
+            # the next loader's fork
+            reader_thread = None if getattr(self, "_persistent_workers", False) else getattr(it, "_thread", None)
             watch = None
             if self.wait_timeout > 0 and self.num_workers > 0:
                 watch = _BatchWatchdog(it, self.wait_timeout, self.timeout_message())
+            ended = False  # the epoch ran to its end, or the workers are already stopped
             try:
                 while True:
                     if watch is not None:
@@ -428,9 +436,11 @@ def _checked_loader_class():
                     try:
                         batch = next(it)
                     except StopIteration:
+                        ended = True
                         _wait_thread_gone(reader_thread)  # before the next loader can fork its workers
                         return
                     except Exception:
+                        ended = True
                         if watch is None or not watch.fired:
                             died = dead_workers(it, self.dataset)
                             if died:
@@ -451,6 +461,9 @@ def _checked_loader_class():
                     if watch.fired and not watch.handled.is_set():  # fired just as a batch came, then the loop ended
                         _stop_workers(it)
                         watch.handled.set()
+                        ended = True
+                if not ended and self.num_workers > 0:  # an error batch, or the caller stopped early (max_steps)
+                    _stop_workers(it)
 
     return CheckedDataLoader
 
@@ -581,7 +594,8 @@ def build_loader(dataset, batch_sampler, cfg: LoaderConfig | None = None,
         use_buffer_reader=cfg.use_buffer_reader,
         prefetch_factor=cfg.prefetch_factor,
         use_shared_memory=use_shm,
-        timeout=0,  # paddle's timeout is only a poll interval (see LoaderConfig.timeout); enforced by the loader
+        timeout=READER_POLL_S,  # paddle's timeout is only its reader thread's poll interval (LoaderConfig.timeout is
+        # enforced by the loader): a short one lets that thread leave soon after an epoch, before the next fork
         worker_init_fn=seed_worker(cfg.seed, worker_init_fn, cfg.allocator_keep_mb) if workers else None,
         persistent_workers=bool(cfg.persistent_workers and workers),
         return_list=True,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 
 import numpy as np
 import paddle
@@ -546,6 +547,28 @@ class _NamedDataset:
                 os.kill(os.getpid(), signal.SIGKILL)
             raise ValueError(f"cannot decode img_{i}.jpg")
         return np.full(3, i, np.float32)
+
+
+def _reader_threads():
+    return {t for t in threading.enumerate() if t.name.endswith("(_thread_loop)") and t.is_alive()}
+
+
+@pytest.mark.parametrize("how", ["kill", "raise", None])
+def test_a_loader_with_workers_leaves_no_reader_thread_behind(how):
+    """After a worker's death or error (DataError), or a clean epoch, the iterator's reader thread is gone before
+    the loop returns: a thread still exiting can hold paddle's memory lock when the next loader forks its worker,
+    which then never delivers a batch (seen as a 60 s LoaderTimeout in the suite)."""
+    before = _reader_threads()
+    ds = _NamedDataset(bad=5 if how else 99, how=how or "raise")
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=2), LoaderConfig(num_workers=1, timeout=60),
+                          name="Train.loader")
+    if how:
+        with pytest.raises(DataError):
+            for _ in loader:
+                pass
+    else:
+        assert sum(1 for _ in loader) == 4
+    assert _reader_threads() <= before
 
 
 @pytest.mark.parametrize("how,workers", [("kill", 1), ("raise", 1), ("raise", 0)])
