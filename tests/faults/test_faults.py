@@ -219,16 +219,17 @@ def test_stuck_eval_worker_names_the_eval_key():
 
 
 def test_loader_timeout_counts_only_the_wait_for_a_batch():
-    """Samples that take 0.3 s and a training step of 1.5 s between batches, with timeout 1 s: no timeout,
-    every batch arrives (the step between two waits is not a wait)."""
+    """Samples that take 0.3 s and a training step of 3 s between batches, with timeout 2 s: no timeout, every
+    batch arrives (the step between two waits is not a wait; 2 s leaves room for the worker's fork on a loaded
+    2-core box, where 1 s was exceeded about once in ten runs)."""
     import time
 
     ds = SleepingDataset(stuck=0, sleep_s=0.3, n=3)
-    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=1), LoaderConfig(num_workers=1, timeout=1))
+    loader = build_loader(ds, paddle.io.BatchSampler(ds, batch_size=1), LoaderConfig(num_workers=1, timeout=2))
     seen = []
     for batch in loader:
         seen.append(int(batch[0].numpy()[0, 0]))
-        time.sleep(1.5)
+        time.sleep(3.0)
     assert seen == [0, 1, 2]
 
 
