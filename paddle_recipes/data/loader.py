@@ -428,7 +428,7 @@ def _checked_loader_class():
             watch = None
             if self.wait_timeout > 0 and self.num_workers > 0:
                 watch = _BatchWatchdog(it, self.wait_timeout, self.timeout_message())
-            ended = False  # the epoch ran to its end, or the workers are already stopped
+            ended = False  # the epoch ran to its end
             try:
                 while True:
                     if watch is not None:
@@ -440,15 +440,11 @@ def _checked_loader_class():
                         _wait_thread_gone(reader_thread)  # before the next loader can fork its workers
                         return
                     except Exception:
-                        ended = True
                         if watch is None or not watch.fired:
                             died = dead_workers(it, self.dataset)
                             if died:
-                                _stop_workers(it)
                                 raise DataError(f"{self.name}: {died}") from None
                             raise
-                        _stop_workers(it)
-                        watch.handled.set()
                         raise LoaderTimeout(watch.message) from None
                     finally:
                         if watch is not None:
@@ -458,12 +454,12 @@ def _checked_loader_class():
             finally:
                 if watch is not None:
                     watch.stop()
-                    if watch.fired and not watch.handled.is_set():  # fired just as a batch came, then the loop ended
-                        _stop_workers(it)
-                        watch.handled.set()
-                        ended = True
-                if not ended and self.num_workers > 0:  # an error batch, or the caller stopped early (max_steps)
+                # a dead worker, a timeout (also one that fired just as a batch came), an error batch, any other
+                # error, or a caller that stopped early (max_steps): end the workers and their reader thread here
+                if not ended and self.num_workers > 0:
                     _stop_workers(it)
+                if watch is not None and watch.fired:
+                    watch.handled.set()  # after the stop: the watchdog's hard exit is no longer needed
 
     return CheckedDataLoader
 
