@@ -10,6 +10,7 @@ instead; there is nothing to pin.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import mmap
 import os
@@ -28,7 +29,8 @@ from ..config import ConfigError
 from ..runtime.lifetime import set_parent_death_signal
 
 __all__ = ["LoaderConfig", "build_loader", "set_opencv_threads", "shm_free_mb", "seed_worker", "DataError",
-           "LoaderTimeout", "GuardedDataset", "GuardedCollate", "current_sample_key", "sample_name", "WorkerSlots", "keep_heap"]
+           "LoaderTimeout", "GuardedDataset", "GuardedCollate", "current_sample_key", "sample_name", "WorkerSlots", "keep_heap",
+           "heap_frozen"]
 
 SHM_PATH = "/dev/shm"
 logger = logging.getLogger(__name__)
@@ -421,7 +423,8 @@ def _checked_loader_class():
                     f"{self.name}.timeout (seconds, 0 = wait forever) or try {self.name}.use_shared_memory=false")
 
         def __iter__(self):
-            it = super().__iter__()
+            with heap_frozen(self.num_workers > 0):  # paddle forks the workers here
+                it = super().__iter__()
             # the iterator's reader thread ends with the epoch (unless workers persist); its exit must not overlap
             # the next loader's fork
             reader_thread = None if getattr(self, "_persistent_workers", False) else getattr(it, "_thread", None)
@@ -462,6 +465,27 @@ def _checked_loader_class():
                     watch.handled.set()  # after the stop: the watchdog's hard exit is no longer needed
 
     return CheckedDataLoader
+
+
+class heap_frozen:  # noqa: N801  (used like a function: ``with heap_frozen():``)
+    """Keep the objects the main process holds out of its forked workers' garbage collection (``gc.freeze``
+    before the fork, ``gc.unfreeze`` after it in the main process; on by default for a loader with workers).
+
+    A worker's first collection otherwise visits every object of the parent's heap and so copies the whole heap
+    page by page (copy-on-write): with a 3M-object heap (a large label list) 1.3-2.2 s per batch and that memory
+    again in every worker; frozen, 0.05-0.09 s (AMD EPYC, 2 cores). The main process collects as before."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled and gc.get_freeze_count() == 0  # a caller's own gc.freeze() is left to the caller
+
+    def __enter__(self):
+        if self.enabled:
+            gc.freeze()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            gc.unfreeze()
 
 
 def set_opencv_threads(n: int) -> bool:
