@@ -130,14 +130,6 @@ def command_line(argv: Sequence[str], default_config: Optional[str]) -> Optional
     return (resolve_path(args.config) if args.config else None), flatten_opts(args.opt), args.mode
 
 
-def raw_globals(argv: Sequence[str], default_config: Optional[str]) -> Optional[Tuple[Dict[str, object], str]]:
-    """(the raw Global keys of GLOBAL_KEYS after the config file and the -o, the mode) of ``argv``, or None when
-    the command line or the config cannot be read here."""
-    cmd = command_line(argv, default_config)
-    g = None if cmd is None else raw_config_globals(cmd[0], cmd[1])
-    return None if g is None else (g, cmd[2])
-
-
 @dataclass(frozen=True)
 class Entry:
     """The pre-flight of one recipe: its default config, its --mode choices (another one is argparse's error, left

@@ -140,10 +140,12 @@ def test_the_weights_the_preflight_checks_follow_the_recipes_rule():
 def test_an_unreadable_command_line_or_config_passes_through_to_the_recipe(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_text("Global: [unclosed\n")
+    reported = []
     for argv in (["-c", str(bad)], ["-o", "no_equals_sign"], ["--mode"], ["-c", str(tmp_path / "absent.yml")]):
-        assert preflight.raw_globals(argv, "recipes/configs/ocr_rec.yml") is None, argv
-    assert preflight.raw_globals(["-o", "Global.weights=x", "Train.loader.num_workers=2", "--mode", "eval"],
-                                 "recipes/configs/ocr_rec.yml")[1] == "eval"
+        preflight.check("paddle_recipes.recipes.ocr_rec", argv, report=reported.append)  # no exit, no line
+    assert reported == []
+    assert preflight.command_line(["-o", "Global.weights=x", "Train.loader.num_workers=2", "--mode", "eval"],
+                                  "recipes/configs/ocr_rec.yml")[2] == "eval"
 
 
 # ------------------------------------------------------------------ item 2: the absolute .pdiparams cap
