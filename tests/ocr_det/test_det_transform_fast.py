@@ -57,11 +57,11 @@ def test_border_distance_equals_the_law_of_cosines_form():
     rng = np.random.default_rng(0)
     xs, ys = np.arange(-5, 60, dtype=np.float64)[None, :], np.arange(-5, 40, dtype=np.float64)[:, None]
     for _ in range(200):
-        p1, p2 = rng.uniform(0, 50, 2), rng.uniform(0, 50, 2)
+        poly = rng.uniform(0, 50, (int(rng.integers(3, 7)), 2))
         if rng.uniform() < 0.1:
-            p1 = np.round(p1)  # pixels exactly on an end point
-        np.testing.assert_allclose(LM._edge_distance(xs, ys, p1, p2), _reference_distance(xs, ys, p1, p2),
-                                   rtol=1e-9, atol=1e-6)
+            poly[0] = np.round(poly[0])  # pixels exactly on a vertex
+        want = np.min([_reference_distance(xs, ys, a, b) for a, b in zip(poly, np.roll(poly, -1, axis=0))], axis=0)
+        np.testing.assert_allclose(np.sqrt(LM._min_square_edge_distance(xs, ys, poly)), want, rtol=1e-9, atol=1e-6)
 
 
 def test_border_map_equals_the_reference_on_random_pages():
@@ -97,3 +97,43 @@ def test_collate_one_size_and_padded():
     b = collate(mixed)
     assert b["image"].shape == (2, 3, 8, 8) and b["image"][1, :, 5:].sum() == 0 and b["image"][1, :, :5, :6].all()
     assert b["image_hw"].tolist() == [[8, 8], [5, 6]]
+
+
+def test_augment_and_crop_draws_the_same_crop_and_polygons_as_the_two_steps():
+    """One warp instead of random_affine + east_random_crop: the same draws, so the same polygons (to float
+    rounding), tags, texts and crop size, on pages with several boxes (flip, rotation and scale all drawn)."""
+    from paddle_recipes.tasks.ocr_det.transforms import augment_and_crop, east_random_crop, random_affine
+
+    rng = np.random.default_rng(2)
+    for seed in range(30):
+        h, w = int(rng.integers(120, 400)), int(rng.integers(120, 400))
+        img = rng.integers(0, 255, (h, w, 3), dtype=np.uint8)
+        polys = [p for p in _random_quads(rng, 6, h, w) if LM.Polygon(p).area > 0]
+        tags, texts = [bool(i % 4 == 3) for i in range(len(polys))], [f"t{i}" for i in range(len(polys))]
+        r1, r2 = np.random.RandomState(seed), np.random.RandomState(seed)
+        moved, mpolys = random_affine(img, polys, r1)
+        o1, p1, t1, x1 = east_random_crop(moved, mpolys, tags, texts, (96, 64), 50, rng=r1)
+        o2, p2, t2, x2 = augment_and_crop(img, polys, tags, texts, r2, (96, 64), 50)
+        assert o1.shape == o2.shape == (64, 96, 3) and t1 == t2 and x1 == x2, seed
+        for a, b in zip(p1, p2):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
+        assert r1.randint(1 << 30) == r2.randint(1 << 30)  # as many draws taken
+
+
+def test_augment_and_crop_moves_the_image_exactly_as_its_polygon():
+    """A white box and its polygon: after one warp, the centre of the white pixels is the polygon's centre
+    (within 0.05 px; the step-by-step path is off by up to ~1 px: its flip, rotation and resizes each place pixel
+    centres differently from the polygons)."""
+    from paddle_recipes.tasks.ocr_det.transforms import augment_and_crop
+
+    img = np.zeros((300, 400, 3), np.uint8)
+    img[100:140, 150:230] = 255  # pixels 150..229 x 100..139: the box [150, 230] x [100, 140]
+    poly = np.array([[150, 100], [230, 100], [230, 140], [150, 140]], np.float64)
+    worst = 0.0
+    for seed in range(40):
+        out, polys, _, _ = augment_and_crop(img, [poly], [False], ["x"], np.random.RandomState(seed), (640, 640), 50)
+        m = out[..., 0].astype(np.float64)
+        ys, xs = np.indices(m.shape)
+        centre = ((m * (xs + 0.5)).sum() / m.sum(), (m * (ys + 0.5)).sum() / m.sum())
+        worst = max(worst, float(np.hypot(*(np.array(centre) - polys[0].mean(0)))))
+    assert worst < 0.05, worst

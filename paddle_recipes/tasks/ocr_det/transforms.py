@@ -167,6 +167,48 @@ def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.R
     return img, polys
 
 
+def _pixel_affine(a: np.ndarray) -> np.ndarray:
+    """The 2 x 3 matrix for cv2.warpAffine of the point map ``a`` (3 x 3): points take pixel i to span [i, i + 1),
+    OpenCV samples pixel centres at integers, so the image moves exactly as the polygons do."""
+    half = np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1.0]])
+    return (np.linalg.inv(half) @ a @ half)[:2]
+
+
+def augment_and_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: Sequence[bool], texts: Sequence[str],
+                     rng: np.random.RandomState, size: Sequence[int] = (640, 640), max_tries: int = 10,
+                     min_crop_side_ratio: float = 0.1, flip_prob: float = 0.5, max_rotate: float = 10.0,
+                     scale: Tuple[float, float] = (0.5, 3.0)):
+    """``random_affine`` then ``east_random_crop`` (keep_ratio) with one resampling: the same draws from ``rng`` in
+    the same order, the same polygons (to float rounding), the same crop; the image is warped once from the source
+    straight into the crop's ``size`` (one ``cv2.warpAffine`` of at most 640 x 640) instead of a flip, a rotation of
+    the page, a resize of up to 3x per side and the crop's resize. Pixels differ from the step-by-step path by
+    interpolation only (one bilinear sampling instead of three), and follow the polygons exactly.
+    -> (image, polys, ignore_tags, texts) as east_random_crop."""
+    h, w = img.shape[:2]
+    a = np.eye(3)
+    if rng.uniform() < flip_prob:
+        a = np.array([[-1.0, 0, w], [0, 1.0, 0], [0, 0, 1.0]])
+    if max_rotate:
+        m = cv2.getRotationMatrix2D((w / 2.0, h / 2.0), float(rng.uniform(-max_rotate, max_rotate)), 1.0)
+        a = np.vstack([m, [0, 0, 1.0]]) @ a
+    s = float(rng.uniform(*scale))
+    nw, nh = max(1, int(round(w * s))), max(1, int(round(h * s)))
+    a = np.diag([nw / w, nh / h, 1.0]) @ a
+    moved = [np.asarray(p, np.float64) @ a[:2, :2].T + a[:2, 2] for p in polys]
+    cared = [p for p, tag in zip(moved, ignore_tags) if not tag]
+    x, y, cw, ch = crop_area(nh, nw, cared, min_crop_side_ratio, max_tries, rng)
+    sc = min(size[0] / cw, size[1] / ch)
+    oh, ow = int(ch * sc), int(cw * sc)
+    a = np.array([[sc, 0, -x * sc], [0, sc, -y * sc], [0, 0, 1.0]]) @ a
+    out = np.zeros((size[1], size[0]) + img.shape[2:], img.dtype)
+    if oh > 0 and ow > 0:
+        out[:oh, :ow] = cv2.warpAffine(img, _pixel_affine(a), (ow, oh), flags=cv2.INTER_LINEAR,
+                                       borderMode=cv2.BORDER_CONSTANT, borderValue=0).reshape((oh, ow) + img.shape[2:])
+    kept = [((p - (x, y)) * sc, tag, t) for p, tag, t in zip(moved, ignore_tags, texts)]
+    kept = [k for k in kept if not _outside(k[0], 0, 0, ow, oh)]
+    return out, [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+
+
 def color_jitter(img: np.ndarray, rng: np.random.RandomState, jitter: Sequence[float]) -> np.ndarray:
     """PaddleOCR's ColorJitter op: paddle.vision.transforms.ColorJitter(brightness, contrast, saturation, hue =
     ``jitter``) on the decoded HWC uint8 image (BGR, as PaddleOCR passes it). Its draws come from python's
@@ -188,7 +230,8 @@ def color_jitter(img: np.ndarray, rng: np.random.RandomState, jitter: Sequence[f
 class DBTrainTransform:
     """Raw sample (dataset.py) -> DB training arrays, PaddleOCR's default det train pipeline:
     [color_jitter when ``color_jitter`` (brightness, contrast, saturation, hue) is not all 0] -> random_affine ->
-    east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio) -> make_border_map
+    east_random_crop (``size`` (W, H), ``max_tries`` 50, keep_ratio; the two as one warp: augment_and_crop)
+    -> make_border_map
     -> make_shrink_map -> normalize_chw. Random draws: from (``seed``, epoch, index) of the sample being
     loaded (data.current_sample_key, set by the training loader), so a resumed run or any worker count
     sees the same crops; else from numpy's global state. ``augment``: False skips random_affine."""
@@ -210,10 +253,14 @@ class DBTrainTransform:
         img, polys = sample["image"], sample["polys"]
         if any(self.color_jitter):
             img = color_jitter(img, rng, self.color_jitter)
-        if self.augment:
-            img, polys = random_affine(img, polys, rng, max_rotate=self.max_rotate, scale=self.scale)
-        img, polys, tags, _ = east_random_crop(img, polys, sample["ignore_tags"], sample["texts"], self.size,
-                                               self.max_tries, keep_ratio=self.keep_ratio, rng=rng)
+        if self.augment and self.keep_ratio:  # one resampling, the same draws and polygons as the two steps
+            img, polys, tags, _ = augment_and_crop(img, polys, sample["ignore_tags"], sample["texts"], rng, self.size,
+                                                   self.max_tries, max_rotate=self.max_rotate, scale=self.scale)
+        else:
+            if self.augment:
+                img, polys = random_affine(img, polys, rng, max_rotate=self.max_rotate, scale=self.scale)
+            img, polys, tags, _ = east_random_crop(img, polys, sample["ignore_tags"], sample["texts"], self.size,
+                                                   self.max_tries, keep_ratio=self.keep_ratio, rng=rng)
         h, w = img.shape[:2]
         tmap, tmask = make_border_map(h, w, polys, tags, self.shrink_ratio, self.thresh_min, self.thresh_max)
         smap, smask, _ = make_shrink_map(h, w, polys, tags, self.shrink_ratio, self.min_text_size)
