@@ -191,6 +191,7 @@ def main(argv=None) -> None:
     seen: dict = {}
     n = batches = 0
     t0 = c0 = None
+    wall = cpu = 0.0
     shapes = set()
     for i, batch in enumerate(loader):
         if i == 0:  # the workers' start and first batch: outside the window
@@ -200,9 +201,11 @@ def main(argv=None) -> None:
         batches += 1
         img = batch[0] if isinstance(batch, (list, tuple)) else batch["image"]
         shapes.add(tuple(int(s) for s in img.shape[1:]))
+        # read here, per batch: leaving the loop early ends a loader's workers (ours at once), and a worker that
+        # is gone cannot be read any more
+        wall, cpu = time.perf_counter() - t0, tree_cpu(seen) - c0
         if a.batches and batches >= a.batches:
             break
-    wall, cpu = time.perf_counter() - t0, tree_cpu(seen) - c0
     print(json.dumps({"side": a.side, "task": a.task, "workers": a.workers, "samples": n, "batches": batches,
                       "wall_s": wall, "cpu_s": cpu, "samples_per_s": n / wall if wall else 0.0,
                       "samples_per_cpu_s": n / cpu if cpu else 0.0, "build_s": build_s,
