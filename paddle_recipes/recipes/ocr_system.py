@@ -32,7 +32,7 @@ from paddle_recipes.tasks.ocr_rec.fonts import FontError, font_by_name
 from paddle_recipes.tasks.ocr_det.dataset import DetDataset
 from paddle_recipes.tasks.ocr_cls.predict import classify_images
 from paddle_recipes.tasks.ocr_det.transforms import DBEvalTransform
-from paddle_recipes.tasks.ocr_system.config import SystemConfig, SystemModel, check_system_config
+from paddle_recipes.tasks.ocr_system.config import SystemConfig, SystemModel, check_system_config, system_runs
 from paddle_recipes.tasks.ocr_system.pipeline import OcrPipeline, det_fn, evaluate_pages, rec_fn, run_files
 
 
@@ -68,21 +68,23 @@ class OcrSystem(Recipe):
         return self.sub_recipe(OcrCls, self.cfg.Cls, "Cls")
 
     def classify(self):
-        """The orientation stage (Global.use_angle_cls / use_textline_orientation), or None when off."""
-        if not self.cfg.Global.orientation:
-            return None
+        """The orientation stage (Global.use_angle_cls / use_textline_orientation): loads the Cls run's weights."""
         model, self.sources["cls_weights"] = self.cls.load_for_inference()
         return partial(classify_images, model, spec=self.cls.spec, batch_size=self.cfg.Global.cls_batch_num)
 
-    def pipeline(self, oracle: bool = False) -> OcrPipeline:
+    def pipeline(self) -> OcrPipeline:
+        """Det (GT boxes with Det.oracle) -> crops -> [Cls] -> Rec. The stages loaded are those ``system_runs`` names,
+        the list the pre-flight checks before paddle is imported, so the two cannot disagree."""
         g, rec = self.cfg.Global, self.rec
+        stages = {sub for _, sub in system_runs(self.cfg, "eval")}  # eval: the oracle case too
         rec_model, rec_src = rec.load_for_inference()
         recognize = rec_fn(rec_model, rec.charset, rec.cfg.Global.image_shape, g.rec_batch_num, g.rec_resize)
         detect, self.sources = None, {"rec_weights": rec_src, "det_weights": "oracle (GT boxes)"}
-        crop = "minarea" if not oracle and self.det.post.box_type == "poly" else self.cfg.Det.crop
-        if not oracle:
+        crop = "minarea" if "ocr_det" in stages and self.det.post.box_type == "poly" else self.cfg.Det.crop
+        if "ocr_det" in stages:
             detect = self.detector()
-        return OcrPipeline(detect, recognize, g.drop_score, crop, self.classify(), g.cls_thresh)
+        classify = self.classify() if "ocr_cls" in stages else None
+        return OcrPipeline(detect, recognize, g.drop_score, crop, classify, g.cls_thresh)
 
     def detector(self):
         """The det stage alone: image (HWC BGR uint8) -> (boxes, scores); records its weights in `sources`."""
@@ -124,7 +126,7 @@ class OcrSystem(Recipe):
 
     def eval(self) -> dict:
         ds = self.eval_dataset()
-        metrics = evaluate_pages(self.pipeline(self.cfg.Det.oracle), ds, oracle=self.cfg.Det.oracle,
+        metrics = evaluate_pages(self.pipeline(), ds, oracle=self.cfg.Det.oracle,
                                  iou=self.cfg.Eval.iou)
         metrics.update(self.sources, skipped=merge_skips([ds.stats], self.info))
         if self.info.is_main:

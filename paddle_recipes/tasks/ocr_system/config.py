@@ -88,7 +88,8 @@ class SystemConfig:
 
 def system_runs(cfg: SystemConfig, mode: str) -> List[Tuple[SystemModel, str]]:
     """(run, its recipe) of each run a ``mode`` run of ``cfg`` loads weights for, in the recipe's order: Rec, Det
-    (not with Det.oracle: GT boxes; predict refuses that), Cls (when the orientation stage is on)."""
+    (not with Det.oracle: GT boxes; predict refuses that), Cls (when the orientation stage is on). The recipe builds
+    its pipeline from this list and the pre-flight checks it: one list for both."""
     if cfg.Det.oracle and mode != "eval":
         return []
     runs = [(cfg.Rec, "ocr_rec"), *([] if cfg.Det.oracle else [(cfg.Det, "ocr_det")])]
