@@ -70,6 +70,14 @@ def crop_area(h: int, w: int, polys: Sequence[np.ndarray], min_crop_side_ratio: 
     return 0, 0, w, h
 
 
+def _kept_in_crop(polys, ignore_tags, texts, x: float, y: float, scale: float, w: int, h: int):
+    """Polygons moved into the crop at (x, y) scaled by ``scale``, and those that still touch its w x h (with
+    their tags and texts): (polys, ignore_tags, texts)."""
+    kept = [((np.asarray(p) - (x, y)) * scale, tag, t) for p, tag, t in zip(polys, ignore_tags, texts)]
+    kept = [k for k in kept if not _outside(k[0], 0, 0, w, h)]
+    return [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+
+
 def east_random_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: Sequence[bool],
                      texts: Sequence[str], size: Sequence[int] = (640, 640), max_tries: int = 10,
                      min_crop_side_ratio: float = 0.1, keep_ratio: bool = True,
@@ -86,9 +94,7 @@ def east_random_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: 
         out[:h, :w] = cv2.resize(patch, (w, h))
     else:
         out = cv2.resize(patch, tuple(size))
-    kept = [((np.asarray(p) - (x, y)) * scale, tag, t) for p, tag, t in zip(polys, ignore_tags, texts)]
-    kept = [k for k in kept if not _outside(k[0], 0, 0, w, h)]
-    return out, [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+    return (out, *_kept_in_crop(polys, ignore_tags, texts, x, y, scale, w, h))
 
 
 def det_resize_for_test(img: np.ndarray, limit_side_len: int = 736, limit_type: str = "min",
@@ -145,6 +151,17 @@ def normalize_chw(img: np.ndarray) -> np.ndarray:
     return out
 
 
+def _draw_affine(w: int, h: int, rng: np.random.RandomState, flip_prob: float, max_rotate: float,
+                 scale: Tuple[float, float]):
+    """The draws of PaddleOCR's default IaaAugment, in its order: (flip, the 2 x 3 rotation about the centre or None,
+    (new W, new H) of the resize)."""
+    flip = bool(rng.uniform() < flip_prob)
+    m = (cv2.getRotationMatrix2D((w / 2.0, h / 2.0), float(rng.uniform(-max_rotate, max_rotate)), 1.0)
+         if max_rotate else None)
+    s = float(rng.uniform(*scale))
+    return flip, m, (max(1, int(round(w * s))), max(1, int(round(h * s))))
+
+
 def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.RandomState,
                   flip_prob: float = 0.5, max_rotate: float = 10.0, scale: Tuple[float, float] = (0.5, 3.0)):
     """PaddleOCR's default IaaAugment (Fliplr p, Affine rotate +-max_rotate deg, Resize scale range) done
@@ -152,16 +169,14 @@ def random_affine(img: np.ndarray, polys: Sequence[np.ndarray], rng: np.random.R
     polygons follow. -> (image, polys)."""
     h, w = img.shape[:2]
     polys = [np.asarray(p, np.float64).copy() for p in polys]
-    if rng.uniform() < flip_prob:
+    flip, m, (nw, nh) = _draw_affine(w, h, rng, flip_prob, max_rotate, scale)
+    if flip:
         img = cv2.flip(img, 1)  # = img[:, ::-1], one contiguous pass
         for p in polys:
             p[:, 0] = w - p[:, 0]
-    if max_rotate:
-        m = cv2.getRotationMatrix2D((w / 2.0, h / 2.0), float(rng.uniform(-max_rotate, max_rotate)), 1.0)
+    if m is not None:
         img = cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_LINEAR, borderValue=0)
         polys = [p @ m[:, :2].T + m[:, 2] for p in polys]
-    s = float(rng.uniform(*scale))
-    nw, nh = max(1, int(round(w * s))), max(1, int(round(h * s)))
     img = cv2.resize(img, (nw, nh))
     polys = [p * (nw / w, nh / h) for p in polys]
     return img, polys
@@ -185,14 +200,10 @@ def augment_and_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: 
     interpolation only (one bilinear sampling instead of three), and follow the polygons exactly.
     -> (image, polys, ignore_tags, texts) as east_random_crop."""
     h, w = img.shape[:2]
-    a = np.eye(3)
-    if rng.uniform() < flip_prob:
-        a = np.array([[-1.0, 0, w], [0, 1.0, 0], [0, 0, 1.0]])
-    if max_rotate:
-        m = cv2.getRotationMatrix2D((w / 2.0, h / 2.0), float(rng.uniform(-max_rotate, max_rotate)), 1.0)
+    flip, m, (nw, nh) = _draw_affine(w, h, rng, flip_prob, max_rotate, scale)
+    a = np.array([[-1.0, 0, w], [0, 1.0, 0], [0, 0, 1.0]]) if flip else np.eye(3)
+    if m is not None:
         a = np.vstack([m, [0, 0, 1.0]]) @ a
-    s = float(rng.uniform(*scale))
-    nw, nh = max(1, int(round(w * s))), max(1, int(round(h * s)))
     a = np.diag([nw / w, nh / h, 1.0]) @ a
     moved = [np.asarray(p, np.float64) @ a[:2, :2].T + a[:2, 2] for p in polys]
     cared = [p for p, tag in zip(moved, ignore_tags) if not tag]
@@ -204,9 +215,7 @@ def augment_and_crop(img: np.ndarray, polys: Sequence[np.ndarray], ignore_tags: 
     if oh > 0 and ow > 0:
         out[:oh, :ow] = cv2.warpAffine(img, _pixel_affine(a), (ow, oh), flags=cv2.INTER_LINEAR,
                                        borderMode=cv2.BORDER_CONSTANT, borderValue=0).reshape((oh, ow) + img.shape[2:])
-    kept = [((p - (x, y)) * sc, tag, t) for p, tag, t in zip(moved, ignore_tags, texts)]
-    kept = [k for k in kept if not _outside(k[0], 0, 0, ow, oh)]
-    return out, [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+    return (out, *_kept_in_crop(moved, ignore_tags, texts, x, y, sc, ow, oh))
 
 
 def color_jitter(img: np.ndarray, rng: np.random.RandomState, jitter: Sequence[float]) -> np.ndarray:
